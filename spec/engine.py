@@ -1,0 +1,246 @@
+"""Executing the table: rows compiled once into closures over flat tuples.
+
+`Engine.fire(state, trigger, params)` finds the row of `trigger` whose
+states and guard hold (the table guarantees at most one, `lint` proves
+it), runs its steps and returns every possible outcome: one per
+combination of the nondeterministic choices the row makes (who becomes
+leader, which protocol wins a tied vote).  A choice is resolved when the
+step that needs it runs, over the state that step sees.
+
+This is the only interpreter of rows.  The runtime coordinator, the spec
+target of the scenario runner and the checkers all call it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .lang import Layout, NONE, Term, choices_in, compile_term, iter_bits, walk
+from .rows import ECHO, Out, Row, Set_
+from .schema import PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME
+from .table import ROWS
+
+STATE_INDEX = {v.name: i for i, v in enumerate(STATE_VARS)}
+STATE_I = STATE_INDEX["state"]
+
+
+class EngineError(RuntimeError):
+    """The table does not determine what happens (overlapping rows or a gap)."""
+
+
+@dataclass
+class Output:
+    """An evaluated output of a fired row."""
+    kind: str
+    api: str = ""
+    member: int = NONE
+    fields: dict | None = None
+    timer: str = ""
+    duration: int = 0
+
+
+@dataclass
+class Outcome:
+    row: Row
+    state: tuple
+    outputs: list[Output]
+    choices: dict[str, int]
+
+
+def _all_choice_names() -> list[str]:
+    names: set[str] = set()
+    for r in ROWS:
+        for t in _row_terms(r):
+            names |= set(choices_in(t))
+    return sorted(names)
+
+
+def _row_terms(r: Row):
+    yield r.guard
+    for st in r.steps:
+        if isinstance(st, Set_):
+            yield from st.updates.values()
+        else:
+            yield from _out_terms(st)
+
+
+def _out_terms(o: Out):
+    for x in (o.member, o.duration, o.over, o.when):
+        if isinstance(x, Term):
+            yield x
+    for v in o.fields.values():
+        if isinstance(v, Term):
+            yield v
+
+
+CHOICES = _all_choice_names()
+PARAM_NAMES = list(PARAM_TYPES) + ["choice:" + c for c in CHOICES]
+PARAM_INDEX = {n: i for i, n in enumerate(PARAM_NAMES)}
+LAYOUT = Layout(STATE_INDEX, PARAM_INDEX)
+
+
+def initial_state(sizes: dict[str, int]) -> tuple:
+    """The state of a group the coordinator does not hold, for the given domain sizes."""
+    out = []
+    for v in STATE_VARS:
+        out.append(tuple([v.initial] * sizes[v.type.key]) if v.type.kind == "map" else v.initial)
+    return tuple(out)
+
+
+def make_params(values: dict[str, Any]) -> list:
+    """A parameter vector (a list: choices are filled in as rows run)."""
+    p = [None] * len(PARAM_NAMES)
+    for k, v in values.items():
+        p[PARAM_INDEX[k]] = v
+    return p
+
+
+# -- compiled rows ---------------------------------------------------------------------
+
+class _CStep:
+    __slots__ = ("updates", "out", "choices")
+
+
+class CompiledRow:
+    def __init__(self, row: Row):
+        self.row = row
+        self.state_mask = sum(1 << STATES.index(s) for s in row.states)
+        self.guard = compile_term(row.guard, LAYOUT)
+        self.target = None if row.target is None else STATES.index(row.target)
+        self.steps: list[_CStep] = []
+        for st in row.steps:
+            c = _CStep()
+            terms = list(st.updates.values()) if isinstance(st, Set_) else list(_out_terms(st))
+            found: dict[str, Term] = {}
+            for t in terms:
+                found.update(choices_in(t))
+            c.choices = [(PARAM_INDEX["choice:" + name], compile_term(ch.args[0], LAYOUT))
+                         for name, ch in sorted(found.items())]
+            if isinstance(st, Set_):
+                c.updates = [(STATE_INDEX[k], compile_term(v, LAYOUT)) for k, v in st.updates.items()]
+                c.out = None
+            else:
+                c.updates = None
+                c.out = _compile_out(st)
+            self.steps.append(c)
+
+
+def _compile_out(o: Out):
+    depth = 0
+    if o.var is not None:
+        o.var.data[0] = 0
+        depth = 1
+
+    def comp(t):
+        if t is None or not isinstance(t, Term):
+            return t
+        if depth:
+            o.var.data[0] = 0
+        return _at_depth(t, depth)
+    over = compile_term(o.over, LAYOUT) if o.over is not None else None
+    fields = {k: (v if v is ECHO or not isinstance(v, Term) else comp(v)) for k, v in o.fields.items()}
+    return (o.kind, o.api, comp(o.member), fields, o.timer, comp(o.duration), over, comp(o.when))
+
+
+def _at_depth(t: Term, depth: int) -> Callable:
+    """Compile t where bound variables of enclosing outputs occupy b[0..depth)."""
+    from .lang import _Compiler
+    return _Compiler(LAYOUT).go(t, depth)
+
+
+class Engine:
+    """Fires rows.  One instance serves every group and every world."""
+
+    def __init__(self, rows: list[Row] | None = None):
+        rows = ROWS if rows is None else rows
+        self.by_trigger: dict[str, list[CompiledRow]] = {}
+        for r in rows:
+            self.by_trigger.setdefault(r.trigger, []).append(CompiledRow(r))
+
+    def enabled(self, state: tuple, trigger: str, params: list) -> list[CompiledRow]:
+        bit = 1 << state[STATE_I]
+        p = params
+        return [cr for cr in self.by_trigger.get(trigger, ()) if cr.state_mask & bit and cr.guard(state, p, ())]
+
+    def fire(self, state: tuple, trigger: str, params: list) -> list[Outcome]:
+        rows = self.enabled(state, trigger, params)
+        if not rows:
+            if TRIGGER_BY_NAME[trigger].total:
+                raise EngineError(f"no row of {trigger} applies in state {STATES[state[STATE_I]]}")
+            return []
+        if len(rows) > 1:
+            raise EngineError(f"rows of {trigger} overlap: " + "; ".join(r.row.name for r in rows))
+        return run_row(rows[0], state, params)
+
+
+def run_row(cr: CompiledRow, state: tuple, params: list) -> list[Outcome]:
+    """Run a row's steps; branch on each nondeterministic choice."""
+    # each branch: (state list, params list, outputs, choices)
+    branches = [(list(state), list(params), [], {})]
+    for step in cr.steps:
+        if step.choices:
+            nxt = []
+            for s, p, outs, ch in branches:
+                options = [[]]
+                st = tuple(s)
+                for idx, cand in step.choices:
+                    if p[idx] is not None:
+                        continue  # already chosen by an earlier step
+                    elems = list(iter_bits(cand(st, p, ()))) or [NONE]
+                    options = [o + [(idx, e)] for o in options for e in elems]
+                for opt in options:
+                    p2 = list(p)
+                    ch2 = dict(ch)
+                    for idx, e in opt:
+                        p2[idx] = e
+                        ch2[PARAM_NAMES[idx][7:]] = e
+                    nxt.append((list(s), p2, list(outs), ch2))
+            branches = nxt
+        for s, p, outs, ch in branches:
+            st = tuple(s)
+            if step.updates is not None:
+                vals = [(i, f(st, p, ())) for i, f in step.updates]
+                for i, v in vals:
+                    s[i] = v
+            else:
+                outs.extend(_eval_out(step.out, st, p))
+    results = []
+    for s, p, outs, ch in branches:
+        if cr.target is not None:
+            s[STATE_I] = cr.target
+        results.append(Outcome(cr.row, tuple(s), outs, ch))
+    return results
+
+
+def _eval_out(out, s: tuple, p: list) -> list[Output]:
+    kind, api, member, fields, timer, duration, over, when = out
+    envs = [()] if over is None else [(k,) for k in iter_bits(over(s, p, ()))]
+    res = []
+    for b in envs:
+        if when is not None and not when(s, p, b):
+            continue
+        vals = {k: (v if v is ECHO or not callable(v) else v(s, p, b)) for k, v in fields.items()}
+        res.append(Output(kind, api, member(s, p, b) if member is not None else NONE, vals, timer,
+                          duration(s, p, b) if duration is not None else 0))
+    return res
+
+
+def state_name(state: tuple) -> str:
+    return STATES[state[STATE_I]]
+
+
+def get(state: tuple, var: str):
+    return state[STATE_INDEX[var]]
+
+
+def widen(state: tuple, dom: str, size: int) -> tuple:
+    """Grow every map keyed by `dom` to `size` entries (the runtime's member slots grow)."""
+    out = list(state)
+    for i, v in enumerate(STATE_VARS):
+        if v.type.kind == "map" and v.type.key == dom and len(state[i]) < size:
+            out[i] = state[i] + (v.initial,) * (size - len(state[i]))
+    return tuple(out)
+
+
+def uses_choice(t: Term) -> bool:
+    return any(n.op == "choose" for n in walk(t))

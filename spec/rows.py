@@ -1,0 +1,167 @@
+"""The shape of a row, and the vocabulary rows are written in.
+
+A row says: its name; its trigger; the states it applies in; its guard; its
+effect (a sequence of steps, each either simultaneous updates of state
+variables or an output); the state it moves to; and its source (the seed or
+Kafka method it comes from).
+
+Effects are sequences so that Kafka's imperative order (remove the members
+that did not rejoin, *then* elect a leader among the rest, *then* bump the
+generation) is written down in that order: each step sees the state the
+previous one left.  Outputs are responses to the request, answers to parked
+requests, parked requests, timers armed or cancelled, and log appends.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Union
+
+from .lang import Term, TRUE, _bind, lift
+from .schema import STATES, TRIGGER_BY_NAME, VAR_TYPES
+
+# An output field whose value is the request's own member id, echoed back
+# (JoinGroupResult(memberId, error) answers with whatever id was sent).
+ECHO = "<the request's member id>"
+
+
+@dataclass
+class Out:
+    """One output of a row.
+
+    kind:
+      reply   answer the request being handled
+      park    park the request being handled on (api, member)
+      answer  answer the parked (api, member) request
+      arm     arm timer `timer` for `member` (or the group) for `duration` ms
+      cancel  cancel that timer
+      append  append to the group-metadata log; `fields` are what it captures
+      tombstone  write the group's tombstone (it is deleted)
+    `over`/`var`: the output is repeated for every element of a set.
+    `when`: the output happens only when this holds.
+    """
+    kind: str
+    api: str = ""
+    member: Term | None = None
+    fields: dict = field(default_factory=dict)
+    timer: str = ""
+    duration: Term | None = None
+    over: Term | None = None
+    var: Term | None = None
+    when: Term | None = None
+
+
+@dataclass
+class Set_:
+    """Simultaneous updates of state variables (each right side reads the state before)."""
+    updates: dict[str, Term]
+
+
+Step = Union[Set_, Out]
+
+
+@dataclass
+class Row:
+    name: str
+    trigger: str
+    states: tuple[str, ...]
+    guard: Term
+    steps: list[Step]
+    target: str | None          # None: the state does not change
+    source: str
+    response: str = ""          # the response in words (docs)
+    via: tuple[str, ...] = ()   # intermediate states a row passes through (Absent→Empty→PR)
+    doc: str = ""               # the guard in words (docs); defaults to the rendered guard
+    otherwise: tuple = ()       # conditions of earlier rows in its chain, negated in `guard`
+
+    def moves(self) -> list[tuple[str, str]]:
+        """The (from, to) state changes this row makes, hop by hop."""
+        if self.target is None:
+            return []
+        out = []
+        for s in self.states:
+            path = (s,) + self.via + (self.target,)
+            out += [(a, b) for a, b in zip(path, path[1:]) if a != b or (a, b) == ("Dead", "Dead")]
+        return out
+
+
+def check_row(row: Row) -> None:
+    if row.trigger not in TRIGGER_BY_NAME:
+        raise ValueError(f"row {row.name}: unknown trigger {row.trigger}")
+    for s in row.states + ((row.target,) if row.target else ()) + row.via:
+        if s not in STATES:
+            raise ValueError(f"row {row.name}: unknown state {s}")
+    for step in row.steps:
+        if isinstance(step, Set_):
+            for var, term in step.updates.items():
+                if var not in VAR_TYPES:
+                    raise ValueError(f"row {row.name}: unknown variable {var}")
+                lift(term, VAR_TYPES[var])
+
+
+# -- building outputs ---------------------------------------------------------
+
+def reply(api: str, **fields) -> Out:
+    return Out("reply", api=api, fields=fields)
+
+
+def park(api: str, member: Term) -> Out:
+    return Out("park", api=api, member=member)
+
+
+def answer(api: str, to: Term, when: Term | None = None, **fields) -> Out:
+    """Answer the request of `to` parked on `api` (if it has one)."""
+    return Out("answer", api=api, member=to, fields=fields, when=when)
+
+
+def answer_each(api: str, over: Term, fn: Callable[[Term], dict]) -> Out:
+    """Answer the parked `api` request of every member in set `over`."""
+    var, fields = _bind_fields(over, fn)
+    return Out("answer", api=api, member=var, fields=fields, over=over, var=var)
+
+
+def arm(timer: str, member: Term | None, duration: Term, when: Term | None = None) -> Out:
+    return Out("arm", timer=timer, member=member, duration=duration, when=when)
+
+
+def cancel(timer: str, member: Term | None = None, when: Term | None = None) -> Out:
+    return Out("cancel", timer=timer, member=member, when=when)
+
+
+def each(over: Term, fn: Callable[[Term], Out]) -> Out:
+    """Repeat an output for every element of a set."""
+    holder = {}
+
+    def body(v):
+        holder["out"] = fn(v)
+        return TRUE()
+    var, _ = _bind(_elem_type(over), body)
+    out = holder["out"]
+    out.over, out.var = over, var
+    return out
+
+
+def append(kind: str, **captured) -> Out:
+    return Out("append", api=kind, fields=captured)
+
+
+def tombstone() -> Out:
+    return Out("tombstone")
+
+
+def _elem_type(s: Term):
+    from .lang import Dom
+    return Dom(s.type.key)
+
+
+def _bind_fields(over: Term, fn: Callable[[Term], dict]):
+    holder = {}
+
+    def body(v):
+        holder["fields"] = fn(v)
+        return TRUE()
+    var, _ = _bind(_elem_type(over), body)
+    return var, holder["fields"]
+
+
+def sets(**updates) -> Set_:
+    return Set_(dict(updates))
