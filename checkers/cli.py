@@ -1,2 +1,108 @@
-def main():
-    print("ok")
+"""`groupspec`: the command line.
+
+Exit codes (DESIGN.md §4): 0 everything holds, 1 a property or scenario
+fails, 2 bad input (with a one-line message saying what and where).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="An executable spec of Kafka's classic consumer-group coordinator, and its checkers.")
+scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
+app.add_typer(scenario_app, name="scenario")
+
+err = Console(stderr=True)
+out = Console()
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def default_scenario_paths() -> list[Path]:
+    """The project's own suite, and the shared examples beside the repository when present."""
+    paths = [REPO / "tests" / "scenarios"]
+    shared = REPO.parent / "shared" / "scenarios"
+    if shared.is_dir():
+        paths.append(shared)
+    return [p for p in paths if p.exists()]
+
+
+def fail_input(message: str) -> None:
+    err.print(f"groupspec: {message}", markup=False, highlight=False)
+    raise typer.Exit(2)
+
+
+@scenario_app.command("run")
+def scenario_run(
+    paths: Optional[List[Path]] = typer.Argument(None, help="Scenario files or folders (default: the project's suite)."),
+    target: str = typer.Option("spec", "--target", "-t", help="spec, runtime, or both"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML for CI."),
+    coverage: bool = typer.Option(False, "--coverage", help="Report table rows no scenario reached."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only failures and the summary."),
+) -> None:
+    """Run scenarios against the spec or the runtime coordinator."""
+    from .scenarios.report import line, run_files, scenario_files, to_json, uncovered, write_junit
+    from .scenarios.runner import TARGETS
+
+    targets = list(TARGETS) if target == "both" else [target]
+    if any(t not in TARGETS for t in targets):
+        fail_input(f"--target {target}: unknown target; use spec, runtime or both")
+    paths = paths or default_scenario_paths()
+    if not paths:
+        fail_input("no scenario paths given and no default suite found (tests/scenarios)")
+    for p in paths:
+        if not p.exists():
+            fail_input(f"{p}: no such file or folder")
+    files = scenario_files(paths)
+    if not files:
+        fail_input(f"no scenario files (.yaml, .yml, .json) under {', '.join(map(str, paths))}")
+    runs = []
+    for t in targets:
+        show = None if as_json else (lambda r, t=t: None if quiet and r.result == "pass" else
+                                     out.print(f"[{t}] {line(r)}", markup=False, highlight=False, soft_wrap=True))
+        runs.append(run_files(files, t, on_result=show))
+    if junit:
+        write_junit(runs, junit)
+    fired = set().union(*(r.fired() for r in runs))
+    missing = uncovered(fired) if coverage else []
+    if as_json:
+        doc = json.loads(to_json(runs))
+        if coverage:
+            doc["coverage"] = {"rows": len(missing) + len(fired & _row_names()), "uncovered": missing}
+        print(json.dumps(doc, indent=2))
+    else:
+        for r in runs:
+            out.print(f"{r.target}: {r.passed} passed, {r.failed} failed, {r.errors} errors "
+                      f"({r.seconds:.1f}s)", markup=False, highlight=False)
+        if coverage:
+            total = len(_row_names())
+            out.print(f"row coverage: {total - len(missing)} of {total} rows reached", markup=False)
+            for name in missing:
+                out.print(f"  never reached: {name}", markup=False, highlight=False, soft_wrap=True)
+    if any(r.errors for r in runs):
+        raise typer.Exit(2)
+    if any(r.failed for r in runs):
+        raise typer.Exit(1)
+
+
+def _row_names() -> set[str]:
+    from groupspec.spec.table import ROWS
+    return {r.name for r in ROWS}
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

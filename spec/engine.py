@@ -157,6 +157,9 @@ class Engine:
         for r in rows:
             self.by_trigger.setdefault(r.trigger, []).append(CompiledRow(r))
 
+    def __deepcopy__(self, memo):
+        return self   # compiled once, shared by every copy of a world
+
     def enabled(self, state: tuple, trigger: str, params: list) -> list[CompiledRow]:
         bit = 1 << state[STATE_I]
         p = params

@@ -837,10 +837,11 @@ def _expiry_rows() -> list[Row]:
             continue  # Empty groups have no members
         rows.append(Row(f"HeartbeatExpiry: member expires during {st}", "HeartbeatExpiry", (st,), expired,
                         drop_from_group(m, st, "leader_after_expiry"),
-                        "PreparingRebalance", "GC.onExpireHeartbeat, removeMemberAndUpdateGroup; seed 002",
+                        # in PreparingRebalance the group stays; the join may now complete
+                        None if st == "PreparingRebalance" else "PreparingRebalance",
+                        "GC.onExpireHeartbeat, removeMemberAndUpdateGroup; seed 002",
                         response="a parked JoinGroup of the member gets UNKNOWN_MEMBER_ID",
                         doc="the member is new, or has nothing parked, and sent no heartbeat in time"))
-    rows[-3].target = None   # in PreparingRebalance the group stays; the join may now complete
     return rows
 
 
@@ -1137,19 +1138,20 @@ _committed = Filter_offsets() - V.pending_offsets
 _expired = If(V.protocol_type.is_some() & (V.state == S("Empty")),
               If(P.state_aged, _committed, NO_PARTS),
               If(V.protocol_type.is_none(), _committed & P.aged, NO_PARTS))
-_expire = sets(offsets=V.offsets.put_all(_expired, lambda p: -1))
+_expire = [Out("delete_offsets", fields={"parts": _expired}, when=Not(_expired.is_empty())),
+           sets(offsets=V.offsets.put_all(_expired, lambda p: -1))]
 _left = Filter_offsets().is_empty() & V.pending_offsets.is_empty()   # not GM.hasOffsets
 _add([
     Row("ExpireOffsets: Empty group loses its last offsets", "ExpireOffsets", ("Empty",),
         (Filter_offsets() - _expired).is_empty() & V.pending_offsets.is_empty(),
-        [_expire, Out("tombstone", when=V.generation > 0), *reset()], "Absent",
+        [*_expire, Out("tombstone", when=V.generation > 0), *reset()], "Absent",
         "GMM.cleanupGroupMetadata ('transitioned to Dead')", via=("Dead",),
         response="none; the group is removed (a tombstone if its generation > 0)"),
     Row("ExpireOffsets: Empty group keeps offsets", "ExpireOffsets", ("Empty",),
         Not((Filter_offsets() - _expired).is_empty() & V.pending_offsets.is_empty()),
-        [_expire], None, "GM.removeExpiredOffsets", response="none"),
+        _expire, None, "GM.removeExpiredOffsets", response="none"),
     Row("ExpireOffsets: offsets expire", "ExpireOffsets", ("PreparingRebalance", "CompletingRebalance", "Stable"),
-        TRUE(), [_expire], None,
+        TRUE(), _expire, None,
         "GM.removeExpiredOffsets (offsets-only groups by commit time; consumer groups only when Empty: "
         "the subscribed topics of a Stable group are not known here)", response="none"),
     Row("ExpireOffsets: nothing to do", "ExpireOffsets", ("Absent", "Dead"), TRUE(), [], None,

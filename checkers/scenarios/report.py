@@ -1,0 +1,113 @@
+"""Running a set of scenario files and reporting: lines, JSON, JUnit XML, row coverage."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from groupspec.spec.table import ROWS
+
+from .model import Scenario, ScenarioError, load_file
+from .runner import Result, run_scenario
+
+
+@dataclass
+class Run:
+    target: str
+    results: list[Result] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> int:
+        return sum(r.result == "pass" for r in self.results)
+
+    @property
+    def failed(self) -> int:
+        return sum(r.result == "fail" for r in self.results)
+
+    @property
+    def errors(self) -> int:
+        return sum(r.result == "error" for r in self.results)
+
+    def fired(self) -> set[str]:
+        out: set[str] = set()
+        for r in self.results:
+            out |= r.fired
+        return out
+
+    def as_json(self) -> dict:
+        return {"target": self.target, "passed": self.passed, "failed": self.failed, "errors": self.errors,
+                "scenarios": [r.as_json() for r in self.results]}
+
+
+def scenario_files(paths: list[Path]) -> list[Path]:
+    """Every .yaml/.yml/.json file under the paths, in a stable order."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files += sorted(x for x in p.rglob("*") if x.suffix in (".yaml", ".yml", ".json") and x.is_file())
+        else:
+            files.append(p)
+    return files
+
+
+def run_files(files: list[Path], target: str, on_result=None) -> Run:
+    run = Run(target)
+    start = time.perf_counter()
+    for f in files:
+        try:
+            scenarios: list[Scenario] = load_file(f)
+        except ScenarioError as e:
+            r = Result(str(f), e.scenario or "(file)", "error", e.step, message=e.message)
+            run.results.append(r)
+            if on_result:
+                on_result(r)
+            continue
+        for sc in scenarios:
+            r = run_scenario(sc, target)
+            run.results.append(r)
+            if on_result:
+                on_result(r)
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+def line(r: Result) -> str:
+    if r.result == "pass":
+        return f"pass   {r.file}: {r.scenario}"
+    if r.result == "error":
+        at = f", step {r.step}" if r.step else ""
+        return f"error  {r.file}: {r.scenario}{at}: {r.message}"
+    at = f"step {r.step}" if r.step else "a step"
+    what = f" ({r.message})" if r.message else ""
+    return f"FAIL   {r.file}: {r.scenario}: {at}{what}: expected {r.expected!r}, got {r.got!r}"
+
+
+def uncovered(fired: set[str]) -> list[str]:
+    return [r.name for r in ROWS if r.name not in fired]
+
+
+def write_junit(runs: list[Run], path: Path) -> None:
+    suites = ET.Element("testsuites")
+    for run in runs:
+        suite = ET.SubElement(suites, "testsuite", name=f"groupspec scenarios ({run.target})",
+                              tests=str(len(run.results)), failures=str(run.failed), errors=str(run.errors),
+                              time=f"{run.seconds:.3f}")
+        for r in run.results:
+            case = ET.SubElement(suite, "testcase", classname=r.file, name=f"{r.scenario} [{run.target}]")
+            if r.result == "fail":
+                el = ET.SubElement(case, "failure", message=f"step {r.step}: expected {r.expected!r}, got {r.got!r}")
+                el.text = line(r)
+            elif r.result == "error":
+                el = ET.SubElement(case, "error", message=r.message)
+                el.text = line(r)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def to_json(runs: list[Run]) -> str:
+    if len(runs) == 1:
+        return json.dumps(runs[0].as_json(), indent=2)
+    return json.dumps({"runs": [r.as_json() for r in runs]}, indent=2)

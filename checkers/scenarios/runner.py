@@ -1,0 +1,280 @@
+"""Running scenarios against a target.
+
+Targets:
+  runtime  the runtime coordinator (impl/): deterministic, its lifecycle a
+           python-statemachine machine, its log a durable file, the
+           invariants checked after every step (debug mode).
+  spec     the table itself: every choice the table leaves open (who becomes
+           leader, a tied vote) is explored, and a scenario passes if some
+           behaviour of the spec fits every expectation.  This is the
+           reference: "is this a behaviour Kafka's protocol allows?"
+"""
+from __future__ import annotations
+
+import copy
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.storage import FileLog, InMemoryLog
+from groupspec.spec import assignors
+from groupspec.spec.lang import LangError
+from groupspec.spec.engine import EngineError
+
+from .match import Mismatch, Unbound, match, match_summaries, resolve
+from .model import Scenario, ScenarioError, Step
+
+TARGETS = ("spec", "runtime")
+MAX_WORLDS = 512
+
+
+@dataclass
+class Result:
+    file: str
+    scenario: str
+    result: str                  # pass, fail, error
+    step: int | None = None
+    expected: Any = None
+    got: Any = None
+    message: str = ""
+    fired: set = field(default_factory=set)
+
+    def as_json(self) -> dict:
+        d = {"file": self.file, "scenario": self.scenario, "result": self.result}
+        if self.result != "pass":
+            d.update(step=self.step, expected=_text(self.expected), got=_text(self.got))
+            if self.message:
+                d["message"] = self.message
+        return d
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else repr(v)
+
+
+class World:
+    """One possible history: a coordinator, the responses it gave, the variables bound."""
+
+    def __init__(self, coord: GroupCoordinator):
+        self.coord = coord
+        self.env: dict[str, Any] = {}
+        self.responses: dict[str, dict] = {}
+
+    def record(self, rid: str, response: dict) -> None:
+        self.responses[rid] = response
+
+    def fingerprint(self):
+        c = self.coord
+        groups = tuple(sorted((gid, g.state, tuple(g.ids), tuple(sorted(map(str, g.parked))))
+                              for gid, g in c.groups.items()))
+        return (groups, tuple(sorted(map(str, c.timers._live.items()))), repr(sorted(self.responses.items())),
+                repr(sorted(self.env.items())), c.coord, c.hold, len(c.appends))
+
+
+class _Callback:
+    """A parked request's answer goes to its world (a class, so deep copies follow the world)."""
+
+    def __init__(self, world: World, rid: str):
+        self.world, self.rid = world, rid
+
+    def __call__(self, response: dict) -> None:
+        self.world.record(self.rid, response)
+
+
+def new_world(target: str, config: dict, workdir: Path | None) -> World:
+    if target == "runtime":
+        log = FileLog(workdir / "group-metadata.log") if workdir else InMemoryLog()
+        coord = GroupCoordinator(config, log=log, lifecycle=True, debug=True)
+    else:
+        coord = GroupCoordinator(config, log=InMemoryLog(), lifecycle=False)
+        counter = iter(range(1, 1 << 30))
+        coord.id_source = lambda client, _c=counter: f"{client}-{next(_c):04d}"
+    return World(coord)
+
+
+def run_scenario(sc: Scenario, target: str) -> Result:
+    with tempfile.TemporaryDirectory(prefix="groupspec-") as tmp:
+        worlds = [new_world(target, sc.config, Path(tmp) if target == "runtime" else None)]
+        fired: set = set()
+        try:
+            for step in sc.steps:
+                worlds, failure = _run_step(step, worlds, target, sc)
+                for w in worlds:
+                    fired.update(w.coord.fired)
+                if failure is not None:
+                    failure.fired = fired
+                    return failure
+        except ScenarioError as e:
+            return Result(sc.file, sc.name, "error", e.step, message=e.message, fired=fired)
+        except (EngineError, LangError) as e:
+            return Result(sc.file, sc.name, "fail", None, "a behaviour of the spec", f"the table: {e}",
+                          message=str(e), fired=fired)
+        for w in worlds:
+            fired.update(w.coord.fired)
+        return Result(sc.file, sc.name, "pass", fired=fired)
+
+
+def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario):
+    b = step.body
+
+    def bad(msg):
+        return ScenarioError(sc.file, msg, sc.name, step.number)
+
+    if step.kind == "assign":
+        return worlds, _check_assign(step, sc)
+    if step.kind in ("expect", "snapshot"):
+        kept, first = [], None
+        for w in worlds:
+            trial = copy.copy(w)
+            trial.env = dict(w.env)
+            try:
+                (_expect if step.kind == "expect" else _snapshot)(b, w, trial.env)
+            except Unbound as u:
+                raise bad(f"${u.args[0]} is used before a `{{bind: {u.args[0]}}}` binds it") from None
+            except Mismatch as m:
+                first = first or m
+                continue
+            w.env = trial.env
+            kept.append(w)
+        if not kept:
+            return worlds, Result(sc.file, sc.name, "fail", step.number, first.expected, first.got,
+                                  message=f"{first.where}")
+        return kept, None
+
+    action = _action(step, bad)
+    out: list[World] = []
+    for w in worlds:
+        out.extend(_explore(w, action) if target == "spec" else _direct(w, action))
+    if target == "spec":
+        out = _dedupe(out)
+        if len(out) > MAX_WORLDS:
+            out = out[:MAX_WORLDS]
+    return out, None
+
+
+def _direct(w: World, action: Callable[[World], None]) -> list[World]:
+    action(w)
+    return [w]
+
+
+def _explore(world: World, action: Callable[[World], None]) -> list[World]:
+    """Run `action` once per combination of the choices the table leaves open."""
+    results, stack = [], [[]]
+    while stack:
+        prefix = stack.pop()
+        w = copy.deepcopy(world)
+        decisions: list[int] = []
+
+        def choose(outcomes, prefix=prefix, decisions=decisions):
+            i = len(decisions)
+            decisions.append(len(outcomes))
+            return prefix[i] if i < len(prefix) else 0
+        w.coord.choose = choose
+        action(w)
+        w.coord.choose = lambda outcomes: 0
+        for i in range(len(prefix), len(decisions)):
+            for alt in range(1, decisions[i]):
+                stack.append(prefix + [0] * (i - len(prefix)) + [alt])
+        results.append(w)
+    return results
+
+
+def _dedupe(worlds: list[World]) -> list[World]:
+    seen, out = set(), []
+    for w in worlds:
+        fp = w.fingerprint()
+        if fp not in seen:
+            seen.add(fp)
+            out.append(w)
+    return out
+
+
+def _action(step: Step, bad) -> Callable[[World], None]:
+    b = step.body
+    if step.kind == "send":
+        api, rid = b["send"], b["id"]
+        raw = {k: v for k, v in b.items() if k not in ("send", "id")}
+
+        def send(w: World):
+            try:
+                req = resolve(raw, w.env)
+            except Unbound as u:
+                raise bad(f"${u.args[0]} is used before a `{{bind: {u.args[0]}}}` binds it") from None
+            resp = w.coord.send(api, req, on_response=_Callback(w, rid), request_id=rid)
+            if resp is not None:
+                w.record(rid, resp)
+        return send
+    if step.kind == "advance_ms":
+        return lambda w: w.coord.advance(b["advance_ms"])
+    if step.kind == "storage":
+        key, val = next(iter(b["storage"].items()))
+        if key == "hold":
+            return lambda w: w.coord.storage_hold(bool(val))
+        if key == "fail_next_append":
+            return lambda w: w.coord.storage_fail_next(val)
+
+        def complete(w: World):
+            if not w.coord.storage_complete(val):
+                raise bad("`storage: {complete: ...}` but no append is held (use `storage: {hold: true}` first)")
+        return complete
+    if step.kind == "coordinator":
+        ev = b["coordinator"]
+        if isinstance(ev, dict):
+            return lambda w: w.coord.mark_dead(ev["mark_dead"])
+        return lambda w: getattr(w.coord, ev)()
+    raise bad(f"unsupported step {step.kind}")
+
+
+def _expect(b: dict, w: World, env: dict) -> None:
+    rid = b["expect"]
+    got = w.responses.get(rid)
+    if b.get("pending") is True:
+        if got is not None:
+            raise Mismatch(f"{rid}", "pending (no response yet)", got)
+        return
+    if got is None:
+        raise Mismatch(f"{rid}", {k: v for k, v in b.items() if k != "expect"}, "pending (no response yet)")
+    for k, v in b.items():
+        if k in ("expect", "pending"):
+            continue
+        if k == "groups":
+            match_summaries(v, got.get("groups", []), env, f"{rid}.groups")
+        elif k == "errors":
+            match(v, got.get("errors"), env, f"{rid}.errors", ordered=isinstance(v, list))
+        else:
+            match(v, got.get(k), env, f"{rid}.{k}")
+
+
+def _snapshot(b: dict, w: World, env: dict) -> None:
+    gid = resolve(b["snapshot"], env)
+    snap = w.coord.snapshot(gid)
+    if snap is None:
+        if "state" in b and b["state"] is None:
+            return
+        raise Mismatch(f"snapshot {gid}", {k: v for k, v in b.items() if k != "snapshot"}, "no such group")
+    for k, v in b.items():
+        if k == "snapshot":
+            continue
+        got = snap.get(k)
+        if k == "assignment" and isinstance(v, dict):
+            named = {resolve(x, env) for x in v}
+            got = {m: p for m, p in got.items() if m in named or p}
+        match(v, got, env, f"snapshot {gid}.{k}")
+
+
+def _check_assign(step: Step, sc: Scenario) -> Result | None:
+    b = step.body
+    fn = assignors.ASSIGNORS[b["assign"]]
+    try:
+        got = fn(b["partitions"], b["subscriptions"])
+        expected = {m: sorted(assignors.parse_partition(p) for p in ps) for m, ps in b["result"].items()}
+    except (ValueError, TypeError) as e:
+        raise ScenarioError(sc.file, f"assign: {e}", sc.name, step.number) from None
+    got_sets = {m: sorted(ps) for m, ps in got.items()}
+    if got_sets != expected:
+        show = lambda d: {m: [assignors.format_partition(p) for p in ps] for m, ps in d.items()}  # noqa: E731
+        return Result(sc.file, sc.name, "fail", step.number, show(expected), show(got_sets),
+                      message=f"{b['assign']} assignment")
+    return None

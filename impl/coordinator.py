@@ -1,0 +1,685 @@
+"""The runtime group coordinator: Kafka's classic GroupCoordinator, driven by the table.
+
+Every decision is a row of `groupspec.spec.table`, fired through the one
+engine.  What this module adds is the part of a broker that is not
+protocol: turning request values (member id strings, partitions, protocol
+metadata) into the spec's finite domains and back, parking requests and
+answering them later, timers on an injected clock, and the group-metadata
+log with its appends (held, failed, completed).
+
+A request is a dict of the scenario format's request fields; a response
+is a dict of its response fields.  `send` returns the response, or None
+when the request is parked; a parked request is answered later through
+the `on_response` callback given to `send`.
+"""
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from groupspec.spec import engine as E
+from groupspec.spec.kafka import (CONFIG_DEFAULTS, DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS,
+                                  JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE, NEWEST_VERSION)
+from groupspec.spec.lang import NONE, iter_bits, mask_of
+from groupspec.spec.rows import ECHO
+from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES,
+                                   AppendKind, Coord)
+
+from .clock import ManualClock, Timers
+from .lifecycle import GroupLifecycle, move
+from .storage import InMemoryLog, MetadataLog, replay
+
+TIMER_TRIGGER = {"heartbeat": "HeartbeatExpiry", "pending-member": "PendingExpiry",
+                 "join": "JoinTimer", "initial-join": "JoinTimer", "sync": "SyncTimer"}
+COORD = {name: i for i, name in enumerate(Coord.values)}
+APPEND_KIND = {name: i for i, name in enumerate(AppendKind.values)}
+ERROR_INDEX = {name: i for i, name in enumerate(ERRORS)}
+ABSENT = STATES.index("Absent")
+
+
+class Interner:
+    """Values of one finite domain <-> small indices (grows as values appear)."""
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self.index: dict = {}
+
+    def __call__(self, value) -> int:
+        i = self.index.get(value)
+        if i is None:
+            i = self.index[value] = len(self.values)
+            self.values.append(value)
+        return i
+
+    def get(self, value) -> int:
+        return self.index.get(value, NONE)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@dataclass
+class Parked:
+    request_id: Any
+    api: str
+    callback: Callable[[dict], None] | None
+    member_id: str
+
+
+@dataclass
+class PendingAppend:
+    group: str
+    kind: str                       # sync, empty, static_replace, offsets
+    params: dict                    # captured trigger parameters
+    record: list                    # what the log holds once it succeeds
+    request: Any = None             # the OffsetCommit waiting on it
+    reserved: tuple = ()            # member slots it refers to
+
+
+@dataclass
+class Group:
+    """One group: its spec state, and the real values behind its member slots."""
+    group_id: str
+    state: tuple
+    ids: list = field(default_factory=list)          # slot -> member id (None: free)
+    slot_of: dict = field(default_factory=dict)      # member id -> slot
+    client: dict = field(default_factory=dict)       # slot -> (client id, host)
+    parked: dict = field(default_factory=dict)       # (api, slot) -> Parked
+    state_ts: int = 0                                # currentStateTimestamp
+    commit_ts: dict = field(default_factory=dict)    # partition index -> commit timestamp
+    lifecycle: Any = None
+
+
+class GroupCoordinator:
+    """Kafka's classic group coordinator for the groups of one offsets partition.
+
+    `choose(outcomes)` picks among the outcomes of a row that leaves a choice
+    open (the leader when the leader leaves, a tied protocol vote).  The
+    default takes the first (lowest member slot); the spec target of the
+    scenario runner explores every choice instead.
+    """
+
+    def __init__(self, config: dict | None = None, log: MetadataLog | None = None, clock: ManualClock | None = None,
+                 choose: Callable[[list], int] | None = None, lifecycle: bool = True, debug: bool = False):
+        self.config = dict(CONFIG_DEFAULTS)
+        self.config.update(config or {})
+        self.clock = clock or ManualClock()
+        self.timers = Timers(self.clock)
+        self.log = log if log is not None else InMemoryLog()
+        self.engine = _ENGINE
+        self.choose = choose or (lambda outcomes: 0)
+        self.use_lifecycle = lifecycle
+        self.debug = debug
+        self.coord = "active"
+        self.groups: dict[str, Group] = {}
+        self.domains = {d: Interner() for d in (INSTANCE, PARTITION, PROTOCOL, PROTOLIST, PTYPE)}
+        self.hold = False
+        self.fail_next: str | None = None
+        self.appends: deque[PendingAppend] = deque()   # held appends, oldest first
+        self.fired: list[str] = []                     # names of the rows fired (coverage)
+        self._ids = itertools.count(1)
+        self._current: tuple | None = None            # (request id, api, callback, member id) being handled
+        self._reply: dict | None = None
+        self.id_source: Callable[[str], str] = lambda client: f"{client}-{uuid.uuid4()}"
+        self.cfg_params = {
+            "cfg_min_session_ms": int(self.config["group.min.session.timeout.ms"]),
+            "cfg_max_session_ms": int(self.config["group.max.session.timeout.ms"]),
+            "cfg_max_size": int(self.config["group.max.size"]),
+            "cfg_initial_delay_ms": int(self.config["group.initial.rebalance.delay.ms"]),
+            "cfg_new_member_timeout_ms": int(self.config["group.new.member.join.timeout.ms"]),
+            "proto_names": self._proto_names, "vote": self._vote,
+        }
+
+    # ------------------------------------------------------------------ requests
+
+    def send(self, api: str, req: dict, on_response: Callable[[dict], None] | None = None,
+             request_id: Any = None) -> dict | None:
+        """Handle one request.  Returns its response, or None if it is parked."""
+        handler = getattr(self, "_api_" + api, None)
+        if handler is None:
+            raise ValueError(f"unknown API {api!r}")
+        rid = request_id if request_id is not None else next(self._ids)
+        self._current = (rid, api, on_response, req.get("member") or "")
+        self._reply = None
+        try:
+            handler(req)
+        finally:
+            self._current = None
+            self._gc_groups()
+        return self._reply
+
+    def _base(self, group: Group | None, api: str, req: dict) -> dict:
+        gid = req.get("group")
+        ok = gid is not None and (gid != "" or api in ("OffsetCommit", "OffsetFetch", "DescribeGroups",
+                                                       "DeleteGroups"))
+        return {"coord": COORD[self.coord], "group_id_ok": ok, **self.cfg_params}
+
+    def _who(self, g: Group, req: dict) -> dict:
+        mid = req.get("member") or ""
+        inst = req.get("instance")
+        return {"member": g.slot_of.get(mid, NONE) if mid else NONE, "member_empty": mid == "",
+                "instance": self.domains[INSTANCE](inst) if inst is not None else NONE}
+
+    def _api_JoinGroup(self, req: dict) -> None:
+        g = self._group(req["group"])
+        version = req.get("version", NEWEST_VERSION["JoinGroup"])
+        rk = req.get("require_known_member_id")
+        if rk is None:
+            rk = version >= JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE and req.get("instance") is None
+        protocols = [(p, "") if isinstance(p, str) else (p["name"], str(p.get("metadata", "")))
+                     for p in req.get("protocols") or []]
+        ptype = req.get("protocol_type") or ""
+        fresh = self._fresh_slot(g)
+        client = req.get("client") or ""
+        inst = req.get("instance")
+        new_id = self.id_source(inst if inst is not None else client)
+        g.ids[fresh] = new_id   # tentative: released after the step unless used
+        g.client[fresh] = (client, req.get("host") or "")
+        params = {**self._base(g, "JoinGroup", req), **self._who(g, req), "fresh": fresh,
+                  "require_known": bool(rk), "session_ms": int(req.get("session_timeout_ms", 0)),
+                  "rebalance_ms": int(req.get("rebalance_timeout_ms", req.get("session_timeout_ms", 0))),
+                  "req_ptype": self.domains[PTYPE](ptype), "req_ptype_empty": ptype == "",
+                  "req_protos": self.domains[PROTOLIST](tuple(protocols)),
+                  "supports_skip": version >= 9}
+        for name, _ in protocols:
+            self.domains[PROTOCOL](name)
+        self._fire(g, "JoinGroup", params)
+
+    def _api_SyncGroup(self, req: dict) -> None:
+        g = self._group(req["group"])
+        assignments = [0] * max(1, len(g.ids))
+        for mid, parts in (req.get("assignments") or {}).items():
+            slot = g.slot_of.get(mid)
+            if slot is not None:
+                assignments[slot] = mask_of([self.domains[PARTITION](p) for p in parts])
+        pt, pn = req.get("protocol_type"), req.get("protocol")
+        params = {**self._base(g, "SyncGroup", req), **self._who(g, req),
+                  "generation": int(req.get("generation", -1)),
+                  "req_ptype": self.domains[PTYPE](pt) if pt is not None else NONE, "req_ptype_given": pt is not None,
+                  "req_protocol": self.domains[PROTOCOL](pn) if pn is not None else NONE,
+                  "req_protocol_given": pn is not None, "assignments": tuple(assignments)}
+        self._fire(g, "SyncGroup", params)
+
+    def _api_Heartbeat(self, req: dict) -> None:
+        g = self._group(req["group"])
+        params = {**self._base(g, "Heartbeat", req), **self._who(g, req),
+                  "generation": int(req.get("generation", -1))}
+        self._fire(g, "Heartbeat", params)
+
+    def _api_LeaveGroup(self, req: dict) -> None:
+        g = self._group(req["group"])
+        base = self._base(g, "LeaveGroup", req)
+        members = req.get("members")
+        if members is None:   # v0-2: one member id
+            members = [{"member": req.get("member") or ""}]
+        self._fire(g, "LeaveGroup", base)
+        top = self._reply or {}
+        errors = []
+        if top.get("each"):
+            for ident in members:
+                self._reply = None
+                self._fire(g, "LeaveMember", {**base, **self._who(g, ident)})
+                errors.append((self._reply or {}).get("error", "UNKNOWN_SERVER_ERROR"))
+        elif top.get("member_error"):
+            errors = [top["member_error"]] * len(members)
+        version = req.get("version", NEWEST_VERSION["LeaveGroup"])
+        error = top.get("error", "NONE")
+        if version < 3 and error == "NONE" and errors:
+            error = errors[0]
+        self._reply = {"error": error, "errors": errors}
+
+    def _api_OffsetCommit(self, req: dict) -> None:
+        g = self._group(req["group"])
+        commit = [NONE] * max(1, len(self.domains[PARTITION]) + len(req.get("offsets") or {}))
+        parts = []
+        for p, off in (req.get("offsets") or {}).items():
+            i = self.domains[PARTITION](p)
+            if i >= len(commit):
+                commit += [NONE] * (i + 1 - len(commit))
+            commit[i] = int(off)
+            parts.append(i)
+        params = {**self._base(g, "OffsetCommit", req), **self._who(g, req),
+                  "generation": int(req.get("generation", -1)), "commit": tuple(commit),
+                  "commit_parts": mask_of(parts)}
+        self._fire(g, "OffsetCommit", params)
+
+    def _api_OffsetFetch(self, req: dict) -> None:
+        g = self._group(req["group"])
+        parts = req.get("partitions")
+        params = {**self._base(g, "OffsetFetch", req), "fetch_all": parts is None,
+                  "fetch_parts": mask_of([self.domains[PARTITION](p) for p in parts or []])}
+        self._fire(g, "OffsetFetch", params)
+
+    def _api_DescribeGroups(self, req: dict) -> None:
+        version = req.get("version", NEWEST_VERSION["DescribeGroups"])
+        out = []
+        for gid in req.get("groups") or []:
+            g = self._group(gid)
+            self._reply = None
+            self._fire(g, "DescribeGroup", {**self._base(g, "DescribeGroups", {"group": gid}),
+                                            "describe_not_found": version >= DESCRIBE_GROUP_ID_NOT_FOUND_SINCE})
+            out.append({"group": gid, **(self._reply or {})})
+        self._reply = {"error": "NONE", "groups": out}
+
+    def _api_ListGroups(self, req: dict) -> None:
+        probe = self._group("")
+        self._fire(probe, "ListGroups", {"coord": COORD[self.coord], **self.cfg_params})
+        error = (self._reply or {}).get("error", "NONE")
+        out = []
+        for gid, g in sorted(self.groups.items()):
+            if g.state[E.STATE_I] == ABSENT:
+                continue
+            self._reply = None
+            self._fire(g, "ListGroupsEntry", {"coord": COORD[self.coord], **self.cfg_params})
+            r = self._reply or {}
+            if r.get("listed"):
+                out.append({"group": gid, "state": r.get("state"), "protocol_type": r.get("protocol_type")})
+        self._reply = {"error": error, "groups": out}
+
+    def _api_DeleteGroups(self, req: dict) -> None:
+        errors = {}
+        for gid in req.get("groups") or []:
+            g = self._group(gid)
+            self._reply = None
+            self._fire(g, "DeleteGroup", self._base(g, "DeleteGroups", {"group": gid}))
+            errors[gid] = (self._reply or {}).get("error")
+        self._reply = {"error": "NONE", "errors": errors}
+
+    # ------------------------------------------------------------------ time, storage, coordinator
+
+    def advance(self, ms: int) -> None:
+        self.timers.advance(ms, self._timer_fired)
+
+    def _timer_fired(self, key) -> None:
+        gid, name, slot = key
+        g = self.groups.get(gid)
+        if g is None:
+            return
+        params = dict(self.cfg_params)
+        if slot != NONE:
+            params["timer_member"] = slot
+        self._fire(g, TIMER_TRIGGER[name], params)
+
+    def storage_hold(self, hold: bool = True) -> None:
+        self.hold = hold
+
+    def storage_fail_next(self, error: str) -> None:
+        self.fail_next = error
+
+    def storage_complete(self, error: str = "NONE") -> bool:
+        """Complete the oldest held append.  False if none is held."""
+        if not self.appends:
+            return False
+        self._complete(self.appends.popleft(), error)
+        return True
+
+    def unload(self) -> None:
+        """The offsets partition moves away: groups unloaded, held appends fail."""
+        for gid in list(self.groups):
+            self._fire(self.groups[gid], "Unload", dict(self.cfg_params))
+        self.coord = "not_coordinator"
+        while self.appends:
+            self._complete(self.appends.popleft(), "NOT_LEADER_OR_FOLLOWER")
+        self._gc_groups()
+
+    def begin_load(self) -> None:
+        if any(g.state[E.STATE_I] != ABSENT for g in self.groups.values()):
+            self.unload()
+        self.coord = "loading"
+
+    def load(self) -> None:
+        """Loading completes: every group in the log comes back (onGroupLoaded)."""
+        self.coord = "active"
+        for gid, lg in replay(self.log).items():
+            g = self._group(gid)
+            self._fire(g, "Load", self._record_params(g, lg))
+        self._gc_groups()
+
+    def mark_dead(self, gid: str) -> None:
+        self._fire(self._group(gid), "MarkDead", dict(self.cfg_params))
+
+    def expire_offsets(self) -> None:
+        now = self.clock.now()
+        retention = int(self.config["offsets.retention.minutes"]) * 60_000
+        for g in list(self.groups.values()):
+            aged = mask_of([p for p, ts in g.commit_ts.items() if now - ts >= retention])
+            self._fire(g, "ExpireOffsets", {**self.cfg_params, "aged": aged,
+                                            "state_aged": now - g.state_ts >= retention})
+        self._gc_groups()
+
+    # ------------------------------------------------------------------ views
+
+    def snapshot(self, gid: str) -> dict | None:
+        """The coordinator's view of a group in scenario terms (None: not held)."""
+        g = self.groups.get(gid)
+        if g is None or g.state[E.STATE_I] == ABSENT:
+            return None
+        s = g.state
+        get = lambda v: E.get(s, v)  # noqa: E731
+        inst = self.domains[INSTANCE].values
+        return {
+            "state": STATES[s[E.STATE_I]], "generation": get("generation"),
+            "leader": self._id(g, get("leader")),
+            "protocol": self._name(PROTOCOL, get("protocol")),
+            "protocol_type": self._name(PTYPE, get("protocol_type")),
+            "members": [self._id(g, m) for m in iter_bits(get("members"))],
+            "pending_members": [self._id(g, m) for m in iter_bits(get("pending"))],
+            "static_members": {inst[i]: self._id(g, m) for i, m in enumerate(get("static")) if m != NONE},
+            "assignment": {self._id(g, m): self._parts(get("assignment")[m]) for m in iter_bits(get("members"))},
+            "offsets": {self.domains[PARTITION].values[i]: o for i, o in enumerate(get("offsets")) if o != NONE},
+        }
+
+    # ------------------------------------------------------------------ the engine
+
+    def _group(self, gid: str) -> Group:
+        g = self.groups.get(gid)
+        if g is None:
+            g = Group(gid, E.initial_state(self._sizes(1)))
+            if self.use_lifecycle:
+                g.lifecycle = GroupLifecycle()
+            self.groups[gid] = g
+        return g
+
+    def _sizes(self, members: int) -> dict:
+        return {MEMBER: members, **{d: max(1, len(i)) for d, i in self.domains.items()}}
+
+    def _widen(self, g: Group) -> None:
+        sizes = self._sizes(max(1, len(g.ids)))
+        s = g.state
+        for dom, n in sizes.items():
+            s = E.widen(s, dom, n)
+        g.state = s
+
+    def _fresh_slot(self, g: Group) -> int:
+        used = self._slots_in_use(g)
+        for i, mid in enumerate(g.ids):
+            if mid is None and i not in used:
+                return i
+        g.ids.append(None)
+        return len(g.ids) - 1
+
+    def _slots_in_use(self, g: Group) -> set:
+        s = g.state
+        mask = 0
+        for v in ("members", "pending", "pending_sync", "awaiting_join", "awaiting_sync", "hb_armed", "new_members"):
+            mask |= E.get(s, v)
+        used = set(iter_bits(mask))
+        used.add(E.get(s, "leader"))
+        used.update(m for m in E.get(s, "static") if m != NONE)
+        used.update(slot for (_, slot) in g.parked)
+        used.update(k[2] for k in self.timers.keys() if k[0] == g.group_id)
+        for a in self.appends:
+            if a.group == g.group_id:
+                used.update(a.reserved)
+        used.discard(NONE)
+        return used
+
+    def _release_slots(self, g: Group) -> None:
+        used = self._slots_in_use(g)
+        for i, mid in enumerate(g.ids):
+            if mid is not None and i not in used:
+                g.slot_of.pop(mid, None)
+                g.ids[i] = None
+                g.client.pop(i, None)
+
+    def _fire(self, g: Group, trigger: str, params: dict) -> None:
+        self._widen(g)
+        p = E.make_params({**self.cfg_params, **params})
+        outcomes = self.engine.fire(g.state, trigger, p)
+        if not outcomes:
+            return
+        out = outcomes[self.choose(outcomes) if len(outcomes) > 1 else 0]
+        self.fired.append(out.row.name)
+        prev_state = g.state
+        before = g.state[E.STATE_I]
+        g.state = out.state
+        path = [*out.row.via, out.row.target] if out.row.target else []
+        if out.row.target and (before != g.state[E.STATE_I] or out.row.via):
+            g.state_ts = self.clock.now()
+            if g.lifecycle is not None:
+                move(g.lifecycle, path)
+        self._apply(g, out.outputs, p)
+        self._drop_orphans(g)
+        if self.debug:
+            from groupspec.spec.invariants import check_state, check_step
+            where = f"in group {g.group_id!r} after row {out.row.name!r}"
+            check_state(g.state, where=where)
+            check_step(prev_state, g.state, p, out.outputs, where=where)
+        if trigger != "CompleteJoin":
+            self._fire_internal(g)
+        self._release_slots(g)
+
+    def _fire_internal(self, g: Group) -> None:
+        """Run eager internal rows (a join whose members have all rejoined completes at once)."""
+        while self.engine.enabled(g.state, "CompleteJoin", E.make_params(self.cfg_params)):
+            self._fire(g, "CompleteJoin", {})
+
+    def _apply(self, g: Group, outputs: list, p: list) -> None:
+        for o in outputs:
+            k = o.kind
+            if k == "reply":
+                self._reply = self._render(g, o.api, o.fields)
+            elif k == "park":
+                rid, api, cb, mid = self._current
+                g.parked[(o.api, o.member)] = Parked(rid, o.api, cb, mid)
+                g.slot_of[g.ids[o.member]] = o.member
+            elif k == "answer":
+                parked = g.parked.pop((o.api, o.member), None)
+                if parked is not None and parked.callback is not None:
+                    parked.callback(self._render(g, o.api, o.fields, echo=parked.member_id))
+            elif k == "arm":
+                self.timers.arm((g.group_id, o.timer, o.member), o.duration)
+                if o.member != NONE and g.ids[o.member] is not None:
+                    g.slot_of[g.ids[o.member]] = o.member
+            elif k == "cancel":
+                self.timers.cancel((g.group_id, o.timer, o.member))
+            elif k == "cancel_all":
+                self.timers.cancel_where(lambda key: key[0] == g.group_id)
+            elif k == "append":
+                self._append(g, o)
+            elif k == "tombstone":
+                self.log.write({"type": "group_tombstone", "group": g.group_id})
+            elif k == "delete_offsets":
+                for i in iter_bits(o.fields["parts"]):
+                    self.log.write({"type": "offset_tombstone", "group": g.group_id,
+                                    "partition": self.domains[PARTITION].values[i]})
+                    g.commit_ts.pop(i, None)
+        # a member's id becomes known once the member exists
+        s = g.state
+        for m in iter_bits(E.get(s, "members") | E.get(s, "pending")):
+            if g.ids[m] is not None:
+                g.slot_of[g.ids[m]] = m
+
+    def _drop_orphans(self, g: Group) -> None:
+        """A parked request whose member stopped waiting without an answer stays unanswered
+        (Kafka overwrote or dropped its callback); forget it."""
+        waiting = {"JoinGroup": E.get(g.state, "awaiting_join"), "SyncGroup": E.get(g.state, "awaiting_sync")}
+        for key in [k for k in g.parked if not (waiting[k[0]] >> k[1]) & 1]:
+            del g.parked[key]
+
+    # ------------------------------------------------------------------ appends
+
+    def _append(self, g: Group, o) -> None:
+        f = o.fields
+        if o.api == "offsets":
+            rid, api, cb, mid = self._current
+            parts = list(iter_bits(f["commit_parts"]))
+            record = [{"type": "offset", "group": g.group_id, "partition": self.domains[PARTITION].values[i],
+                       "offset": f["commit"][i], "commit_ts": self.clock.now()} for i in parts]
+            a = PendingAppend(g.group_id, "offsets", {"commit": f["commit"], "commit_parts": f["commit_parts"],
+                                                      "append_member": f["member"]}, record,
+                              request=(rid, cb, mid))
+            # the request is answered when the append completes
+            self._reply = None
+        else:
+            record = [self._group_record(g, f)]
+            params = {"append_kind": APPEND_KIND[o.api], "append_gen": f.get("append_gen", f["generation"]),
+                      "append_member": f.get("member", f.get("new", NONE)), "append_old": f.get("old", NONE),
+                      "append_old_protos": f.get("old_protos", NONE),
+                      "append_old_session_ms": f.get("old_session_ms", 0),
+                      "append_old_rebalance_ms": f.get("old_rebalance_ms", 0),
+                      "append_old_leader": f.get("old_leader", NONE),
+                      "supports_skip": f.get("supports_skip", False),
+                      "assignments": f.get("assignments", f["assignment"])}
+            reserved = tuple(x for x in (params["append_member"], params["append_old"], params["append_old_leader"])
+                             if x != NONE)
+            a = PendingAppend(g.group_id, o.api, params, record, reserved=reserved)
+        if self.hold:
+            self.appends.append(a)
+            return
+        error = self.fail_next or "NONE"
+        self.fail_next = None
+        self._complete(a, error)
+
+    def _complete(self, a: PendingAppend, error: str) -> None:
+        g = self._group(a.group)
+        if error == "NONE":
+            for r in a.record:
+                self.log.write(r)
+        if a.kind == "offsets":
+            rid, cb, mid = a.request
+            if error == "NONE":
+                for i in iter_bits(a.params["commit_parts"]):
+                    g.commit_ts[i] = a.record[0]["commit_ts"] if a.record else self.clock.now()
+            saved = self._current, self._reply
+            self._current, self._reply = (rid, "OffsetCommit", cb, mid), None
+            self._fire(g, "StoreOffsetsDone", {**a.params, "error": ERROR_INDEX[error]})
+            reply = self._reply
+            self._current, self._reply = saved
+            if reply is not None:
+                if self._current is not None and self._current[0] == rid:
+                    self._reply = reply          # completed while the request is handled
+                elif cb is not None:
+                    cb(reply)                    # a held append completed later
+        else:
+            self._fire(g, "StoreGroupDone", {**a.params, "error": ERROR_INDEX[error]})
+
+    def _group_record(self, g: Group, f: dict) -> dict:
+        members = []
+        for m in iter_bits(f["members"]):
+            protos = self.domains[PROTOLIST].values[f["protos"][m]] if f["protos"][m] != NONE else ()
+            inst = f["instance_of"][m]
+            members.append({"member": g.ids[m], "instance": self.domains[INSTANCE].values[inst] if inst != NONE else None,
+                            "client": g.client.get(m, ("", ""))[0], "host": g.client.get(m, ("", ""))[1],
+                            "session_ms": f["session_ms"][m], "rebalance_ms": f["rebalance_ms"][m],
+                            "protocols": [list(x) for x in protos], "assignment": self._parts(f["assignment"][m])})
+        return {"type": "group", "group": g.group_id, "generation": f["generation"],
+                "protocol_type": self._name(PTYPE, f["protocol_type"]), "protocol": self._name(PROTOCOL, f["protocol"]),
+                "leader": self._id(g, f["leader"]) or None, "members": members, "ts": self.clock.now()}
+
+    def _record_params(self, g: Group, lg) -> dict:
+        rec = lg.record or {"generation": 0, "protocol_type": None, "protocol": None, "leader": None, "members": []}
+        slots = []
+        for m in rec["members"]:
+            slot = self._fresh_slot(g)
+            g.ids[slot] = m["member"]
+            g.slot_of[m["member"]] = slot
+            g.client[slot] = (m.get("client", ""), m.get("host", ""))
+            slots.append((slot, m))
+        self._widen(g)
+        n = max(1, len(g.ids))
+        inst = [NONE] * n
+        protos = [NONE] * n
+        sess = [0] * n
+        reb = [0] * n
+        assign = [0] * n
+        for slot, m in slots:
+            if m.get("instance") is not None:
+                inst[slot] = self.domains[INSTANCE](m["instance"])
+            # Kafka reloads a member's protocols as just the selected one (GMM.readGroupMessageValue)
+            sel = [tuple(x) for x in m["protocols"] if x[0] == rec["protocol"]]
+            protos[slot] = self.domains[PROTOLIST](tuple(sel))
+            sess[slot], reb[slot] = m["session_ms"], m["rebalance_ms"]
+            assign[slot] = mask_of([self.domains[PARTITION](p) for p in m["assignment"]])
+        offsets = [NONE] * max(1, len(self.domains[PARTITION]) + len(lg.offsets))
+        for p, o in lg.offsets.items():
+            i = self.domains[PARTITION](p)
+            if i >= len(offsets):
+                offsets += [NONE] * (i + 1 - len(offsets))
+            offsets[i] = o["offset"]
+            g.commit_ts[i] = o["commit_ts"]
+        self._widen(g)
+        lead = g.slot_of.get(rec["leader"], NONE) if rec.get("leader") else NONE
+        return {**self.cfg_params, "rec_generation": rec["generation"],
+                "rec_ptype": self.domains[PTYPE](rec["protocol_type"]) if rec.get("protocol_type") else NONE,
+                "rec_protocol": self.domains[PROTOCOL](rec["protocol"]) if rec.get("protocol") else NONE,
+                "rec_leader": lead, "rec_members": mask_of([s for s, _ in slots]),
+                "rec_instance_of": tuple(inst), "rec_protos": tuple(protos), "rec_session_ms": tuple(sess),
+                "rec_rebalance_ms": tuple(reb), "rec_assignment": tuple(assign), "rec_offsets": tuple(offsets)}
+
+    def _gc_groups(self) -> None:
+        """Forget groups the coordinator no longer holds (and that nothing waits on)."""
+        for gid in [k for k, g in self.groups.items() if g.state[E.STATE_I] == ABSENT and not g.parked
+                    and not any(a.group == k for a in self.appends)]:
+            g = self.groups[gid]
+            if not any(key[0] == gid for key in self.timers.keys()):
+                del self.groups[gid]
+
+    # ------------------------------------------------------------------ rendering
+
+    def _proto_names(self, pl: int) -> int:
+        if pl == NONE:
+            return 0
+        return mask_of([self.domains[PROTOCOL](name) for name, _ in self.domains[PROTOLIST].values[pl]])
+
+    def _vote(self, pl: int, candidates: int) -> int:
+        if pl == NONE:
+            return NONE
+        for name, _ in self.domains[PROTOLIST].values[pl]:
+            i = self.domains[PROTOCOL](name)
+            if (candidates >> i) & 1:
+                return i
+        return NONE
+
+    def _id(self, g: Group, slot: int) -> str:
+        if slot == NONE or slot >= len(g.ids) or g.ids[slot] is None:
+            return ""
+        return g.ids[slot]
+
+    def _name(self, dom: str, i: int):
+        return None if i == NONE else self.domains[dom].values[i]
+
+    def _parts(self, mask: int) -> list[str]:
+        return [self.domains[PARTITION].values[i] for i in iter_bits(mask)]
+
+    def _render(self, g: Group, api: str, fields: dict, echo: str | None = None) -> dict:
+        out: dict[str, Any] = {}
+        for k, v in fields.items():
+            if v is ECHO:
+                out[k] = echo if echo is not None else (self._current[3] if self._current else "")
+            elif k in ("error", "member_error"):
+                out[k] = ERRORS[v]
+            elif k in ("member", "leader"):
+                out[k] = self._id(g, v)
+            elif k == "members":
+                out[k] = [self._id(g, m) for m in iter_bits(v)]
+            elif k == "protocol":
+                out[k] = self._name(PROTOCOL, v)
+            elif k == "protocol_type":
+                out[k] = self._name(PTYPE, v)
+            elif k == "summary_state":
+                out["state"] = "" if v == ABSENT else STATES[v]
+            elif k == "assignment" and isinstance(v, tuple):
+                out[k] = {self._id(g, m): self._parts(v[m]) for m in iter_bits(fields.get("members", 0))
+                          if m < len(v)}
+            elif k == "assignment":
+                out[k] = self._parts(v)
+            else:
+                out[k] = v
+        if api == "OffsetCommit":
+            err = out.pop("error_all")
+            out = {"errors": {self.domains[PARTITION].values[i]: err for i in iter_bits(out.pop("partitions"))}}
+        elif api == "OffsetFetch":
+            offs = fields["offsets"]
+            out = {"error": out["error"],
+                   "offsets": {self.domains[PARTITION].values[i]: (offs[i] if i < len(offs) else NONE)
+                               for i in iter_bits(fields["partitions"])}}
+        elif api == "JoinGroup":
+            out.setdefault("protocol_type", None)
+        return out
+
+
+_ENGINE = E.Engine()

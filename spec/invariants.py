@@ -1,0 +1,224 @@
+"""The invariant catalog: named safety properties, each with its meaning, formula and source.
+
+Two kinds:
+  state  a formula over one state (the variables of schema.py);
+  step   a formula over the state before (`prev.x`) and after (`x`) a step,
+         with the step's parameters (the configuration) in scope.
+
+Two scopes:
+  coordinator   holds for the coordinator whatever its clients send; the
+                runtime checks these after every step in debug mode, and
+                lint assumes the structural ones when it asks whether the
+                rows of a trigger cover every case;
+  closed-world  holds only when the clients follow the protocol (a leader
+                that assigns each partition once); the coordinator stores
+                whatever the leader sends, so only the checkers, which
+                model the clients, check these.
+
+Where the property one would like is not what Kafka guarantees, the
+formula states what Kafka does guarantee and `note` says where it differs;
+these are findings for a design review, not bugs of the spec.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .lang import (And, ForAll, Implies, Layout, Not, Or, Term, Var, compile_term, lift, Count)
+from .kafka import ERRORS
+from .schema import GroupState, MEMBER, P, STATE_VARS, V, VAR_TYPES
+
+
+class _Prev:
+    """Terms for the state before a step: `Prev.generation`, ..."""
+
+
+for _v in STATE_VARS:
+    setattr(_Prev, _v.name, Var("prev:" + _v.name, _v.type))
+Prev = _Prev
+
+
+@dataclass(frozen=True)
+class Invariant:
+    name: str
+    meaning: str
+    formula: Term
+    source: str
+    kind: str = "state"          # state | step | output (must hold after a step that hands out an assignment)
+    scope: str = "coordinator"   # coordinator | closed-world
+    structural: bool = False     # part of the type invariant lint assumes
+    note: str = ""
+
+
+def _st(name: str) -> Term:
+    return lift(name, GroupState)
+
+
+def _in(*names: str) -> Term:
+    return Or(*[V.state == _st(n) for n in names])
+
+
+def _prev_in(*names: str) -> Term:
+    return Or(*[Prev.state == _st(n) for n in names])
+
+
+held = Not(V.state == _st("Absent"))
+statics = lambda s=V: Count(s.members, lambda m: s.instance_of[m].is_some())  # noqa: E731
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant(
+        "leader-is-member",
+        "A group with members has exactly one leader, and it is one of them; a group without members has none.",
+        And(Implies(V.members.is_empty(), V.leader.is_none()),
+            Implies(Not(V.members.is_empty()), V.leader.in_(V.members))),
+        "GM.add (first member leads), GM.remove (a removed leader is replaced); seed 001",
+        structural=True),
+    Invariant(
+        "one-leader-per-generation",
+        "Within one generation the leader changes only when the leader itself leaves the group, "
+        "or when a static leader rejoins under a new member id.",
+        Implies(held & Not(Prev.state == _st("Absent")) & (V.generation == Prev.generation)
+                & Not(V.leader == Prev.leader),
+                Or(Not(Prev.leader.in_(V.members)),
+                   Prev.instance_of[Prev.leader].is_some()
+                   & (V.instance_of[V.leader] == Prev.instance_of[Prev.leader]))),
+        "GM.remove, GM.replaceStaticMember, GC.onCompleteJoin (maybeElectNewJoinedLeader)", kind="step"),
+    Invariant(
+        "empty-has-no-members",
+        "An Empty group (and a group the coordinator does not hold) has no members, and nothing parked.",
+        Implies(_in("Empty", "Absent"),
+                V.members.is_empty() & V.awaiting_join.is_empty() & V.awaiting_sync.is_empty()),
+        "ClassicGroupState Empty: 'the group has no more members'; seed 001"),
+    Invariant(
+        "no-sync-held-while-preparing",
+        "No SyncGroup is held while PreparingRebalance: entering it answers every parked SyncGroup "
+        "with REBALANCE_IN_PROGRESS, and a SyncGroup in PreparingRebalance is answered at once.",
+        Implies(V.state == _st("PreparingRebalance"), V.awaiting_sync.is_empty()),
+        "GC.prepareRebalance (resetAndPropagateAssignmentError); GC.doSyncGroup",
+        note="Kafka keeps each member's last assignment in its MemberMetadata through PreparingRebalance "
+             "(only DescribeGroups hides it); what it never does is hand one out there: see "
+             "assignment-only-when-stable."),
+    Invariant(
+        "assignment-only-when-stable",
+        "An assignment is handed out (a SyncGroup answered NONE) only by a step that leaves the group Stable.",
+        V.state == _st("Stable"),
+        "GC.doSyncGroup, GC.setAndPropagateAssignment", kind="output",
+        note="An output invariant: the formula must hold after every step that answers a SyncGroup with NONE."),
+    Invariant(
+        "assignments-disjoint",
+        "In a Stable group no partition is assigned to two members.",
+        Implies(V.state == _st("Stable"),
+                ForAll(V.members, lambda a: ForAll(V.members, lambda b: Or(a == b, (V.assignment[a] & V.assignment[b]).is_empty())))),
+        "the leader's assignor (RangeAssignor, RoundRobinAssignor); seed 004", scope="closed-world",
+        note="The coordinator stores whatever the leader sends (GC.doSyncGroup does not look inside it), "
+             "so this holds only when the leader runs a correct assignor."),
+    Invariant(
+        "generation-monotone",
+        "While the coordinator holds a group its generation never decreases, and it grows by exactly 1 "
+        "only when a join completes (PreparingRebalance to CompletingRebalance or Empty).",
+        Implies(held & Not(Prev.state == _st("Absent")),
+                Or(V.generation == Prev.generation,
+                   (V.generation == Prev.generation + 1) & (Prev.state == _st("PreparingRebalance"))
+                   & _in("CompletingRebalance", "Empty"))),
+        "GM.initNextGeneration", kind="step",
+        note="A coordinator that takes over loads the last persisted generation, which may be older than "
+             "the last one the previous coordinator reached (research notes §5.4); load is not a step of a "
+             "held group, so it is outside this property."),
+    Invariant(
+        "pending-not-members",
+        "A pending member (an id issued with MEMBER_ID_REQUIRED) is never a member.",
+        (V.pending & V.members).is_empty(),
+        "GM.addPendingMember, GM.add (removes the id from pending)", structural=True),
+    Invariant(
+        "static-ids-unique",
+        "Each group.instance.id maps to at most one member, which carries it; no two members share one.",
+        And(ForAll(V.members, lambda m: Implies(V.instance_of[m].is_some(), V.static[V.instance_of[m]] == m)),
+            ForAll(V.members, lambda a: ForAll(V.members, lambda b: Or(a == b, V.instance_of[a].is_none(),
+                                                                      Not(V.instance_of[a] == V.instance_of[b]))))),
+        "GM.add, GM.replaceStaticMember (KIP-345)", structural=True),
+    Invariant(
+        "awaiting-join-only-preparing",
+        "JoinGroups are held only while PreparingRebalance, except a static member's rejoin while its new "
+        "member id is being persisted in Stable, and a group marked Dead.",
+        And(V.awaiting_join.subset_of(V.members),
+            Implies(Not(V.awaiting_join.is_empty()),
+                    _in("PreparingRebalance", "Dead")
+                    | ((V.state == _st("Stable"))
+                       & ForAll(V.awaiting_join, lambda m: V.instance_of[m].is_some())))),
+        "GC.doCurrentMemberJoinGroup, GC.updateStaticMemberAndRebalance", structural=True,
+        note="Kafka parks a rejoining static member's JoinGroup in Stable until the group with its new id "
+             "is stored (GC.updateStaticMemberAndRebalance)."),
+    Invariant(
+        "awaiting-sync-only-completing",
+        "SyncGroups are held only while CompletingRebalance (or in a group marked Dead).",
+        And(V.awaiting_sync.subset_of(V.members),
+            Implies(Not(V.awaiting_sync.is_empty()), _in("CompletingRebalance", "Dead"))),
+        "GC.doSyncGroup, GC.propagateAssignment", structural=True),
+    Invariant(
+        "max-size-after-join",
+        "When a join completes, the members that rejoined number at most group.max.size.",
+        Implies((Prev.state == _st("PreparingRebalance")) & (V.state == _st("CompletingRebalance")),
+                Count(Prev.members, lambda m: m.in_(Prev.awaiting_join)) <= P.cfg_max_size),
+        "GC.acceptJoiningMember", kind="step",
+        note="Not the group's size: static members that did not rejoin stay members (GC.onCompleteJoin "
+             "removes only dynamic ones), so a group with static members can exceed group.max.size after a "
+             "join completes (tests/scenarios/findings.yaml shows it)."),
+    Invariant(
+        "new-members-are-members",
+        "Members marked new (joined since the last join completion) are members.",
+        V.new_members.subset_of(V.members), "GC.addMemberAndRebalance (isNew)", structural=True),
+)
+
+INVARIANT_BY_NAME = {i.name: i for i in INVARIANTS}
+
+
+class InvariantViolation(AssertionError):
+    def __init__(self, inv: Invariant, where: str):
+        self.invariant = inv
+        super().__init__(f"invariant {inv.name} violated {where}: {inv.meaning}")
+
+
+# -- concrete checking ----------------------------------------------------------------
+
+def _layouts():
+    from .engine import PARAM_INDEX, STATE_INDEX
+    n = len(STATE_VARS)
+    both = dict(STATE_INDEX)
+    both.update({"prev:" + k: n + i for k, i in STATE_INDEX.items()})
+    return Layout(STATE_INDEX, PARAM_INDEX), Layout(both, PARAM_INDEX)
+
+
+_COMPILED = None
+
+
+def compiled():
+    global _COMPILED
+    if _COMPILED is None:
+        one, two = _layouts()
+        _COMPILED = [(inv, compile_term(inv.formula, two if inv.kind == "step" else one)) for inv in INVARIANTS]
+    return _COMPILED
+
+
+def check_state(state: tuple, where: str = "", scope: str = "coordinator") -> None:
+    """Raise InvariantViolation if a state invariant of `scope` fails."""
+    for inv, f in compiled():
+        if inv.kind == "state" and inv.scope == scope and not f(state, [], ()):
+            raise InvariantViolation(inv, where)
+
+
+def check_step(prev: tuple, state: tuple, params: list, outputs: list, where: str = "",
+               scope: str = "coordinator") -> None:
+    """Step invariants, and output invariants when the step handed out an assignment."""
+    both = state + prev
+    handed_out = any(o.kind in ("reply", "answer") and o.api == "SyncGroup" and o.fields.get("error") == ERRORS.index("NONE")
+                     for o in outputs)
+    for inv, f in compiled():
+        if inv.scope != scope:
+            continue
+        if inv.kind == "step" and not f(both, params, ()):
+            raise InvariantViolation(inv, where)
+        if inv.kind == "output" and handed_out and not f(state, params, ()):
+            raise InvariantViolation(inv, where)
+
+
+def structural() -> list[Invariant]:
+    return [i for i in INVARIANTS if i.structural]
