@@ -321,8 +321,6 @@ class GroupCoordinator:
         for gid in list(self.groups):
             self._fire(self.groups[gid], "Unload", dict(self.cfg_params))
         self.coord = "not_coordinator"
-        while self.appends:
-            self._complete(self.appends.popleft(), "NOT_LEADER_OR_FOLLOWER")
         self._gc_groups()
 
     def begin_load(self) -> None:
@@ -650,7 +648,7 @@ class GroupCoordinator:
         for k, v in fields.items():
             if v is ECHO:
                 out[k] = echo if echo is not None else (self._current[3] if self._current else "")
-            elif k in ("error", "member_error"):
+            elif k in ("error", "member_error", "error_all"):
                 out[k] = ERRORS[v]
             elif k in ("member", "leader"):
                 out[k] = self._id(g, v)
@@ -679,6 +677,10 @@ class GroupCoordinator:
                                for i in iter_bits(fields["partitions"])}}
         elif api == "JoinGroup":
             out.setdefault("protocol_type", None)
+        elif api in ("DescribeGroup", "ListGroupsEntry"):
+            for k in ("protocol_type", "protocol"):
+                if k in out and out[k] is None:
+                    out[k] = ""
         return out
 
 

@@ -92,10 +92,10 @@ def check_row(row: Row) -> None:
             raise ValueError(f"row {row.name}: unknown state {s}")
     for step in row.steps:
         if isinstance(step, Set_):
-            for var, term in step.updates.items():
+            for var, term in list(step.updates.items()):
                 if var not in VAR_TYPES:
                     raise ValueError(f"row {row.name}: unknown variable {var}")
-                lift(term, VAR_TYPES[var])
+                step.updates[var] = lift(term, VAR_TYPES[var])
 
 
 # -- building outputs ---------------------------------------------------------

@@ -101,6 +101,12 @@ STATE_VARS: tuple[VarDecl, ...] = (
     VarDecl("new_member_added", BOOL, "a member joined during the initial delay (it is extended)", False),
     VarDecl("sync_timer", BOOL, "the pending-sync timer (DelayedSync) is armed", False),
     VarDecl("offsets", MapOf(PARTITION, INT), "committed offset per partition (-1: none)", NONE),
+    # Scratch: a row that rewrites what it must still refer to remembers it here
+    # first (a static member's replacement); unset again before the row ends.
+    VarDecl("scratch_member", Dom(MEMBER), "scratch: the member a row replaced (unset between steps)", NONE),
+    VarDecl("scratch_leader", Dom(MEMBER), "scratch: the leader before a row changed it (unset between steps)", NONE),
+    VarDecl("scratch_session_ms", INT, "scratch: a replaced member's session timeout (0 between steps)", 0),
+    VarDecl("scratch_rebalance_ms", INT, "scratch: a replaced member's rebalance timeout (0 between steps)", 0),
     VarDecl("pending_offsets", SetOf(PARTITION), "partitions with an offset commit appended but not completed", 0),
 )
 VAR_TYPES: dict[str, Type] = {v.name: v.type for v in STATE_VARS}

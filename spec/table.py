@@ -328,6 +328,9 @@ class Chain:
             response: str = "", doc: str = "", states: tuple[str, ...] | None = None,
             via: tuple[str, ...] = ()) -> Row:
         guard = And(self.base, *[Not(c) for c in self.before], cond) if self.before else And(self.base, cond)
+        row_states = states or self.states
+        # later rows of the chain are the `else` of this one
+        self.before.append(cond if row_states == self.states else And(in_states(*row_states), cond))
         r = Row(f"{self.trigger}: {name}{self.suffix}", self.trigger, states or self.states, guard, steps, target,
                 source, response=response, via=via, doc=doc, otherwise=tuple(self.before))
         self.rows.append(r)
@@ -489,6 +492,9 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
     """GC.updateStaticMemberAndRebalance: a known group.instance.id rejoins with an empty member id."""
     old = V.static[P.instance]
     m = P.fresh
+    remember = sets(scratch_member=old, scratch_leader=V.leader)
+    forget_scratch = sets(scratch_member=NO_MEMBER, scratch_leader=NO_MEMBER)
+    was, was_leader = V.scratch_member, V.scratch_leader
     replace = [
         # replaceStaticMember: fence the old id's parked requests, move the member to the new id
         answer("JoinGroup", old, when=old.in_(V.awaiting_join), **join_error("FENCED_INSTANCE_ID", member=old)),
@@ -516,11 +522,14 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
         unchanged = V.protocol.in_(_winners_after_replace())
         rows.append(new.row("known static member rejoins, protocol unchanged: persist the new id",
                             known_static & unchanged,
-                            [*replace,
-                             append("static_replace", **group_record(None), old=old, new=m,
-                                    old_protos=V.protos[old], old_session_ms=V.session_ms[old],
-                                    old_rebalance_ms=V.rebalance_ms[old], old_leader=V.leader,
-                                    supports_skip=P.supports_skip, append_gen=V.generation)],
+                            [remember,
+                             sets(scratch_session_ms=V.session_ms[old], scratch_rebalance_ms=V.rebalance_ms[old]),
+                             *replace,
+                             append("static_replace", **group_record(None), old=was, new=m,
+                                    old_protos=V.protos[m], old_session_ms=V.scratch_session_ms,
+                                    old_rebalance_ms=V.scratch_rebalance_ms, old_leader=was_leader,
+                                    supports_skip=P.supports_skip, append_gen=V.generation),
+                             forget_scratch, sets(scratch_session_ms=0, scratch_rebalance_ms=0)],
                             None, src, response="parked until the group is stored; then the current generation",
                             doc="the group.instance.id is known and the selected protocol would not change"))
         new.check(known_static & unchanged)
@@ -630,7 +639,7 @@ _extend = (V.join_timer == lift("initial", JoinTimer)) & V.new_member_added & (V
 _add([Row("JoinTimer: initial delay extended for new members", "JoinTimer", ("PreparingRebalance",), _extend,
           [sets(new_member_added=FALSE(), join_delay_ms=Min(P.cfg_initial_delay_ms, V.join_remaining_ms),
                 join_remaining_ms=Max(V.join_remaining_ms - V.join_delay_ms, 0)),
-           arm("initial-join", None, Min(P.cfg_initial_delay_ms, V.join_remaining_ms))],
+           arm("initial-join", None, V.join_delay_ms)],
           None, "InitialDelayedJoin.onComplete", response="none",
           doc="a member joined during the initial delay and budget remains")])
 _add(completion_outcomes("JoinTimer", Not(_extend), "DelayedJoin / InitialDelayedJoin expiry, GC.onCompleteJoin; seed 001"))
