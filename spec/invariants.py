@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .lang import (And, ForAll, Implies, Layout, Not, Or, Term, Var, compile_term, lift, Count)
 from .kafka import ERRORS
-from .schema import GroupState, MEMBER, P, STATE_VARS, V, VAR_TYPES
+from .schema import GroupState, JoinTimer, MEMBER, P, STATE_VARS, V, VAR_TYPES
 
 
 class _Prev:
@@ -85,9 +85,11 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "empty-has-no-members",
         "An Empty group (and a group the coordinator does not hold) has no members, and nothing parked.",
-        Implies(_in("Empty", "Absent"),
-                V.members.is_empty() & V.awaiting_join.is_empty() & V.awaiting_sync.is_empty()),
-        "ClassicGroupState Empty: 'the group has no more members'; seed 001"),
+        And(Implies(_in("Empty", "Absent"),
+                    V.members.is_empty() & V.awaiting_join.is_empty() & V.awaiting_sync.is_empty()),
+            Implies(V.state == _st("Absent"), V.pending.is_empty())),
+        "ClassicGroupState Empty: 'the group has no more members'; seed 001", structural=True,
+        note="An Empty group may still have pending members (ids issued with MEMBER_ID_REQUIRED)."),
     Invariant(
         "no-sync-held-while-preparing",
         "No SyncGroup is held while PreparingRebalance: entering it answers every parked SyncGroup "
@@ -132,6 +134,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "static-ids-unique",
         "Each group.instance.id maps to at most one member, which carries it; no two members share one.",
         And(ForAll(V.members, lambda m: Implies(V.instance_of[m].is_some(), V.static[V.instance_of[m]] == m)),
+            ForAll(V.static.keys_where(lambda m: m.is_some()),
+                   lambda i: V.static[i].in_(V.members) & (V.instance_of[V.static[i]] == i)),
             ForAll(V.members, lambda a: ForAll(V.members, lambda b: Or(a == b, V.instance_of[a].is_none(),
                                                                       Not(V.instance_of[a] == V.instance_of[b]))))),
         "GM.add, GM.replaceStaticMember (KIP-345)", structural=True),
@@ -162,6 +166,15 @@ INVARIANTS: tuple[Invariant, ...] = (
         note="Not the group's size: static members that did not rejoin stay members (GC.onCompleteJoin "
              "removes only dynamic ones), so a group with static members can exceed group.max.size after a "
              "join completes (tests/scenarios/findings.yaml shows it)."),
+    Invariant(
+        "timers-belong-to-members",
+        "Session timers run only for members; the pending-sync timer runs only while some member has yet "
+        "to sync in CompletingRebalance or Stable; the delayed join only while PreparingRebalance.",
+        And(V.hb_armed.subset_of(V.members),
+            Implies(V.sync_timer, Not(V.pending_sync.is_empty()) & _in("CompletingRebalance", "Stable", "Dead")),
+            Implies(Not(V.join_timer == lift("none", JoinTimer)), _in("PreparingRebalance", "Dead"))),
+        "GC.removeHeartbeatForLeavingMember, GC.removePendingSyncMember, GC.prepareRebalance (removeSyncExpiration)",
+        structural=True),
     Invariant(
         "new-members-are-members",
         "Members marked new (joined since the last join completion) are members.",

@@ -465,8 +465,10 @@ def show(t: Term, names: dict | None = None) -> str:
             if n.type.kind == "set" and n.data == 0:
                 return "∅"
             return repr(n.data)
-        if op in ("var", "param"):
+        if op == "var":
             return n.data
+        if op == "param":
+            return "p." + n.data
         if op == "bound":
             return bound_name(n)
         if op == "choose":

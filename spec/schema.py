@@ -214,6 +214,7 @@ class Trigger:
     params: tuple[str, ...]
     meaning: str
     total: bool = True   # its rows must cover every case (internal triggers fire only when enabled)
+    enabled: str = ""    # when the driver can fire it at all (a timer that is armed...): see table.ENABLED
 
 
 _REQ = ("coord", "group_id_ok") + CONFIG_PARAMS

@@ -301,7 +301,7 @@ def completion_outcomes(trigger: str, guard: Term, source: str) -> list[Row]:
         None, source + " ('could not complete rebalance because no members rejoined')",
         response="none; another DelayedJoin is armed",
         doc="only static members that have not rejoined remain")
-    return [to_cr, to_empty, stuck]
+    return [to_cr, to_empty] if trigger == "CompleteJoin" else [to_cr, to_empty, stuck]
 
 
 def group_record(assignment: Term | None) -> dict:
@@ -338,7 +338,8 @@ class Chain:
 
     def check(self, cond: Term) -> None:
         """A condition that only routes: later rows see its negation."""
-        self.before.append(cond)
+        if not any(c is cond for c in self.before):
+            self.before.append(cond)
 
     def last(self, name: str, steps: list, target: str | None, source: str, **kw) -> Row:
         """The remaining case."""
@@ -350,15 +351,12 @@ def gate(chain: Chain, api: str, fields: Callable[[Term], dict], loading: Callab
     """validateGroupStatus: group id, then loading, then ownership."""
     chain.row("invalid group id", Not(P.group_id_ok), [reply(api, **fields(E("INVALID_GROUP_ID")))], None, src,
               response="INVALID_GROUP_ID")
-    chain.before.append(Not(P.group_id_ok))
     load_fields = loading() if loading else fields(E("COORDINATOR_LOAD_IN_PROGRESS"))
     chain.row("coordinator loading", P.coord == lift("loading", Coord), [reply(api, **load_fields)], None,
               src + (" (and the API's mapping of it)" if loading else ""),
               response=str(load_fields.get("error", load_fields.get("error_all", ""))))
-    chain.before.append(P.coord == lift("loading", Coord))
     chain.row("not the coordinator", P.coord == lift("not_coordinator", Coord),
               [reply(api, **fields(E("NOT_COORDINATOR")))], None, src, response="NOT_COORDINATOR")
-    chain.before.append(P.coord == lift("not_coordinator", Coord))
 
 
 # ==================================================================================
@@ -620,9 +618,8 @@ def _join_known_member(g: Chain, st: str) -> list[Row]:
         k.last("follower rejoins with the same metadata",
                [reply("JoinGroup", **join_info(m, members_to_leader=False))], None, src,
                response="the current generation")
-    else:  # Empty: validateCurrentMember has already failed (no members)
-        k.last("member joins an Empty group", [reply("JoinGroup", **join_error("UNKNOWN_MEMBER_ID"))], None,
-               src, response="UNKNOWN_MEMBER_ID")
+    # Empty: validateCurrentMember has already failed (an Empty group has no members), so
+    # Kafka's `case Empty | Dead => UNKNOWN_MEMBER_ID` branch cannot be reached.
     return k.rows
 
 
@@ -674,8 +671,7 @@ def _sync_rows() -> list[Row]:
           None, "GC.validateSyncGroup (v5+)", response="INCONSISTENT_GROUP_PROTOCOL", states=LIVE)
     c.check(bad)
     m = P.member
-    c.row("during Empty", TRUE(), [reply("SyncGroup", **sync_error("UNKNOWN_MEMBER_ID"))], None, src,
-          response="UNKNOWN_MEMBER_ID", states=("Empty",))
+    # (Kafka's `case Empty => UNKNOWN_MEMBER_ID` is unreachable: validateCurrentMember fails first.)
     c.row("during PreparingRebalance", TRUE(), [reply("SyncGroup", **sync_error("REBALANCE_IN_PROGRESS"))], None,
           src, response="REBALANCE_IN_PROGRESS", states=("PreparingRebalance",))
     parked = [sets(awaiting_sync=V.awaiting_sync.with_(m), pending_sync=V.pending_sync.without(m)),
@@ -809,8 +805,7 @@ def _heartbeat_rows() -> list[Row]:
           None, "GC.validateHeartbeat", response="ILLEGAL_GENERATION", states=LIVE)
     c.check(P.generation != V.generation)
     beat = rearm_heartbeats(lift_single(P.member), session_of)
-    c.row("during Empty", TRUE(), [reply("Heartbeat", error=E("UNKNOWN_MEMBER_ID"))], None, "GC.handleHeartbeat",
-          response="UNKNOWN_MEMBER_ID", states=("Empty",))
+    # (Kafka's `case Empty => UNKNOWN_MEMBER_ID` is unreachable: validateCurrentMember fails first.)
     c.row("during CompletingRebalance", TRUE(), [*beat, reply("Heartbeat", error=E("NONE"))], None,
           "GC.handleHeartbeat (the code answers NONE; its comment is older)", response="NONE",
           states=("CompletingRebalance",))
@@ -832,8 +827,6 @@ def _expiry_rows() -> list[Row]:
     alive = Not(m.in_(V.new_members)) & (m.in_(V.awaiting_join) | m.in_(V.awaiting_sync))  # hasSatisfiedHeartbeat
     rows = [
         Row("HeartbeatExpiry: group is Dead", "HeartbeatExpiry", ("Dead",), TRUE(),
-            [sets(hb_armed=V.hb_armed.without(m))], None, "GC.onExpireHeartbeat", response="none"),
-        Row("HeartbeatExpiry: member already gone", "HeartbeatExpiry", LIVE, Not(m.in_(V.members)),
             [sets(hb_armed=V.hb_armed.without(m))], None, "GC.onExpireHeartbeat", response="none"),
         Row("HeartbeatExpiry: member kept alive by its parked request", "HeartbeatExpiry", LIVE,
             m.in_(V.members) & alive, [sets(hb_armed=V.hb_armed.without(m))], None,
@@ -878,9 +871,9 @@ _add([
         response="parked SyncGroups get REBALANCE_IN_PROGRESS (in CompletingRebalance)")
     for st in ("CompletingRebalance", "Stable")
 ] + [
-    Row("SyncTimer: every member synced", "SyncTimer", ("CompletingRebalance", "Stable"), V.pending_sync.is_empty(),
-        [sets(sync_timer=FALSE())], None, "GC.tryCompletePendingSync", response="none"),
-    Row("SyncTimer: the group moved on", "SyncTimer", ("Absent", "Empty", "PreparingRebalance", "Dead"), TRUE(),
+    # (With every member synced, or the group gone to PreparingRebalance, DelayedSync has
+    # already completed: the timer is cancelled then, invariant sync-timer-while-waiting.)
+    Row("SyncTimer: the group is Dead", "SyncTimer", ("Dead",), TRUE(),
         [sets(sync_timer=FALSE())], None, "GC.onExpirePendingSync ('unexpected notification')", response="none"),
 ])
 
@@ -971,8 +964,7 @@ def _commit_rows() -> list[Row]:
           [reply("OffsetCommit", **commit_errors("UNKNOWN_MEMBER_ID"))], None, src, response="UNKNOWN_MEMBER_ID",
           states=LIVE, doc="generation < 0, no member id and the group is not Empty")
     c.check(Not(as_member) & (V.state != S("Empty")))
-    c.row("commit to an Empty group", TRUE(), store, None, src, response="parked until the offsets are stored",
-          states=("Empty",))
+    # (A commit to an Empty group with generation >= 0 was rejected above: it has no members.)
     c.row("commit during CompletingRebalance", TRUE(),
           [reply("OffsetCommit", **commit_errors("REBALANCE_IN_PROGRESS"))], None, src,
           response="REBALANCE_IN_PROGRESS", states=("CompletingRebalance",))
@@ -1062,8 +1054,6 @@ _add([
     Row("ListGroupsEntry: held group", "ListGroupsEntry", HELD, TRUE(),
         [reply("ListGroupsEntry", listed=TRUE(), summary_state=V.state, protocol_type=V.protocol_type)], None,
         "GM.overview", response="the group, its protocol type and state"),
-    Row("ListGroupsEntry: not held", "ListGroupsEntry", ("Absent",), TRUE(),
-        [reply("ListGroupsEntry", listed=FALSE())], None, "GMM.currentGroups", response="not listed"),
 ])
 
 
@@ -1176,6 +1166,23 @@ for _r in ROWS:
     if _r.name in ROW_BY_NAME:
         raise ValueError(f"two rows are named {_r.name!r}")
     ROW_BY_NAME[_r.name] = _r
+
+
+# When a trigger can happen at all: a timer fires only while armed, a batch's
+# per-member leave only after the group-level checks passed.  Lint asks that
+# the rows of each trigger cover exactly these cases.
+ENABLED: dict[str, Term] = {
+    "HeartbeatExpiry": P.timer_member.in_(V.hb_armed),
+    "PendingExpiry": P.timer_member.in_(V.pending),
+    "JoinTimer": V.join_timer != lift("none", JoinTimer),
+    "SyncTimer": V.sync_timer,
+    "LeaveMember": in_states(*LIVE),
+    "ListGroupsEntry": Not(V.state == S("Absent")),
+}
+
+
+def enabled(trigger: str) -> Term:
+    return ENABLED.get(trigger, TRUE())
 
 
 def rows_of(trigger: str) -> list[Row]:
