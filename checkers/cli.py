@@ -92,6 +92,49 @@ def scenario_run(
         raise typer.Exit(1)
 
 
+@app.command("lint")
+def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Prove each trigger's rows exclusive, covering and reachable (Z3); check the lifecycle's moves."""
+    from .lint import lint
+    with err.status("linting the table with Z3...") if not as_json else _null():
+        res = lint()
+    if as_json:
+        print(json.dumps(res.as_json(), indent=2))
+    else:
+        for p in res.problems:
+            out.print(f"{p.check}: {p.trigger}: {'; '.join(p.rows)}: {p.detail} {p.witness or ''}",
+                      markup=False, highlight=False, soft_wrap=True)
+        verdict = "ok" if not res.problems else f"{len(res.problems)} problem(s)"
+        out.print(f"lint: {verdict} ({res.checks} Z3 checks over {len(_row_names())} rows, {res.seconds:.1f}s)",
+                  markup=False)
+    if res.problems:
+        raise typer.Exit(1)
+
+
+@app.command("docs")
+def docs_cmd(out_dir: Path = typer.Option(REPO / "docs", "--out", help="Where to write."),
+             as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON.")) -> None:
+    """Write the design-review artifacts: state diagram, the table, the invariant catalog."""
+    from .docs import write_docs
+    try:
+        files = write_docs(out_dir)
+    except OSError as e:
+        fail_input(f"{out_dir}: cannot write ({e.strerror})")
+    if as_json:
+        print(json.dumps({"written": [str(f) for f in files]}))
+    else:
+        for f in files:
+            out.print(f"wrote {f}", markup=False, highlight=False)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
 def _row_names() -> set[str]:
     from groupspec.spec.table import ROWS
     return {r.name for r in ROWS}

@@ -44,9 +44,16 @@ class IllegalMove(RuntimeError):
 def move(machine: StateMachine, path: list[str]) -> None:
     """Follow `path` (the states a step passed through) on the machine."""
     for target in path:
-        if machine.current_state.id == target and target != "Dead":
+        here = current(machine)
+        if here == target and target != "Dead":
             continue
         try:
             machine.send(f"to_{target}")
         except TransitionNotAllowed as e:
-            raise IllegalMove(f"illegal move {machine.current_state.id} -> {target}") from e
+            raise IllegalMove(f"illegal move {here} -> {target}") from e
+
+
+def current(machine: StateMachine) -> str:
+    """The machine's state (the lifecycle has no parallel states: one active state)."""
+    (state,) = machine.configuration
+    return state.id

@@ -1,0 +1,53 @@
+"""The table lint proves the table well-formed, and catches what it is meant to catch."""
+from __future__ import annotations
+
+import copy
+
+from groupspec.checkers import lint as L
+from groupspec.spec import table as T
+from groupspec.spec.lang import TRUE
+
+
+def test_the_table_is_exclusive_covering_reachable_and_legal():
+    res = L.lint()
+    assert res.problems == [], [p.as_json() for p in res.problems]
+    assert res.checks > 500
+
+
+def _with_rows(monkeypatch, rows):
+    monkeypatch.setattr(L, "ROWS", rows)
+    monkeypatch.setattr(L, "rows_of", lambda trig: [r for r in rows if r.trigger == trig])
+
+
+def test_lint_finds_overlapping_rows(monkeypatch):
+    rows = list(T.ROWS)
+    victim = T.ROW_BY_NAME["Heartbeat: during Stable"]
+    loose = copy.copy(victim)
+    loose.name = "Heartbeat: planted overlap"
+    loose.guard = TRUE()
+    rows.append(loose)
+    _with_rows(monkeypatch, rows)
+    problems = L.lint().problems
+    assert any(p.check == "exclusive" and "Heartbeat: planted overlap" in p.rows for p in problems)
+
+
+def test_lint_finds_a_gap_and_a_dead_row(monkeypatch):
+    rows = [r for r in T.ROWS if r.name != "Heartbeat: during Stable"]
+    dead = copy.copy(T.ROW_BY_NAME["SyncGroup: during PreparingRebalance"])
+    dead.name = "SyncGroup: planted dead row"
+    dead.states = ("Empty",)   # Empty groups have no members: rejected earlier in the chain
+    rows.append(dead)
+    _with_rows(monkeypatch, rows)
+    problems = L.lint().problems
+    assert any(p.check == "covering" and p.trigger == "Heartbeat" for p in problems)
+    assert any(p.check == "reachable" and "SyncGroup: planted dead row" in p.rows for p in problems)
+
+
+def test_lint_finds_an_illegal_move(monkeypatch):
+    rows = list(T.ROWS)
+    bad = copy.copy(T.ROW_BY_NAME["Heartbeat: during Stable"])
+    bad.name = "Heartbeat: planted illegal move"
+    bad.target = "Empty"     # Stable -> Empty is not one of Kafka's moves
+    rows.append(bad)
+    monkeypatch.setattr(L, "ROWS", rows)
+    assert any(p.check == "moves" and "Heartbeat: planted illegal move" in p.rows for p in L.check_moves())

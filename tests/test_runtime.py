@@ -1,0 +1,117 @@
+"""The runtime coordinator: durable log and restart, the lifecycle guard, timers, and
+arbitrary requests answered with Kafka's error codes (never an exception)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from groupspec.impl.clock import ManualClock, Timers
+from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.lifecycle import GroupLifecycle, IllegalMove, move
+from groupspec.impl.storage import FileLog
+from groupspec.spec.kafka import ERRORS
+
+CFG = {"group.min.session.timeout.ms": 10, "group.initial.rebalance.delay.ms": 0}
+
+
+def join(c, member="", client="c", **kw):
+    got = {}
+    r = c.send("JoinGroup", dict(group="g", member=member, client=client, session_timeout_ms=1000,
+                                 rebalance_timeout_ms=1000, protocol_type="consumer",
+                                 protocols=[{"name": "range", "metadata": "m1"}], **kw),
+               on_response=lambda resp: got.update(resp))
+    return r, got
+
+
+def stable_group(c):
+    r, _ = join(c)
+    mid = r["member"]
+    _, got = join(c, mid)
+    c.advance(0)
+    assert got["error"] == "NONE"
+    c.send("SyncGroup", dict(group="g", member=mid, generation=1, assignments={mid: ["t-0", "t-1"]}))
+    return mid
+
+
+def test_a_restarted_coordinator_loads_the_group_from_its_file(tmp_path):
+    log = tmp_path / "log.jsonl"
+    a = GroupCoordinator(CFG, log=FileLog(log), debug=True)
+    mid = stable_group(a)
+    assert a.send("OffsetCommit", dict(group="g", member=mid, generation=1, offsets={"t-0": 42}))["errors"] == \
+        {"t-0": "NONE"}
+    b = GroupCoordinator(CFG, log=FileLog(log), debug=True)   # a new process, the same file
+    b.begin_load()
+    assert b.send("Heartbeat", dict(group="g", member=mid, generation=1))["error"] == "NONE"  # loading: blind NONE
+    b.load()
+    snap = b.snapshot("g")
+    assert snap["state"] == "Stable" and snap["generation"] == 1 and snap["members"] == [mid]
+    assert snap["assignment"] == {mid: ["t-0", "t-1"]} and snap["offsets"] == {"t-0": 42}
+    # its session runs again on the new coordinator
+    b.advance(1000)
+    assert b.snapshot("g")["state"] == "Empty"
+
+
+def test_the_lifecycle_refuses_a_move_kafka_does_not_allow():
+    m = GroupLifecycle()
+    move(m, ["Empty", "PreparingRebalance"])
+    with pytest.raises(IllegalMove):
+        move(m, ["Stable"])          # PreparingRebalance -> Stable skips CompletingRebalance
+
+
+def test_timers_fire_in_deadline_then_arming_order():
+    clock = ManualClock()
+    t = Timers(clock)
+    fired = []
+    t.arm("b", 10)
+    t.arm("a", 10)
+    t.arm("c", 5)
+    t.arm("now", 0)
+    t.advance(10, lambda k: fired.append((k, clock.now())))
+    assert fired == [("now", 0), ("c", 5), ("b", 10), ("a", 10)]
+    t.arm("zero", 0)
+    t.advance(0, lambda k: fired.append((k, clock.now())))
+    assert fired[-1] == ("zero", 10)
+
+
+ids = st.sampled_from(["", "x", "c-1", None])
+ints = st.one_of(st.integers(-5, 5), st.integers(-2**31, 2**31 - 1))
+requests = st.one_of(
+    st.fixed_dictionaries({"api": st.just("JoinGroup"), "group": st.sampled_from(["g", "", None]),
+                           "member": ids, "instance": st.sampled_from([None, "i1"]),
+                           "session_timeout_ms": ints, "rebalance_timeout_ms": ints,
+                           "protocol_type": st.sampled_from(["consumer", "", None]),
+                           "protocols": st.lists(st.sampled_from(["range", "roundrobin"]), max_size=2),
+                           "version": st.integers(0, 9)}),
+    st.fixed_dictionaries({"api": st.just("SyncGroup"), "group": st.just("g"), "member": ids, "generation": ints,
+                           "assignments": st.dictionaries(st.sampled_from(["x", "c-1"]),
+                                                          st.lists(st.sampled_from(["t-0", "t-1"])))}),
+    st.fixed_dictionaries({"api": st.just("Heartbeat"), "group": st.just("g"), "member": ids, "generation": ints}),
+    st.fixed_dictionaries({"api": st.just("LeaveGroup"), "group": st.just("g"),
+                           "members": st.lists(st.fixed_dictionaries({"member": ids}), max_size=3)}),
+    st.fixed_dictionaries({"api": st.just("OffsetCommit"), "group": st.sampled_from(["g", ""]), "member": ids,
+                           "generation": ints, "offsets": st.dictionaries(st.sampled_from(["t-0", "t-1"]), ints)}),
+    st.fixed_dictionaries({"api": st.just("DeleteGroups"), "groups": st.just(["g"])}),
+    st.fixed_dictionaries({"api": st.just("advance"), "ms": st.integers(0, 400_000)}),
+)
+
+
+@settings(max_examples=60)
+@given(st.lists(requests, max_size=25))
+def test_any_request_sequence_gets_kafka_errors_and_keeps_the_invariants(seq):
+    c = GroupCoordinator(CFG, debug=True)    # debug: every coordinator invariant after every step
+    members = []
+    for req in seq:
+        req = dict(req)
+        api = req.pop("api")
+        if api == "advance":
+            c.advance(req["ms"])
+            continue
+        if req.get("member") == "x" and members:
+            req["member"] = members[-1]
+        resp = c.send(api, req)
+        if resp is not None:
+            errs = [resp.get("error")] + list((resp.get("errors") or {}).values() if isinstance(
+                resp.get("errors"), dict) else resp.get("errors") or [])
+            assert all(e in ERRORS for e in errs if e is not None)
+            if resp.get("member"):
+                members.append(resp["member"])

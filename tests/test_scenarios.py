@@ -1,0 +1,93 @@
+"""The scenario suite passes on both targets; malformed scenarios are reported, not crashed on."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from groupspec.checkers.scenarios.model import ScenarioError, load_file
+from groupspec.checkers.scenarios.runner import run_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "scenarios"
+SUITES = [ROOT / "tests" / "scenarios"] + ([SHARED] if SHARED.is_dir() else [])
+FILES = sorted(f for d in SUITES for f in d.rglob("*.yaml"))
+CLI = [sys.executable, "-m", "groupspec.checkers.cli"]
+
+
+@pytest.mark.parametrize("target", ["spec", "runtime"])
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_scenario_file_passes(path, target):
+    for sc in load_file(path):
+        r = run_scenario(sc, target)
+        assert r.result == "pass", f"{sc.name}: step {r.step}: {r.message}: expected {r.expected!r}, got {r.got!r}"
+
+
+def test_every_row_is_reached_by_some_scenario():
+    from groupspec.spec.table import ROWS
+    fired = set()
+    for path in FILES:
+        for sc in load_file(path):
+            fired |= run_scenario(sc, "spec").fired
+    missing = [r.name for r in ROWS if r.name not in fired]
+    assert not missing, f"{len(missing)} rows no scenario reaches: {missing}"
+
+
+def run_cli(*args, cwd=ROOT):
+    return subprocess.run(CLI + list(args), capture_output=True, text=True, cwd=cwd)
+
+
+BAD = {
+    "unknown-api.yaml": ("scenario: s\nsteps:\n  - send: JoinGroupz\n    id: a\n    group: g\n", "unknown API"),
+    "unknown-error.yaml": ("scenario: s\nsteps:\n  - send: Heartbeat\n    id: a\n    group: g\n"
+                           "  - expect: a\n    error: NOT_AN_ERROR\n", "unknown error name"),
+    "unbound.yaml": ("scenario: s\nsteps:\n  - send: Heartbeat\n    id: a\n    group: g\n    member: $nobody\n",
+                     "$nobody"),
+    "not-yaml.yaml": ("scenario: s\nsteps: [\n", "not valid YAML"),
+    "no-id.yaml": ("scenario: s\nsteps:\n  - send: Heartbeat\n    group: g\n", "needs an `id`"),
+    "two-kinds.yaml": ("scenario: s\nsteps:\n  - advance_ms: 5\n    snapshot: g\n", "exactly one of"),
+    "bad-config.yaml": ("scenario: s\nconfig:\n  group.max.sise: 3\nsteps:\n  - advance_ms: 1\n",
+                        "unknown config key"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_malformed_scenarios_exit_2_with_one_line(tmp_path, name):
+    text, needle = BAD[name]
+    f = tmp_path / name
+    f.write_text(text)
+    r = run_cli("scenario", "run", str(f))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert needle in r.stdout
+    assert "Traceback" not in r.stdout + r.stderr
+    assert str(f) in r.stdout
+
+
+def test_unreadable_path_exits_2(tmp_path):
+    r = run_cli("scenario", "run", str(tmp_path / "missing.yaml"))
+    assert r.returncode == 2 and "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_failing_scenario_exits_1_and_json_and_junit(tmp_path):
+    f = tmp_path / "fails.yaml"
+    f.write_text("scenario: heartbeat-to-nothing\nsteps:\n  - send: Heartbeat\n    id: h\n    group: g\n"
+                 "    member: m\n    generation: 1\n  - expect: h\n    error: NONE\n")
+    junit = tmp_path / "out.xml"
+    r = run_cli("scenario", "run", str(f), "--target", "runtime", "--json", "--junit", str(junit))
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    assert doc["target"] == "runtime" and doc["failed"] == 1 and doc["passed"] == 0
+    s = doc["scenarios"][0]
+    assert s["result"] == "fail" and s["step"] == 2 and "UNKNOWN_MEMBER_ID" in s["got"]
+    assert "<failure" in junit.read_text()
+
+
+def test_scenario_error_names_file_and_step(tmp_path):
+    f = tmp_path / "x.yaml"
+    f.write_text("scenario: s\nsteps:\n  - expect: nothing\n")
+    with pytest.raises(ScenarioError) as e:
+        load_file(f)
+    assert e.value.step == 1 and "x.yaml" in str(e.value)
