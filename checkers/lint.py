@@ -154,6 +154,9 @@ def check_moves() -> list[Problem]:
             elif mv not in kafka and r.trigger not in CACHE_MOVE_TRIGGERS.get(mv, set()):
                 problems.append(Problem("moves", r.trigger, [r.name],
                                         f"{mv[0]} -> {mv[1]} is a group-cache move, not one {r.trigger} makes"))
+    made = {mv for r in ROWS for mv in r.moves()}
+    for mv in sorted(legal - made):
+        problems.append(Problem("moves", "", [], f"{mv[0]} -> {mv[1]} is declared legal but no row makes it"))
     try:
         from groupspec.impl.lifecycle import GroupLifecycle
         allowed = {(t.source.id, t.target.id) for s in GroupLifecycle.states for t in s.transitions}

@@ -180,7 +180,9 @@ class GroupCoordinator:
         g.client[fresh] = (client, req.get("host") or "")
         params = {**self._base(g, "JoinGroup", req), **self._who(g, req), "fresh": fresh,
                   "require_known": bool(rk), "session_ms": int(req.get("session_timeout_ms", 0)),
-                  "rebalance_ms": int(req.get("rebalance_timeout_ms", req.get("session_timeout_ms", 0))),
+                  # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout
+                  "rebalance_ms": int(req.get("session_timeout_ms", 0) if version == 0 or
+                                      "rebalance_timeout_ms" not in req else req["rebalance_timeout_ms"]),
                   "req_ptype": self.domains[PTYPE](ptype), "req_ptype_empty": ptype == "",
                   "req_protos": self.domains[PROTOLIST](tuple(protocols)),
                   "supports_skip": version >= 9}
@@ -333,7 +335,8 @@ class GroupCoordinator:
         self.coord = "active"
         for gid, lg in replay(self.log).items():
             g = self._group(gid)
-            self._fire(g, "Load", self._record_params(g, lg))
+            held = g.state[E.STATE_I] != ABSENT
+            self._fire(g, "Load", self.cfg_params if held else self._record_params(g, lg))
         self._gc_groups()
 
     def mark_dead(self, gid: str) -> None:
@@ -521,10 +524,17 @@ class GroupCoordinator:
                       "append_old_rebalance_ms": f.get("old_rebalance_ms", 0),
                       "append_old_leader": f.get("old_leader", NONE),
                       "supports_skip": f.get("supports_skip", False),
+                      "append_ptype": f["protocol_type"], "append_protocol": f["protocol"],
+                      "append_leader": f.get("append_leader", NONE), "append_members": f.get("append_members", 0),
                       "assignments": f.get("assignments", f["assignment"])}
-            reserved = tuple(x for x in (params["append_member"], params["append_old"], params["append_old_leader"])
+            reserved = tuple(x for x in (params["append_member"], params["append_old"], params["append_old_leader"],
+                                         params["append_leader"], *iter_bits(params["append_members"]))
                              if x != NONE)
-            a = PendingAppend(g.group_id, o.api, params, record, reserved=reserved)
+            request = None
+            if o.api == "static_replace":
+                rid, api, cb, mid = self._current
+                request = (rid, cb, mid)
+            a = PendingAppend(g.group_id, o.api, params, record, request=request, reserved=reserved)
         if self.hold:
             self.appends.append(a)
             return
@@ -537,14 +547,15 @@ class GroupCoordinator:
         if error == "NONE":
             for r in a.record:
                 self.log.write(r)
-        if a.kind == "offsets":
+        if a.request is not None:
             rid, cb, mid = a.request
-            if error == "NONE":
+            if a.kind == "offsets" and error == "NONE":
                 for i in iter_bits(a.params["commit_parts"]):
                     g.commit_ts[i] = a.record[0]["commit_ts"] if a.record else self.clock.now()
             saved = self._current, self._reply
-            self._current, self._reply = (rid, "OffsetCommit", cb, mid), None
-            self._fire(g, "StoreOffsetsDone", {**a.params, "error": ERROR_INDEX[error]})
+            self._current, self._reply = (rid, a.kind, cb, mid), None
+            self._fire(g, "StoreOffsetsDone" if a.kind == "offsets" else "StoreGroupDone",
+                       {**a.params, "error": ERROR_INDEX[error]})
             reply = self._reply
             self._current, self._reply = saved
             if reply is not None:

@@ -81,6 +81,5 @@ def replay(log: MetadataLog) -> dict[str, LoadedGroup]:
         elif kind == "offset_tombstone":
             g.offsets.pop(r["partition"], None)
         elif kind == "group_tombstone":
-            g.record = None
-            g.offsets.clear()
+            g.record = None      # offsets have tombstones of their own
     return {k: v for k, v in out.items() if v.record is not None or v.offsets}

@@ -162,6 +162,10 @@ PARAM_DECLS: dict[str, tuple[Type, str]] = {
     "append_old_rebalance_ms": (INT, "static replacement: the replaced member's rebalance timeout"),
     "append_old_leader": (Dom(MEMBER), "static replacement: the leader when the member was replaced"),
     "supports_skip": (BOOL, "JoinGroup v9+: the client can skip the assignment (KIP-814)"),
+    "append_ptype": (Dom(PTYPE), "static replacement: the group's protocol type when it was stored"),
+    "append_protocol": (Dom(PROTOCOL), "static replacement: the group's protocol when it was stored"),
+    "append_leader": (Dom(MEMBER), "static replacement: the group's leader when it was stored"),
+    "append_members": (SetOf(MEMBER), "static replacement: the group's members when it was stored"),
     # timers, coordinator events
     "timer_member": (Dom(MEMBER), "the member a heartbeat or pending-member timer belongs to"),
     "aged": (SetOf(PARTITION), "offset expiry: offsets committed at least offsets.retention.minutes ago"),
@@ -251,6 +255,7 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger("StoreGroupDone", "storage", ("error", "append_kind", "append_gen", "append_member", "append_old",
                                            "append_old_protos", "append_old_session_ms",
                                            "append_old_rebalance_ms", "append_old_leader", "supports_skip",
+                                           "append_ptype", "append_protocol", "append_leader", "append_members",
                                            "assignments", "proto_names", "vote") + CONFIG_PARAMS,
             "a group-metadata append completes (storeGroup's callback)"),
     Trigger("StoreOffsetsDone", "storage", ("error", "commit", "commit_parts", "append_member") + CONFIG_PARAMS,

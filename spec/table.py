@@ -526,7 +526,8 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
                              append("static_replace", **group_record(None), old=was, new=m,
                                     old_protos=V.protos[m], old_session_ms=V.scratch_session_ms,
                                     old_rebalance_ms=V.scratch_rebalance_ms, old_leader=was_leader,
-                                    supports_skip=P.supports_skip, append_gen=V.generation),
+                                    supports_skip=P.supports_skip, append_gen=V.generation,
+                                    append_leader=V.leader, append_members=V.members),
                              forget_scratch, sets(scratch_session_ms=0, scratch_rebalance_ms=0)],
                             None, src, response="parked until the group is stored; then the current generation",
                             doc="the group.instance.id is known and the selected protocol would not change"))
@@ -578,8 +579,9 @@ def _join_known_member(g: Chain, st: str) -> list[Row]:
     k.check(bad)
     pending = P.member.in_(V.pending)
     k.row("pending member with a group.instance.id", pending & P.instance.is_some(),
-          [reply("JoinGroup", **join_error("UNKNOWN_SERVER_ERROR"))], None,
-          "GC.doCurrentMemberJoinGroup (throws IllegalStateException, answered UNKNOWN_SERVER_ERROR)",
+          [reply("JoinGroup", **join_error("UNKNOWN_SERVER_ERROR", member=NO_MEMBER))], None,
+          "GC.doCurrentMemberJoinGroup throws IllegalStateException; KafkaApis answers "
+          "JoinGroupRequest.getErrorResponse (UNKNOWN_SERVER_ERROR, member '')",
           response="UNKNOWN_SERVER_ERROR")
     k.check(pending & P.instance.is_some())
     if st in ("Empty", "Stable", "CompletingRebalance"):
@@ -778,10 +780,26 @@ def _static_done_rows() -> list[Row]:
                        assignment=V.assignment.put(new, NO_PARTS).put(old, V.assignment[new])),
                   arm("heartbeat", old, P.append_old_session_ms)],
                  None, src, response="the new member id's JoinGroup gets the (mapped) error; the old id is restored")
-    gone = Row("StoreGroupDone: static member already gone", "StoreGroupDone", ALL,
-               kind & Not(present & (V.state != S("Absent"))), [], None, src,
+    gone = Row("StoreGroupDone: static member already gone", "StoreGroupDone", HELD,
+               kind & Not(present), [], None, src,
                response="none (the member was removed or replaced meanwhile)")
-    return [ok, failed, gone]
+    # The partition was unloaded meanwhile: Kafka's callback still holds the (detached)
+    # group, unchanged since the unload, and answers the JoinGroup that made the append.
+    skip_then = (new == P.append_leader) & P.supports_skip
+    unloaded_ok = Row("StoreGroupDone: static member's new id stored after unload", "StoreGroupDone", ("Absent",),
+                      kind & (P.error == E("NONE")),
+                      [reply("JoinGroup", error=E("NONE"), member=new, generation=P.append_gen,
+                             protocol_type=P.append_ptype, protocol=P.append_protocol,
+                             leader=If(P.supports_skip, P.append_leader, P.append_old_leader),
+                             members=If(skip_then, P.append_members, NO_MEMBERS), skip_assignment=skip_then)],
+                      None, src + " (the detached group)", response="the generation the group had")
+    unloaded_failed = Row("StoreGroupDone: static member's new id not stored after unload", "StoreGroupDone",
+                          ("Absent",), kind & (P.error != E("NONE")),
+                          [reply("JoinGroup", **{**join_error(store_group_error(P.error), member=NO_MEMBER),
+                                                 "generation": P.append_gen, "protocol_type": P.append_ptype,
+                                                 "protocol": P.append_protocol, "leader": P.append_old_leader})],
+                          None, src + " (the detached group)", response="the (mapped) error")
+    return [ok, failed, gone, unloaded_ok, unloaded_failed]
 
 
 _add(_static_done_rows())
@@ -1072,7 +1090,8 @@ def _delete_rows() -> list[Row]:
     c.row("no such group", in_states("Absent", "Dead"), [reply("DeleteGroup", error=E("GROUP_ID_NOT_FOUND"))],
           None, "GC.handleDeleteGroups (groupNotExists)", response="GROUP_ID_NOT_FOUND", states=("Absent", "Dead"))
     c.row("Empty group is deleted", TRUE(),
-          [tombstone(), reply("DeleteGroup", error=E("NONE")), *reset()], "Absent",
+          [Out("delete_offsets", fields={"parts": Filter_offsets()}, when=Not(Filter_offsets().is_empty())),
+           Out("tombstone", when=V.generation > 0), reply("DeleteGroup", error=E("NONE")), *reset()], "Absent",
           "GC.handleDeleteGroups, GMM.cleanupGroupMetadata", response="NONE; offsets and group removed",
           states=("Empty",), via=("Dead",))
     c.row("group has members", TRUE(), [reply("DeleteGroup", error=E("NON_EMPTY_GROUP"))], None,
@@ -1153,7 +1172,11 @@ _add([
         TRUE(), _expire, None,
         "GM.removeExpiredOffsets (offsets-only groups by commit time; consumer groups only when Empty: "
         "the subscribed topics of a Stable group are not known here)", response="none"),
-    Row("ExpireOffsets: nothing to do", "ExpireOffsets", ("Absent", "Dead"), TRUE(), [], None,
+    Row("ExpireOffsets: a Dead group is removed", "ExpireOffsets", ("Dead",), TRUE(),
+        [*_expire, Out("tombstone", when=V.generation > 0), *reset()], "Absent",
+        "GMM.cleanupGroupMetadata (groupMetadataCache.remove once Dead)",
+        response="none; the group is removed (a tombstone if its generation > 0)"),
+    Row("ExpireOffsets: nothing to do", "ExpireOffsets", ("Absent",), TRUE(), [], None,
         "GMM.cleanupGroupMetadata", response="none"),
 ])
 

@@ -86,45 +86,44 @@ def match(expected: Any, got: Any, env: dict, where: str, ordered: bool = False)
         raise Mismatch(where, expected, got)
 
 
-def _match_set(expected: list, got: list, env: dict, where: str) -> None:
-    """Lists as sets: every expected element matches a distinct element of got, no more."""
+def _match_set(expected: list, got: list, env: dict, where: str, one=None) -> None:
+    """Lists as sets: each expected element matches a distinct element of got, none left over.
+
+    Tries every pairing (backtracking), so an `any_of` or a binding in one
+    element cannot block a match another pairing would find.
+    """
+    one = one or (lambda e, g, trial: match(e, g, trial, where))
     if len(expected) != len(got):
         raise Mismatch(where, _show(expected, env), got)
-    remaining = list(got)
-    for e in expected:
-        for i, g in enumerate(remaining):
-            trial = dict(env)
+
+    def pair(i: int, left: list, trial: dict):
+        if i == len(expected):
+            return trial
+        for j, g in enumerate(left):
+            t = dict(trial)
             try:
-                match(e, g, trial, where)
+                one(expected[i], g, t)
             except Mismatch:
                 continue
-            env.update(trial)
-            del remaining[i]
-            break
-        else:
-            raise Mismatch(where, _show(expected, env), got)
+            done = pair(i + 1, left[:j] + left[j + 1:], t)
+            if done is not None:
+                return done
+        return None
+    found = pair(0, list(got), dict(env))
+    if found is None:
+        raise Mismatch(where, _show(expected, env), got)
+    env.update(found)
 
 
 def match_summaries(expected: list, got: list, env: dict, where: str) -> None:
     """ListGroups / DescribeGroups: each summary compared on the keys named; the list as a set."""
-    if not isinstance(expected, list):
+    if not isinstance(expected, list) or not isinstance(got, list):
         raise Mismatch(where, expected, got)
-    if len(expected) != len(got):
-        raise Mismatch(where, _show(expected, env), got)
-    remaining = list(got)
-    for e in expected:
-        for i, g in enumerate(remaining):
-            trial = dict(env)
-            try:
-                for k, v in e.items():
-                    match(v, g.get(k), trial, f"{where}.{k}")
-            except Mismatch:
-                continue
-            env.update(trial)
-            del remaining[i]
-            break
-        else:
-            raise Mismatch(where, _show(expected, env), got)
+
+    def one(e: dict, g: dict, trial: dict) -> None:
+        for k, v in e.items():
+            match(v, g.get(k), trial, f"{where}.{k}")
+    _match_set(expected, got, env, where, one)
 
 
 def _show(v: Any, env: dict) -> Any:
