@@ -612,12 +612,13 @@ class GroupCoordinator:
             g.commit_ts[i] = o["commit_ts"]
         self._widen(g)
         lead = g.slot_of.get(rec["leader"], NONE) if rec.get("leader") else NONE
-        return {**self.cfg_params, "rec_generation": rec["generation"],
-                "rec_ptype": self.domains[PTYPE](rec["protocol_type"]) if rec.get("protocol_type") else NONE,
-                "rec_protocol": self.domains[PROTOCOL](rec["protocol"]) if rec.get("protocol") else NONE,
-                "rec_leader": lead, "rec_members": mask_of([s for s, _ in slots]),
-                "rec_instance_of": tuple(inst), "rec_protos": tuple(protos), "rec_session_ms": tuple(sess),
-                "rec_rebalance_ms": tuple(reb), "rec_assignment": tuple(assign), "rec_offsets": tuple(offsets)}
+        # a GroupRecord, in the record type's field order
+        record = (rec["generation"],
+                  self.domains[PTYPE](rec["protocol_type"]) if rec.get("protocol_type") else NONE,
+                  self.domains[PROTOCOL](rec["protocol"]) if rec.get("protocol") else NONE,
+                  lead, mask_of([s for s, _ in slots]), tuple(inst), tuple(protos), tuple(sess), tuple(reb),
+                  tuple(assign), tuple(offsets))
+        return {**self.cfg_params, "record": record}
 
     def _gc_groups(self) -> None:
         """Forget groups the coordinator no longer holds (and that nothing waits on)."""

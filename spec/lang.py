@@ -54,6 +54,8 @@ class Type:
             return f"Set[{self.key}]"
         if self.kind == "map":
             return f"Map[{self.key}, {self.value!r}]"
+        if self.kind == "record":
+            return self.name
         return f"Fun[{', '.join(map(repr, self.args))} -> {self.value!r}]"
 
 
@@ -76,6 +78,11 @@ def SetOf(dom: str) -> Type:
 
 def MapOf(dom: str, value: Type) -> Type:
     return Type("map", key=dom, value=value)
+
+
+def RecordOf(name: str, **fields: Type) -> Type:
+    """A record: named fields of their own types (concretely a tuple in field order)."""
+    return Type("record", name=name, values=tuple(fields), args=tuple(fields.values()))
 
 
 def Fun(result: Type, *args: Type) -> Type:
@@ -159,6 +166,11 @@ class Term:
         return Term("in", (self, s), BOOL)
 
     def __getitem__(self, key) -> "Term":
+        if self.type.kind == "record":
+            if key not in self.type.values:
+                raise LangError(f"{self.type.name} has no field {key!r}; fields: {', '.join(self.type.values)}")
+            i = self.type.values.index(key)
+            return Term("field", (self,), self.type.args[i], i)
         if self.type.kind != "map":
             raise LangError(f"{self!r} is not a map")
         key = lift(key, Dom(self.type.key))
@@ -403,6 +415,14 @@ def Choose(name: str, s: Term) -> Term:
     return Term("choose", (s,), Dom(s.type.key), name)
 
 
+def Record(t: Type, **fields) -> Term:
+    """Build a record of type t from a term per field."""
+    if t.kind != "record" or set(fields) != set(t.values):
+        raise LangError(f"{t!r} needs exactly the fields {', '.join(t.values)}")
+    args = tuple(lift(fields[n], ft) for n, ft in zip(t.values, t.args))
+    return Term("record", args, t)
+
+
 def Apply(fn: Term, *args) -> Term:
     """Apply a function parameter (an interning table of the driver)."""
     if fn.type.kind != "fun":
@@ -514,6 +534,10 @@ def show(t: Term, names: dict | None = None) -> str:
             return f"lowest {go(n.args[0])}"
         if op == "fill":
             return f"{go(n.args[0])}[* ↦ {go(n.args[1])}]"
+        if op == "field":
+            return f"{go(n.args[0])}.{n.args[0].type.values[n.data]}"
+        if op == "record":
+            return "⟨" + ", ".join(f"{k}: {go(v)}" for k, v in zip(n.type.values, n.args)) + "⟩"
         return f"{op}(" + ", ".join(go(a) for a in n.args) + ")"
 
     return go(t)
@@ -629,6 +653,12 @@ class _Compiler:
         if op == "fill":
             m, v = f
             return lambda s, p, b: (v(s, p, b),) * len(m(s, p, b))
+        if op == "field":
+            (r,) = f
+            i = n.data
+            return lambda s, p, b: r(s, p, b)[i]
+        if op == "record":
+            return lambda s, p, b: tuple(g(s, p, b) for g in f)
         if op == "put":
             m, k, v = f
             return lambda s, p, b: _put(m(s, p, b), k(s, p, b), v(s, p, b))
@@ -719,7 +749,9 @@ def z3_sort(t: Type, sizes: dict[str, int]):
 
 
 def fresh(name: str, t: Type, sizes: dict[str, int]):
-    """A fresh symbolic value of type t (a list of them for a map)."""
+    """A fresh symbolic value of type t (a list of them for a map, a tuple for a record)."""
+    if t.kind == "record":
+        return tuple(fresh(f"{name}.{f}", ft, sizes) for f, ft in zip(t.values, t.args))
     if t.kind == "map":
         return [fresh(f"{name}[{i}]", t.value, sizes) for i in range(sizes[t.key])]
     if t.kind == "fun":
@@ -729,6 +761,8 @@ def fresh(name: str, t: Type, sizes: dict[str, int]):
 
 def well_formed(value, t: Type, sizes: dict[str, int]) -> list:
     """Range constraints that make a symbolic value a value of type t."""
+    if t.kind == "record":
+        return [c for v, ft in zip(value, t.args) for c in well_formed(v, ft, sizes)]
     if t.kind == "map":
         return [c for v in value for c in well_formed(v, t.value, sizes)]
     if t.kind == "enum":
@@ -740,6 +774,8 @@ def well_formed(value, t: Type, sizes: dict[str, int]) -> list:
 
 def concrete_to_z3(value, t: Type, sizes: dict[str, int]):
     """A concrete value as a Z3 value (used to compare both interpretations)."""
+    if t.kind == "record":
+        return tuple(concrete_to_z3(v, ft, sizes) for v, ft in zip(value, t.args))
     if t.kind == "map":
         return [concrete_to_z3(v, t.value, sizes) for v in value]
     if t.kind == "bool":
@@ -837,6 +873,10 @@ class _Sym:
         if op == "fill":
             m, v = a
             return [v for _ in m]
+        if op == "field":
+            return a[0][n.data]
+        if op == "record":
+            return tuple(a)
         if op == "put":
             m, k, v = a
             return [_ite(k == i, v, m[i]) for i in range(len(m))]
@@ -895,12 +935,16 @@ def _sum_bits(conds_bits, width):
 
 
 def _ite(c, x, y):
+    if isinstance(x, tuple):
+        return tuple(_ite(c, xi, yi) for xi, yi in zip(x, y))
     if isinstance(x, list):
         return [_ite(c, xi, yi) for xi, yi in zip(x, y)]
     return z3.If(c, x, y)
 
 
 def _eq(x, y):
+    if isinstance(x, tuple):
+        return z3.And([_eq(xi, yi) for xi, yi in zip(x, y)]) if x else z3.BoolVal(True)
     if isinstance(x, list):
         return z3.And([_eq(xi, yi) for xi, yi in zip(x, y)]) if x else z3.BoolVal(True)
     return x == y

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .kafka import ERRORS
-from .lang import BOOL, INT, NONE, Dom, Enum, Fun, MapOf, Param, SetOf, Type, Var
+from .lang import BOOL, INT, NONE, Dom, Enum, Fun, MapOf, Param, RecordOf, SetOf, Type, Var
 
 # -- domains ---------------------------------------------------------------
 MEMBER = "Member"          # a member id (or a pending member id) of this group
@@ -120,6 +120,14 @@ for _v in STATE_VARS:
     setattr(V, _v.name, Var(_v.name, _v.type))
 
 
+# What GroupMetadataManager.storeGroup writes and a coordinator taking over reads
+# back (GroupMetadataValue), with the group's committed offsets.
+GroupRecord = RecordOf(
+    "GroupRecord", generation=INT, protocol_type=Dom(PTYPE), protocol=Dom(PROTOCOL), leader=Dom(MEMBER),
+    members=SetOf(MEMBER), instance_of=MapOf(MEMBER, Dom(INSTANCE)), protos=MapOf(MEMBER, Dom(PROTOLIST)),
+    session_ms=MapOf(MEMBER, INT), rebalance_ms=MapOf(MEMBER, INT), assignment=MapOf(MEMBER, SetOf(PARTITION)),
+    offsets=MapOf(PARTITION, INT))
+
 # -- trigger parameters ------------------------------------------------------------
 PARAM_DECLS: dict[str, tuple[Type, str]] = {
     # the coordinator and the request's group id
@@ -171,17 +179,7 @@ PARAM_DECLS: dict[str, tuple[Type, str]] = {
     "aged": (SetOf(PARTITION), "offset expiry: offsets committed at least offsets.retention.minutes ago"),
     "state_aged": (BOOL, "offset expiry: the group has been in its state at least offsets.retention.minutes"),
     # the persisted group record, for load
-    "rec_generation": (INT, "loaded record: generation"),
-    "rec_ptype": (Dom(PTYPE), "loaded record: protocol type"),
-    "rec_protocol": (Dom(PROTOCOL), "loaded record: protocol"),
-    "rec_leader": (Dom(MEMBER), "loaded record: leader"),
-    "rec_members": (SetOf(MEMBER), "loaded record: members"),
-    "rec_instance_of": (MapOf(MEMBER, Dom(INSTANCE)), "loaded record: group.instance.id per member"),
-    "rec_protos": (MapOf(MEMBER, Dom(PROTOLIST)), "loaded record: protocols per member"),
-    "rec_session_ms": (MapOf(MEMBER, INT), "loaded record: session timeout per member"),
-    "rec_rebalance_ms": (MapOf(MEMBER, INT), "loaded record: rebalance timeout per member"),
-    "rec_assignment": (MapOf(MEMBER, SetOf(PARTITION)), "loaded record: assignment per member"),
-    "rec_offsets": (MapOf(PARTITION, INT), "loaded record: committed offsets"),
+    "record": (GroupRecord, "the group as its last record in the log left it (a GroupRecord)"),
     # configuration (Kafka's keys)
     "cfg_min_session_ms": (INT, "group.min.session.timeout.ms"),
     "cfg_max_session_ms": (INT, "group.max.session.timeout.ms"),
@@ -262,9 +260,7 @@ TRIGGERS: tuple[Trigger, ...] = (
             "an offset-commit append completes (storeOffsets' callback)"),
     Trigger("Unload", "coordinator", CONFIG_PARAMS,
             "the group's offsets partition moves away (onGroupUnloaded)"),
-    Trigger("Load", "coordinator", ("rec_generation", "rec_ptype", "rec_protocol", "rec_leader", "rec_members",
-                                     "rec_instance_of", "rec_protos", "rec_session_ms", "rec_rebalance_ms",
-                                     "rec_assignment", "rec_offsets") + CONFIG_PARAMS,
+    Trigger("Load", "coordinator", ("record",) + CONFIG_PARAMS,
             "the group is loaded from its last persisted record (onGroupLoaded)"),
     Trigger("MarkDead", "coordinator", CONFIG_PARAMS,
             "the group is marked Dead while requests can still reach it"),

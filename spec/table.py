@@ -1125,23 +1125,24 @@ def _member_of_instance(i: Term) -> Term:
     return Lowest(Filter(V.members, lambda m: V.instance_of[m] == i))
 
 
-_loaded = [sets(generation=P.rec_generation, protocol_type=P.rec_ptype, protocol=P.rec_protocol,
-                leader=P.rec_leader, members=P.rec_members, instance_of=P.rec_instance_of,
-                static=V.static.fill(NO_MEMBER), protos=P.rec_protos, session_ms=P.rec_session_ms,
-                rebalance_ms=P.rec_rebalance_ms, assignment=P.rec_assignment, offsets=P.rec_offsets),
+_rec = P.record
+_loaded = [sets(generation=_rec["generation"], protocol_type=_rec["protocol_type"], protocol=_rec["protocol"],
+                leader=_rec["leader"], members=_rec["members"], instance_of=_rec["instance_of"],
+                static=V.static.fill(NO_MEMBER), protos=_rec["protos"], session_ms=_rec["session_ms"],
+                rebalance_ms=_rec["rebalance_ms"], assignment=_rec["assignment"], offsets=_rec["offsets"]),
            # GM.add rebuilds the group.instance.id map
            sets(static=V.static.put_all(Filter_instances(V.members), lambda i: _member_of_instance(i))),
            *rearm_heartbeats(V.members, session_of)]
 
 
-_over = P.cfg_max_size < P.rec_members.count()
+_over = P.cfg_max_size < _rec["members"].count()
 _add([
-    Row("Load: group with members", "Load", ("Absent",), Not(P.rec_members.is_empty()) & Not(_over),
+    Row("Load: group with members", "Load", ("Absent",), Not(_rec["members"].is_empty()) & Not(_over),
         [*_loaded], "Stable", "GMM.loadGroupsAndOffsets, GC.onGroupLoaded", response="none"),
-    Row("Load: group over capacity rebalances", "Load", ("Absent",), Not(P.rec_members.is_empty()) & _over,
+    Row("Load: group over capacity rebalances", "Load", ("Absent",), Not(_rec["members"].is_empty()) & _over,
         [*_loaded, *prepare_rebalance("Stable")], "PreparingRebalance",
         "GC.onGroupLoaded ('Freshly-loaded group is over capacity')", via=("Stable",), response="none"),
-    Row("Load: group without members", "Load", ("Absent",), P.rec_members.is_empty(), _loaded, "Empty",
+    Row("Load: group without members", "Load", ("Absent",), _rec["members"].is_empty(), _loaded, "Empty",
         "GMM.loadGroupsAndOffsets (Empty if the record has no members)", response="none"),
     Row("Load: group already held", "Load", HELD, TRUE(), [], None, "GMM.addGroup (the cached group wins)",
         response="none"),

@@ -35,6 +35,8 @@ def value(t):
         return st.integers(0, (1 << SIZES[t.key]) - 1)
     if k == "map":
         return st.tuples(*[value(t.value)] * SIZES[t.key])
+    if k == "record":
+        return st.tuples(*[value(ft) for ft in t.args])
     raise AssertionError(k)
 
 
@@ -79,6 +81,8 @@ def sym(value, t):
 
 
 def same(z, concrete, t) -> bool:
+    if t.kind == "record":
+        return all(same(zi, ci, ft) for zi, ci, ft in zip(z, concrete, t.args))
     if t.kind == "map":
         return all(same(zi, ci, t.value) for zi, ci in zip(z, concrete))
     z = z3.simplify(z)
