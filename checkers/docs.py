@@ -41,6 +41,10 @@ def guard_words(r: Row) -> str:
 def effect_words(r: Row) -> str:
     parts = []
     for st in r.steps:
+        if st.label:
+            if not parts or parts[-1] != st.label:
+                parts.append(st.label)
+            continue
         if isinstance(st, Set_):
             for k, v in st.updates.items():
                 if k.startswith("scratch_"):

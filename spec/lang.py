@@ -423,6 +423,11 @@ def Record(t: Type, **fields) -> Term:
     return Term("record", args, t)
 
 
+def named(label: str, t: Term) -> Term:
+    """The same term, shown in documents as `label` (Kafka's name for a derived notion)."""
+    return Term("named", (t,), t.type, label)
+
+
 def Apply(fn: Term, *args) -> Term:
     """Apply a function parameter (an interning table of the driver)."""
     if fn.type.kind != "fun":
@@ -534,6 +539,8 @@ def show(t: Term, names: dict | None = None) -> str:
             return f"lowest {go(n.args[0])}"
         if op == "fill":
             return f"{go(n.args[0])}[* ↦ {go(n.args[1])}]"
+        if op == "named":
+            return n.data
         if op == "field":
             return f"{go(n.args[0])}.{n.args[0].type.values[n.data]}"
         if op == "record":
@@ -653,6 +660,8 @@ class _Compiler:
         if op == "fill":
             m, v = f
             return lambda s, p, b: (v(s, p, b),) * len(m(s, p, b))
+        if op == "named":
+            return f[0]
         if op == "field":
             (r,) = f
             i = n.data
@@ -873,6 +882,8 @@ class _Sym:
         if op == "fill":
             m, v = a
             return [v for _ in m]
+        if op == "named":
+            return a[0]
         if op == "field":
             return a[0][n.data]
         if op == "record":

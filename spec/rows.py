@@ -48,12 +48,14 @@ class Out:
     over: Term | None = None
     var: Term | None = None
     when: Term | None = None
+    label: str = ""      # a macro's name for this step in documents
 
 
 @dataclass
 class Set_:
     """Simultaneous updates of state variables (each right side reads the state before)."""
     updates: dict[str, Term]
+    label: str = ""      # a macro's name for this step in documents
 
 
 Step = Union[Set_, Out]
@@ -165,3 +167,11 @@ def _bind_fields(over: Term, fn: Callable[[Term], dict]):
 
 def sets(**updates) -> Set_:
     return Set_(dict(updates))
+
+
+def labelled(label: str, steps: list) -> list:
+    """Mark a macro's steps so documents show one phrase for them (the steps are unchanged)."""
+    for st in steps:
+        if not st.label:
+            st.label = label
+    return steps

@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import Callable
 
 from .lang import (FALSE, TRUE, And, Apply, Choose, Count, Filter, ForAll, If, Max, MaxOver,
-                   Min, Not, Or, Term, empty, lift, none, Const, INT)
+                   Min, Not, Or, Term, empty, lift, named, none, Const, INT)
+from .lang import show
 from .rows import (ECHO, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
-                   each, park, reply, sets, tombstone)
+                   each, labelled, park, reply, sets, tombstone)
 from .schema import (STATE_VARS, AppendKind, Coord, Error, GroupState, JoinTimer, MEMBER, P,
                      PARTITION, PROTOCOL, V)
 
@@ -47,8 +48,9 @@ HELD = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
 ALL = ("Absent",) + HELD
 
-static_members = Filter(V.members, lambda m: V.instance_of[m].is_some())
-rebalance_timeout = MaxOver(V.members, lambda m: V.rebalance_ms[m])  # GM.rebalanceTimeoutMs
+static_members = named("static members", Filter(V.members, lambda m: V.instance_of[m].is_some()))
+rebalance_timeout = named("rebalanceTimeoutMs (the largest member's)",
+                          MaxOver(V.members, lambda m: V.rebalance_ms[m]))  # GM.rebalanceTimeoutMs
 
 
 def names_of(protos: Term) -> Term:
@@ -57,15 +59,22 @@ def names_of(protos: Term) -> Term:
 
 # validateCurrentMember (GC): the group.instance.id, if given, must map to this
 # member id; then the member id must be a member.
-fenced = P.instance.is_some() & V.static[P.instance].is_some() & (V.static[P.instance] != P.member)
+fenced = named("the group.instance.id maps to another member id",
+               P.instance.is_some() & V.static[P.instance].is_some() & (V.static[P.instance] != P.member))
 instance_unknown = P.instance.is_some() & V.static[P.instance].is_none()
 not_member = Not(P.member.in_(V.members))
-member_error = If(fenced, E("FENCED_INSTANCE_ID"), E("UNKNOWN_MEMBER_ID"))
-member_invalid = fenced | instance_unknown | not_member
+member_error = named("FENCED_INSTANCE_ID if fenced, else UNKNOWN_MEMBER_ID",
+                     If(fenced, E("FENCED_INSTANCE_ID"), E("UNKNOWN_MEMBER_ID")))
+member_invalid = named("validateCurrentMember fails (fenced, unknown group.instance.id, or not a member)",
+                       fenced | instance_unknown | not_member)
 
 
 def store_group_error(e: Term) -> Term:
     """GMM.storeGroup: how a failed append's error reaches the SyncGroup callback."""
+    return named(f"storeGroup's mapping of {show(e)}", _store_group_error(e))
+
+
+def _store_group_error(e: Term) -> Term:
     return If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"),
                  e == E("NOT_ENOUGH_REPLICAS_AFTER_APPEND")), E("COORDINATOR_NOT_AVAILABLE"),
               If(Or(e == E("NOT_LEADER_OR_FOLLOWER"), e == E("KAFKA_STORAGE_ERROR")), E("NOT_COORDINATOR"),
@@ -76,6 +85,10 @@ def store_group_error(e: Term) -> Term:
 
 def offset_commit_error(e: Term) -> Term:
     """GMM.maybeConvertOffsetCommitError."""
+    return named(f"maybeConvertOffsetCommitError({show(e)})", _offset_commit_error(e))
+
+
+def _offset_commit_error(e: Term) -> Term:
     return If(e == E("NETWORK_EXCEPTION"), E("COORDINATOR_LOAD_IN_PROGRESS"),
               If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"),
                     e == E("NOT_ENOUGH_REPLICAS_AFTER_APPEND")), E("COORDINATOR_NOT_AVAILABLE"),
@@ -123,11 +136,11 @@ def rearm_heartbeats(ms: Term, duration: Callable[[Term], Term], awaiting_join: 
     """
     def armed(m):
         return m.in_(V.new_members) | Not(m.in_(awaiting_join) | m.in_(awaiting_sync))
-    return [
+    return labelled(f"reschedule the session timers of {show(ms)} (completeAndScheduleNextHeartbeatExpiration)", [
         sets(hb_armed=(V.hb_armed - ms) | Filter(ms, armed)),
         each(ms, lambda m: arm("heartbeat", m, duration(m), when=armed(m))),
         each(ms, lambda m: cancel("heartbeat", m, when=Not(armed(m)) & m.in_(V.hb_armed))),
-    ]
+    ])
 
 
 def session_of(m: Term) -> Term:
@@ -152,7 +165,8 @@ def forget(ms: Term) -> dict:
 def Filter_instances(ms: Term) -> Term:
     """The group.instance.ids mapped to a member of `ms`."""
     from .lang import Union as BigUnion, singleton
-    return BigUnion(Filter(ms, lambda m: V.instance_of[m].is_some()), lambda m: singleton(V.instance_of[m]))
+    return named(f"the group.instance.ids of {show(ms)}",
+                 BigUnion(Filter(ms, lambda m: V.instance_of[m].is_some()), lambda m: singleton(V.instance_of[m])))
 
 
 def remove_members(ms: Term, choice: str) -> list:
@@ -161,7 +175,8 @@ def remove_members(ms: Term, choice: str) -> list:
     rest = V.members - ms
     upd = forget(ms)
     upd["leader"] = If(V.leader.in_(ms), Choose(choice, rest), V.leader)
-    return [each(ms & V.hb_armed, lambda m: cancel("heartbeat", m)), Set_(upd)]
+    return labelled(f"remove {show(ms)} from the group (GM.remove; a removed leader is replaced by any "
+                    f"remaining member)", [each(ms & V.hb_armed, lambda m: cancel("heartbeat", m)), Set_(upd)])
 
 
 def remove_member(m: Term, choice: str) -> list:
@@ -191,7 +206,9 @@ def prepare_rebalance(src: str) -> list:
     else:
         steps += [sets(join_timer=lift("delayed", JoinTimer), join_delay_ms=rebalance_timeout),
                   arm("join", None, rebalance_timeout)]
-    return steps
+    what = ("answer parked SyncGroups REBALANCE_IN_PROGRESS, " if src == "CompletingRebalance" else "") + \
+        ("arm the initial delayed join" if src == "Empty" else "arm the delayed join")
+    return labelled(f"prepareRebalance ({what})", steps)
 
 
 def add_member(m: Term, src: str, was_pending: bool) -> list:
@@ -215,15 +232,17 @@ def add_member(m: Term, src: str, was_pending: bool) -> list:
         steps.append(cancel("pending-member", m))
     # a new member's session does not run yet: it gets NewMemberJoinTimeoutMs
     steps.append(arm("heartbeat", m, P.cfg_new_member_timeout_ms))
-    return steps
+    return labelled(f"add {show(m)} as a new member, its JoinGroup parked, its timer "
+                    f"group.new.member.join.timeout.ms (GC.addMemberAndRebalance)", steps)
 
 
 def update_member(m: Term) -> list:
     """GM.updateMember with a join callback: new protocols and timeouts; the JoinGroup parks."""
-    return [sets(protos=V.protos.put(m, P.req_protos), session_ms=V.session_ms.put(m, P.session_ms),
-                 rebalance_ms=V.rebalance_ms.put(m, P.rebalance_ms),
-                 awaiting_join=V.awaiting_join.with_(m)),
-            park("JoinGroup", m)]
+    return labelled(f"update {show(m)}'s protocols and timeouts, park its JoinGroup (GM.updateMember)",
+                    [sets(protos=V.protos.put(m, P.req_protos), session_ms=V.session_ms.put(m, P.session_ms),
+                          rebalance_ms=V.rebalance_ms.put(m, P.rebalance_ms),
+                          awaiting_join=V.awaiting_join.with_(m)),
+                     park("JoinGroup", m)])
 
 
 def drop_from_group(m: Term, src: str, choice: str) -> list:
@@ -250,14 +269,15 @@ def vote_winners(ms: Term) -> Term:
 
     def votes(p):
         return Count(ms, lambda m: Apply(P.vote, V.protos[m], cands) == p)
-    return Filter(cands, lambda p: ForAll(cands, lambda q: votes(q) <= votes(p)))
+    return named(f"the protocols most members of {show(ms)} vote for (GM.selectProtocol)",
+                 Filter(cands, lambda p: ForAll(cands, lambda q: votes(q) <= votes(p))))
 
 
 # Members that stay at join completion: those that rejoined, and static members
 # (which are not removed for failing to rejoin).
-rejoined = V.members & V.awaiting_join
-staying = rejoined | static_members
-dropped = V.members - staying
+rejoined = named("rejoined members", V.members & V.awaiting_join)
+staying = named("members that stay (rejoined or static)", rejoined | static_members)
+dropped = named("dynamic members that did not rejoin", V.members - staying)
 
 
 def completion_outcomes(trigger: str, guard: Term, source: str) -> list[Row]:
@@ -493,7 +513,8 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
     remember = sets(scratch_member=old, scratch_leader=V.leader)
     forget_scratch = sets(scratch_member=NO_MEMBER, scratch_leader=NO_MEMBER)
     was, was_leader = V.scratch_member, V.scratch_leader
-    replace = [
+    replace = labelled("replace the member's id by the new one, fencing the old id's parked requests "
+                       "(GM.replaceStaticMember), and park the JoinGroup", [
         # replaceStaticMember: fence the old id's parked requests, move the member to the new id
         answer("JoinGroup", old, when=old.in_(V.awaiting_join), **join_error("FENCED_INSTANCE_ID", member=old)),
         answer("SyncGroup", old, when=old.in_(V.awaiting_sync), **sync_error("FENCED_INSTANCE_ID")),
@@ -512,7 +533,7 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
         arm("heartbeat", m, V.session_ms[m]),
         # updateMember(new, protocols, timeouts, callback)
         *update_member(m),
-    ]
+    ])
     rows = []
     src = "GC.updateStaticMemberAndRebalance (KIP-345)"
     if st == "Stable":
@@ -561,7 +582,8 @@ def _winners_after_replace() -> Term:
 
     def votes(p):
         return Count(ms, lambda m: Apply(P.vote, protos_of(m), cands) == p)
-    return Filter(cands, lambda p: ForAll(cands, lambda q: votes(q) <= votes(p)))
+    return named("the protocols the vote would pick with the rejoining member's protocols",
+                 Filter(cands, lambda p: ForAll(cands, lambda q: votes(q) <= votes(p))))
 
 
 def _join_known_member(g: Chain, st: str) -> list[Row]:
@@ -630,7 +652,8 @@ _add(_join_rows())
 
 # -- delayed join (DelayedJoin, InitialDelayedJoin, GC.onCompleteJoin; seeds 000, 001) -----
 
-all_joined = V.members.subset_of(V.awaiting_join) & V.pending.is_empty()   # GM.hasAllMembersJoined
+all_joined = named("every member has rejoined and no member is pending (GM.hasAllMembersJoined)",
+                   V.members.subset_of(V.awaiting_join) & V.pending.is_empty())
 _add(completion_outcomes("CompleteJoin", (V.join_timer == lift("delayed", JoinTimer)) & all_joined,
                          "GC.tryCompleteJoin, onCompleteJoin; seed 001"))
 
@@ -1027,7 +1050,7 @@ def _fetch_rows() -> list[Row]:
 
 def Filter_offsets() -> Term:
     """The partitions with a committed offset (GM.allOffsets)."""
-    return V.offsets.keys_where(lambda v: v >= 0)
+    return named("partitions with a committed offset", V.offsets.keys_where(lambda v: v >= 0))
 
 
 _add(_fetch_rows())
@@ -1081,7 +1104,7 @@ def reset() -> list:
     for v in STATE_VARS:
         var = getattr(V, v.name)
         upd[v.name] = var.fill(v.initial) if v.type.kind == "map" else lift(v.initial, v.type)
-    return [Out("cancel_all"), Set_(upd)]
+    return labelled("drop the group from the coordinator (its timers too)", [Out("cancel_all"), Set_(upd)])
 
 
 def _delete_rows() -> list[Row]:
@@ -1154,9 +1177,10 @@ _add([
 
 # GM.removeExpiredOffsets: which offsets may expire depends on the group
 _committed = Filter_offsets() - V.pending_offsets
-_expired = If(V.protocol_type.is_some() & (V.state == S("Empty")),
-              If(P.state_aged, _committed, NO_PARTS),
-              If(V.protocol_type.is_none(), _committed & P.aged, NO_PARTS))
+_expired = named("the expired offsets (GM.removeExpiredOffsets)",
+                If(V.protocol_type.is_some() & (V.state == S("Empty")),
+                   If(P.state_aged, _committed, NO_PARTS),
+                   If(V.protocol_type.is_none(), _committed & P.aged, NO_PARTS)))
 _expire = [Out("delete_offsets", fields={"parts": _expired}, when=Not(_expired.is_empty())),
            sets(offsets=V.offsets.put_all(_expired, lambda p: -1))]
 _left = Filter_offsets().is_empty() & V.pending_offsets.is_empty()   # not GM.hasOffsets
