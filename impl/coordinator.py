@@ -30,6 +30,7 @@ from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOL
 
 from .clock import ManualClock, Timers
 from .lifecycle import GroupLifecycle, move
+from .requests import InvalidRequest, check as check_request
 from .storage import InMemoryLog, MetadataLog, replay
 
 TIMER_TRIGGER = {"heartbeat": "HeartbeatExpiry", "pending-member": "PendingExpiry",
@@ -140,7 +141,8 @@ class GroupCoordinator:
         """Handle one request.  Returns its response, or None if it is parked."""
         handler = getattr(self, "_api_" + api, None)
         if handler is None:
-            raise ValueError(f"unknown API {api!r}")
+            raise InvalidRequest(f"unknown API {api!r}")
+        check_request(api, req)
         rid = request_id if request_id is not None else next(self._ids)
         self._current = (rid, api, on_response, req.get("member") or "")
         self._reply = None

@@ -49,6 +49,14 @@ BAD = {
     "not-yaml.yaml": ("scenario: s\nsteps: [\n", "not valid YAML"),
     "no-id.yaml": ("scenario: s\nsteps:\n  - send: Heartbeat\n    group: g\n", "needs an `id`"),
     "two-kinds.yaml": ("scenario: s\nsteps:\n  - advance_ms: 5\n    snapshot: g\n", "exactly one of"),
+    "var-of-wrong-type.yaml": ("scenario: s\nsteps:\n  - send: JoinGroup\n    id: a\n    group: g\n"
+                               "    member: ''\n    client: c\n    session_timeout_ms: 10000\n"
+                               "    protocol_type: consumer\n    protocols: [range]\n"
+                               "  - expect: a\n    member: {bind: m}\n"
+                               "  - send: Heartbeat\n    id: h\n    group: g\n    member: $m\n    generation: $m\n",
+                               "'generation' must be an integer"),
+    "bad-partition.yaml": ("scenario: s\nsteps:\n  - send: OffsetCommit\n    id: c\n    group: g\n"
+                           "    generation: -1\n    offsets: {nodash: 3}\n", "partition (topic-N)"),
     "bad-config.yaml": ("scenario: s\nconfig:\n  group.max.sise: 3\nsteps:\n  - advance_ms: 1\n",
                         "unknown config key"),
 }

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.requests import InvalidRequest
 from groupspec.impl.storage import FileLog, InMemoryLog
 from groupspec.spec import assignors
 from groupspec.spec.lang import LangError
@@ -202,7 +203,10 @@ def _action(step: Step, bad) -> Callable[[World], None]:
                 req = resolve(raw, w.env)
             except Unbound as u:
                 raise bad(f"${u.args[0]} is used before a `{{bind: {u.args[0]}}}` binds it") from None
-            resp = w.coord.send(api, req, on_response=_Callback(w, rid), request_id=rid)
+            try:
+                resp = w.coord.send(api, req, on_response=_Callback(w, rid), request_id=rid)
+            except InvalidRequest as e:
+                raise bad(f"{e} (after substituting variables)") from None
             if resp is not None:
                 w.record(rid, resp)
         return send
