@@ -18,8 +18,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
 app.add_typer(scenario_app, name="scenario")
 
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,7 +34,7 @@ def default_scenario_paths() -> list[Path]:
 
 
 def fail_input(message: str) -> None:
-    err.print(f"groupspec: {message}", markup=False, highlight=False)
+    err.print(f"groupspec: {message}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
