@@ -127,6 +127,90 @@ def docs_cmd(out_dir: Path = typer.Option(REPO / "docs", "--out", help="Where to
             out.print(f"wrote {f}", markup=False, highlight=False)
 
 
+@app.command("check")
+def check_cmd(
+    preset: str = typer.Option("small", "--preset", help="small (seconds), ci, deep (nightly)"),
+    clients: Optional[int] = typer.Option(None, "--clients", help="number of consumer clients"),
+    topics: Optional[int] = typer.Option(None, "--topics"),
+    partitions: Optional[int] = typer.Option(None, "--partitions", help="partitions per topic"),
+    max_generation: Optional[int] = typer.Option(None, "--max-generation"),
+    member_ids: Optional[int] = typer.Option(None, "--member-ids", help="member ids the coordinator may issue"),
+    crash: Optional[bool] = typer.Option(None, "--crash/--no-crash", help="clients may crash"),
+    expiry: Optional[bool] = typer.Option(None, "--expiry/--no-expiry", help="session timers may fire"),
+    failover: Optional[bool] = typer.Option(None, "--failover/--no-failover", help="coordinator unload/load"),
+    append_failure: Optional[bool] = typer.Option(None, "--append-failure/--no-append-failure"),
+    symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
+    max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Explore every reachable state of a bounded closed world; report the shortest violation."""
+    import dataclasses
+    from .counterexample import mermaid, step_table, to_itf
+    from .explicit import PRESETS, check
+    from .world_model import WorldModel
+    if preset not in PRESETS:
+        fail_input(f"--preset {preset}: unknown preset; use {', '.join(PRESETS)}")
+    overrides = {k: v for k, v in dict(clients=clients, topics=topics, partitions=partitions,
+                                       max_generation=max_generation, member_ids=member_ids, crash=crash,
+                                       expiry=expiry, failover=failover, append_failure=append_failure).items()
+                 if v is not None}
+    for k, v in overrides.items():
+        if isinstance(v, int) and not isinstance(v, bool) and v < 1 and k != "max_generation":
+            fail_input(f"--{k.replace('_', '-')} must be at least 1, got {v}")
+    cfg = dataclasses.replace(PRESETS[preset], **overrides)
+    from rich.live import Live
+    from rich.text import Text
+    live = None if as_json else Live(Text("starting"), console=err, transient=True)
+
+    def progress(gen, distinct, queue, depth, secs):
+        if live:
+            live.update(Text(f"{distinct:,} distinct, {gen:,} generated, queue {queue:,}, depth {depth}, "
+                             f"{distinct / max(secs, 1e-9):,.0f} states/s"))
+    if live:
+        live.start()
+    try:
+        res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states)
+    finally:
+        if live:
+            live.stop()
+    model = WorldModel(cfg)
+    doc = {"result": res.result if res.result != "deadlock" else "violation", "kind": res.result,
+           "violation": res.violation or None, "preset": preset, "world": dataclasses.asdict(cfg),
+           "symmetry": symmetry, "distinct_states": res.distinct_states, "generated_states": res.generated,
+           "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
+           "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
+           "coverage": {"fired": dict(res.coverage)}}
+    if res.path:
+        doc["counterexample"] = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation)}
+        if out_dir:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "counterexample.itf.json").write_text(json.dumps(doc["counterexample"]["itf"], indent=1))
+            (out_dir / "counterexample.mmd").write_text(mermaid(res.path, model, res.violation))
+            (out_dir / "counterexample.md").write_text(_steps_md(doc["counterexample"]["steps"], res.violation))
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        out.print(f"{doc['result']}{': ' + res.violation if res.violation else ''} — {res.distinct_states:,} distinct "
+                  f"states ({res.generated:,} generated), depth {res.depth}, {res.seconds:.1f}s, "
+                  f"{res.states_per_second:,.0f} states/s{'' if res.complete else ' (stopped at --max-states)'}",
+                  markup=False)
+        for st in doc.get("counterexample", {}).get("steps", []):
+            out.print(f"  {st['step']:>3}  {st['action']}", markup=False)
+        if res.path and out_dir:
+            out.print(f"counterexample written to {out_dir}", markup=False)
+    if res.result in ("violation", "deadlock"):
+        raise typer.Exit(1)
+
+
+def _steps_md(steps: list, violation: str) -> str:
+    lines = [f"# Counterexample: {violation}\n", "| step | action | rows | changes |", "|---|---|---|---|"]
+    for st in steps:
+        ch = "; ".join(f"{k} = {v}" for k, v in st["changes"].items())
+        lines.append(f"| {st['step']} | {st['action']} | {'; '.join(st['rows'])} | {ch.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
 class _null:
     def __enter__(self):
         return self

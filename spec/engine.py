@@ -79,6 +79,22 @@ PARAM_INDEX = {n: i for i, n in enumerate(PARAM_NAMES)}
 LAYOUT = Layout(STATE_INDEX, PARAM_INDEX)
 
 
+@dataclass
+class Space:
+    """Where a table's variables and parameters live: the group's, or a closed world's
+    (whose state tuple starts with the group's variables, so the coordinator's rows run
+    on it unchanged)."""
+    layout: Layout
+    param_names: list
+
+    @property
+    def param_index(self) -> dict:
+        return self.layout.param_index
+
+
+GROUP_SPACE = Space(LAYOUT, PARAM_NAMES)
+
+
 def initial_state(sizes: dict[str, int]) -> tuple:
     """The state of a group the coordinator does not hold, for the given domain sizes."""
     out = []
@@ -102,10 +118,12 @@ class _CStep:
 
 
 class CompiledRow:
-    def __init__(self, row: Row):
+    def __init__(self, row: Row, space: Space = GROUP_SPACE):
         self.row = row
+        self.space = space
+        lay = space.layout
         self.state_mask = sum(1 << STATES.index(s) for s in row.states)
-        self.guard = compile_term(row.guard, LAYOUT)
+        self.guard = compile_term(row.guard, lay)
         self.target = None if row.target is None else STATES.index(row.target)
         self.steps: list[_CStep] = []
         for st in row.steps:
@@ -114,18 +132,18 @@ class CompiledRow:
             found: dict[str, Term] = {}
             for t in terms:
                 found.update(choices_in(t))
-            c.choices = [(PARAM_INDEX["choice:" + name], compile_term(ch.args[0], LAYOUT))
+            c.choices = [(lay.param_index["choice:" + name], compile_term(ch.args[0], lay))
                          for name, ch in sorted(found.items())]
             if isinstance(st, Set_):
-                c.updates = [(STATE_INDEX[k], compile_term(v, LAYOUT)) for k, v in st.updates.items()]
+                c.updates = [(lay.state_index[k], compile_term(v, lay)) for k, v in st.updates.items()]
                 c.out = None
             else:
                 c.updates = None
-                c.out = _compile_out(st)
+                c.out = _compile_out(st, lay)
             self.steps.append(c)
 
 
-def _compile_out(o: Out):
+def _compile_out(o: Out, lay: Layout = LAYOUT):
     depth = 0
     if o.var is not None:
         o.var.data[0] = 0
@@ -136,26 +154,27 @@ def _compile_out(o: Out):
             return t
         if depth:
             o.var.data[0] = 0
-        return _at_depth(t, depth)
-    over = compile_term(o.over, LAYOUT) if o.over is not None else None
+        return _at_depth(t, depth, lay)
+    over = compile_term(o.over, lay) if o.over is not None else None
     fields = {k: (v if v is ECHO or not isinstance(v, Term) else comp(v)) for k, v in o.fields.items()}
     return (o.kind, o.api, comp(o.member), fields, o.timer, comp(o.duration), over, comp(o.when))
 
 
-def _at_depth(t: Term, depth: int) -> Callable:
+def _at_depth(t: Term, depth: int, lay: Layout = LAYOUT) -> Callable:
     """Compile t where bound variables of enclosing outputs occupy b[0..depth)."""
     from .lang import _Compiler
-    return _Compiler(LAYOUT).go(t, depth)
+    return _Compiler(lay).go(t, depth)
 
 
 class Engine:
     """Fires rows.  One instance serves every group and every world."""
 
-    def __init__(self, rows: list[Row] | None = None):
+    def __init__(self, rows: list[Row] | None = None, space: Space = GROUP_SPACE, total: Callable | None = None):
         rows = ROWS if rows is None else rows
+        self.total = total or (lambda trigger: TRIGGER_BY_NAME[trigger].total)
         self.by_trigger: dict[str, list[CompiledRow]] = {}
         for r in rows:
-            self.by_trigger.setdefault(r.trigger, []).append(CompiledRow(r))
+            self.by_trigger.setdefault(r.trigger, []).append(CompiledRow(r, space))
 
     def __deepcopy__(self, memo):
         return self   # compiled once, shared by every copy of a world
@@ -168,7 +187,7 @@ class Engine:
     def fire(self, state: tuple, trigger: str, params: list) -> list[Outcome]:
         rows = self.enabled(state, trigger, params)
         if not rows:
-            if TRIGGER_BY_NAME[trigger].total:
+            if self.total(trigger):
                 raise EngineError(f"no row of {trigger} applies in state {STATES[state[STATE_I]]}")
             return []
         if len(rows) > 1:
@@ -196,7 +215,7 @@ def run_row(cr: CompiledRow, state: tuple, params: list) -> list[Outcome]:
                     ch2 = dict(ch)
                     for idx, e in opt:
                         p2[idx] = e
-                        ch2[PARAM_NAMES[idx][7:]] = e
+                        ch2[cr.space.param_names[idx][7:]] = e
                     nxt.append((list(s), p2, list(outs), ch2))
             branches = nxt
         for s, p, outs, ch in branches:

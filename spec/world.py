@@ -1,0 +1,210 @@
+"""The closed world: the coordinator, N consumer clients, and the network between them.
+
+The world's state is one flat tuple: the group's variables (schema.py) first,
+so the coordinator's compiled rows run on it unchanged, then the clients'
+and the network's variables declared here.  The clients follow the
+consumer's side of the classic protocol (the Java consumer's
+AbstractCoordinator / ConsumerCoordinator, eager rebalancing): they are
+rows in the same language, triggered per client.
+
+The network holds at most one request from each client to the coordinator
+and one response back (a consumer has one request to the coordinator in
+flight at a time on its main path); a parked request's answer is routed to
+the client whose request was parked (`parked_join`, `parked_sync`).
+
+Member ids are never reused (real ids are UUIDs): `used_ids` records every
+id ever issued, and the size of the member domain bounds how many ids a
+world can issue.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .lang import (BOOL, INT, NONE, And, Apply, Dom, Enum, FALSE, Fun, If, Layout, MapOf, Not, Or, Param,
+                   SetOf, TRUE, Var, lift, none, empty)
+from .rows import Row, sets
+from .schema import (Error, GroupRecord, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl)
+
+CLIENT = "Client"
+Phase = Enum("ClientPhase", "idle", "joining", "syncing", "stable", "left", "crashed")
+Kind = Enum("Message", "none", "join", "sync", "heartbeat", "commit", "leave")
+
+WORLD_VARS: tuple[VarDecl, ...] = (
+    VarDecl("c_phase", MapOf(CLIENT, Phase), "each client's phase of the protocol", 0),
+    VarDecl("c_member", MapOf(CLIENT, Dom(MEMBER)), "the member id a client holds (none: it has no id)", NONE),
+    VarDecl("c_gen", MapOf(CLIENT, INT), "the generation a client believes it is in (-1: none)", -1),
+    VarDecl("c_owned", MapOf(CLIENT, SetOf(PARTITION)), "the partitions a client believes it owns", 0),
+    VarDecl("rq", MapOf(CLIENT, Kind), "the request a client has in flight to the coordinator", 0),
+    VarDecl("rq_member", MapOf(CLIENT, Dom(MEMBER)), "that request's member id", NONE),
+    VarDecl("rq_gen", MapOf(CLIENT, INT), "that request's generation", -1),
+    VarDecl("rq_assign", MapOf(CLIENT, MapOf(MEMBER, SetOf(PARTITION))), "a leader's SyncGroup assignment", 0),
+    VarDecl("rs", MapOf(CLIENT, Kind), "the response in flight to a client", 0),
+    VarDecl("rs_error", MapOf(CLIENT, Error), "that response's error", 1),
+    VarDecl("rs_member", MapOf(CLIENT, Dom(MEMBER)), "that response's member id", NONE),
+    VarDecl("rs_gen", MapOf(CLIENT, INT), "that response's generation", -1),
+    VarDecl("rs_leader", MapOf(CLIENT, Dom(MEMBER)), "that response's leader", NONE),
+    VarDecl("rs_members", MapOf(CLIENT, SetOf(MEMBER)), "that response's member list (the leader's)", 0),
+    VarDecl("rs_assignment", MapOf(CLIENT, SetOf(PARTITION)), "that response's assignment (SyncGroup)", 0),
+    VarDecl("parked_join", MapOf(MEMBER, Dom(CLIENT)), "the client whose JoinGroup is parked for a member", NONE),
+    VarDecl("parked_sync", MapOf(MEMBER, Dom(CLIENT)), "the client whose SyncGroup is parked for a member", NONE),
+    VarDecl("used_ids", SetOf(MEMBER), "every member id the coordinator has issued", 0),
+    VarDecl("log_has", BOOL, "the log holds a group record", False),
+    VarDecl("log", GroupRecord, "the group's last record in the log", None),
+)
+
+ALL_VARS = tuple(STATE_VARS) + WORLD_VARS
+WORLD_INDEX = {v.name: i for i, v in enumerate(ALL_VARS)}
+N_GROUP = len(STATE_VARS)
+
+
+class W:
+    """Terms for the world's variables: `W.c_phase`, `W.rq`, ... (and the group's, `W.members`)."""
+
+
+for _v in ALL_VARS:
+    setattr(W, _v.name, Var(_v.name, _v.type))
+
+C = Param("client", Dom(CLIENT))
+ASSIGN = Param("assign", Fun(MapOf(MEMBER, SetOf(PARTITION)), SetOf(MEMBER)))
+WORLD_PARAMS = {"client": Dom(CLIENT), "assign": ASSIGN.type}
+
+
+def ph(name: str):
+    return lift(name, Phase)
+
+
+def kd(name: str):
+    return lift(name, Kind)
+
+
+def er(name: str):
+    return lift(name, Error)
+
+
+# -- the client table ------------------------------------------------------------------
+
+def _send(kind: str, member=None, gen=None, assign=None) -> dict:
+    upd = dict(rq=W.rq.put(C, kd(kind)),
+               rq_member=W.rq_member.put(C, W.c_member[C] if member is None else member),
+               rq_gen=W.rq_gen.put(C, W.c_gen[C] if gen is None else gen))
+    if assign is not None:
+        upd["rq_assign"] = W.rq_assign.put(C, assign)
+    return upd
+
+
+def _rejoin(reset_member: bool = False) -> dict:
+    """Eager rebalancing: give up every partition, then JoinGroup again."""
+    member = none(MEMBER) if reset_member else W.c_member[C]
+    upd = dict(c_owned=W.c_owned.put(C, empty(PARTITION)), c_phase=W.c_phase.put(C, ph("joining")),
+               c_member=W.c_member.put(C, member), c_gen=W.c_gen.put(C, -1 if reset_member else W.c_gen[C]))
+    upd.update(_send("join", member=member, gen=lift(-1, INT)))
+    return upd
+
+
+def _consume() -> dict:
+    return dict(rs=W.rs.put(C, kd("none")))
+
+
+ALL = STATES
+got = lambda kind: W.rs[C] == kd(kind)  # noqa: E731
+err = lambda name: W.rs_error[C] == er(name)  # noqa: E731
+idle_line = W.rq[C] == kd("none")
+alive = Not(Or(W.c_phase[C] == ph("left"), W.c_phase[C] == ph("crashed")))
+src = "consumer: AbstractCoordinator / ConsumerCoordinator (eager)"
+
+CLIENT_ROWS: list[Row] = [
+    Row("client starts and joins", "ClientStart", ALL, (W.c_phase[C] == ph("idle")) & idle_line,
+        [sets(c_phase=W.c_phase.put(C, ph("joining")), **_send("join", member=none(MEMBER), gen=lift(-1, INT)))],
+        None, src),
+    # JoinGroup responses
+    Row("join: member id required, rejoin with it", "ClientReceive", ALL,
+        alive & got("join") & err("MEMBER_ID_REQUIRED"),
+        [sets(c_member=W.c_member.put(C, W.rs_member[C]), **_consume()),
+         sets(**_send("join", gen=lift(-1, INT)))], None, src + " (KIP-394)"),
+    Row("join: joined, the leader assigns and syncs", "ClientReceive", ALL,
+        alive & got("join") & err("NONE") & (W.rs_leader[C] == W.rs_member[C]),
+        [sets(c_member=W.c_member.put(C, W.rs_member[C]), c_gen=W.c_gen.put(C, W.rs_gen[C]),
+              c_phase=W.c_phase.put(C, ph("syncing")), **_consume()),
+         sets(**_send("sync", assign=Apply(ASSIGN, W.rs_members[C])))], None,
+        src + "; the leader runs the group's assignor (seed 004)"),
+    Row("join: joined as a follower, sync", "ClientReceive", ALL,
+        alive & got("join") & err("NONE") & Not(W.rs_leader[C] == W.rs_member[C]),
+        [sets(c_member=W.c_member.put(C, W.rs_member[C]), c_gen=W.c_gen.put(C, W.rs_gen[C]),
+              c_phase=W.c_phase.put(C, ph("syncing")), **_consume()),
+         sets(**_send("sync", assign=W.rq_assign[C].fill(empty(PARTITION))))], None, src),
+    Row("join: fatal error, the client stops", "ClientReceive", ALL,
+        alive & got("join") & Or(err("GROUP_MAX_SIZE_REACHED"), err("INCONSISTENT_GROUP_PROTOCOL"),
+                                 err("FENCED_INSTANCE_ID"), err("INVALID_SESSION_TIMEOUT")),
+        [sets(c_phase=W.c_phase.put(C, ph("left")), c_owned=W.c_owned.put(C, empty(PARTITION)), **_consume())],
+        None, src + " (non-retriable errors)"),
+    Row("join: unknown member id, rejoin without it", "ClientReceive", ALL,
+        alive & got("join") & err("UNKNOWN_MEMBER_ID"),
+        [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src + " (resetStateAndRejoin)"),
+    Row("join: retriable error, rejoin", "ClientReceive", ALL,
+        alive & got("join") & Not(Or(err("NONE"), err("MEMBER_ID_REQUIRED"), err("UNKNOWN_MEMBER_ID"),
+                                     err("GROUP_MAX_SIZE_REACHED"), err("INCONSISTENT_GROUP_PROTOCOL"),
+                                     err("FENCED_INSTANCE_ID"), err("INVALID_SESSION_TIMEOUT"))),
+        [sets(**_consume()), sets(**_rejoin())], None, src),
+    # SyncGroup responses
+    Row("sync: assignment received", "ClientReceive", ALL, alive & got("sync") & err("NONE"),
+        [sets(c_owned=W.c_owned.put(C, W.rs_assignment[C]), c_phase=W.c_phase.put(C, ph("stable")),
+              **_consume())], None, src + " (onJoinComplete)"),
+    Row("sync: unknown member or fenced, rejoin without an id", "ClientReceive", ALL,
+        alive & got("sync") & Or(err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID")),
+        [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src),
+    Row("sync: error, rejoin", "ClientReceive", ALL,
+        alive & got("sync") & Not(Or(err("NONE"), err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID"))),
+        [sets(**_consume()), sets(**_rejoin())], None, src),
+    # Heartbeat and OffsetCommit responses
+    Row("heartbeat or commit: fine", "ClientReceive", ALL,
+        alive & Or(got("heartbeat"), got("commit")) & Not(Or(err("REBALANCE_IN_PROGRESS"),
+                                                             err("ILLEGAL_GENERATION"), err("UNKNOWN_MEMBER_ID"),
+                                                             err("FENCED_INSTANCE_ID"))),
+        [sets(**_consume())], None, src),
+    Row("heartbeat or commit: rebalance in progress, rejoin", "ClientReceive", ALL,
+        alive & Or(got("heartbeat"), got("commit")) & Or(err("REBALANCE_IN_PROGRESS"), err("ILLEGAL_GENERATION")),
+        [sets(**_consume()), sets(**_rejoin())], None, src + "; seed 003"),
+    Row("heartbeat or commit: unknown member, rejoin without an id", "ClientReceive", ALL,
+        alive & Or(got("heartbeat"), got("commit")) & Or(err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID")),
+        [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src),
+    Row("a response the client no longer waits for", "ClientReceive", ALL,
+        Not(got("none")) & (Not(alive) | got("leave")),
+        [sets(**_consume())], None, src),
+    # what a stable client does
+    Row("heartbeat", "ClientHeartbeat", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
+        [sets(**_send("heartbeat"))], None, src + " (the heartbeat thread)"),
+    Row("commit offsets", "ClientCommit", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
+        [sets(**_send("commit"))], None, src + " (commitSync)"),
+    Row("leave the group", "ClientLeave", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
+        [sets(c_phase=W.c_phase.put(C, ph("left")), c_owned=W.c_owned.put(C, empty(PARTITION)),
+              **_send("leave"))], None, src + " (close)"),
+    Row("crash", "ClientCrash", ALL, alive & Not(W.c_phase[C] == ph("idle")),
+        [sets(c_phase=W.c_phase.put(C, ph("crashed")), c_owned=W.c_owned.put(C, empty(PARTITION)))],
+        None, "fault: the consumer process dies"),
+]
+
+CLIENT_TRIGGERS = ("ClientStart", "ClientReceive", "ClientHeartbeat", "ClientCommit", "ClientLeave", "ClientCrash")
+
+
+# -- end-to-end properties --------------------------------------------------------------
+
+def _stable_now():
+    """Clients that are stable and believe they are in the group's current generation."""
+    return W.c_phase.keys_where(lambda p: p == ph("stable"))
+
+
+def _current(c):
+    return W.c_gen[c] == W.generation
+
+
+from .invariants import Invariant  # noqa: E402
+from .lang import ForAll, Implies  # noqa: E402
+
+WORLD_INVARIANTS: tuple[Invariant, ...] = (
+    Invariant(
+        "no-shared-partition",
+        "No two clients that believe they are in the current generation own the same partition.",
+        ForAll(_stable_now(), lambda a: ForAll(_stable_now(), lambda b: Or(
+            a == b, Not(_current(a) & _current(b)), (W.c_owned[a] & W.c_owned[b]).is_empty()))),
+        "the consumer's contract with the coordinator; seeds 001, 004", scope="closed-world"),
+)
