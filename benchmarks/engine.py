@@ -65,8 +65,13 @@ def main() -> None:
     from groupspec.spec.lang import default_of
     from groupspec.spec.schema import PARAM_TYPES
     width = len(stable_maps(states[-1]))
-    base = {n: (tuple([default_of(t.value)] * width) if t.kind == "map" else default_of(t))
-            for n, t in PARAM_TYPES.items() if t.kind != "fun"}
+    def default(t):
+        if t.kind == "map":
+            return tuple([default(t.value)] * width)
+        if t.kind == "record":
+            return tuple(default(ft) for ft in t.args)
+        return default_of(t)
+    base = {n: default(t) for n, t in PARAM_TYPES.items() if t.kind != "fun"}
     p = E.make_params({**base, **c.cfg_params, "coord": 0, "group_id_ok": True, "member": 0,
                        "member_empty": False, "instance": -1, "generation": 1, "timer_member": 0,
                        "session_ms": 10_000, "rebalance_ms": 10_000, "req_protos": 0, "req_ptype": 0})

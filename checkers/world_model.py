@@ -81,6 +81,9 @@ class WorldModel:
                      "vote": lambda pl, c: 0 if pl != NONE and c & 1 else NONE, "supports_skip": True,
                      "assign": self._assign}
         self.n_params = len(names)
+        self._base_vector = [None] * self.n_params
+        for k, v in self.base.items():
+            self._base_vector[self.space.param_index[k]] = v
         self.pruned = 0      # successors of the last state cut off by a bound
         self._spent = 0
         self._cache: dict = {}
@@ -110,9 +113,9 @@ class WorldModel:
         return got
 
     def params(self, **kw) -> list:
-        p = [None] * self.n_params
+        p = list(self._base_vector)
         idx = self.space.param_index
-        for k, v in {**self.base, **kw}.items():
+        for k, v in kw.items():
             p[idx[k]] = v
         return p
 

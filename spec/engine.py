@@ -124,6 +124,8 @@ class CompiledRow:
         lay = space.layout
         self.state_mask = sum(1 << STATES.index(s) for s in row.states)
         self.guard = compile_term(row.guard, lay)
+        # first-match dispatch tests only the row's own condition (see Engine.fire)
+        self.own = compile_term(row.own, lay) if row.own is not None else self.guard
         self.target = None if row.target is None else STATES.index(row.target)
         self.steps: list[_CStep] = []
         for st in row.steps:
@@ -184,15 +186,28 @@ class Engine:
         p = params
         return [cr for cr in self.by_trigger.get(trigger, ()) if cr.state_mask & bit and cr.guard(state, p, ())]
 
+    def select(self, state: tuple, trigger: str, params: list) -> CompiledRow | None:
+        """The row that applies, found by first match on the rows' own conditions.
+
+        Rows of a chain come in the chain's order, and a row's full guard is its
+        own condition and the negation of every earlier one, so the first row
+        whose own condition holds is the row whose full guard holds (the full
+        guards are exclusive: lint proves it).  `enabled` evaluates the full
+        guards; a test holds the two to the same answer.
+        """
+        bit = 1 << state[STATE_I]
+        for cr in self.by_trigger.get(trigger, ()):
+            if cr.state_mask & bit and cr.own(state, params, ()):
+                return cr
+        return None
+
     def fire(self, state: tuple, trigger: str, params: list) -> list[Outcome]:
-        rows = self.enabled(state, trigger, params)
-        if not rows:
+        cr = self.select(state, trigger, params)
+        if cr is None:
             if self.total(trigger):
                 raise EngineError(f"no row of {trigger} applies in state {STATES[state[STATE_I]]}")
             return []
-        if len(rows) > 1:
-            raise EngineError(f"rows of {trigger} overlap: " + "; ".join(r.row.name for r in rows))
-        return run_row(rows[0], state, params)
+        return run_row(cr, state, params)
 
 
 def run_row(cr: CompiledRow, state: tuple, params: list) -> list[Outcome]:

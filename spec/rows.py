@@ -74,6 +74,7 @@ class Row:
     via: tuple[str, ...] = ()   # intermediate states a row passes through (Absent→Empty→PR)
     doc: str = ""               # the guard in words (docs); defaults to the rendered guard
     otherwise: tuple = ()       # conditions of earlier rows in its chain, negated in `guard`
+    own: Term | None = None     # its chain's base and its own condition: what first-match dispatch tests
 
     def moves(self) -> list[tuple[str, str]]:
         """The (from, to) state changes this row makes, hop by hop."""

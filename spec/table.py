@@ -342,17 +342,19 @@ class Chain:
         self.trigger, self.states, self.suffix = trigger, states, suffix
         self.base = TRUE() if base is None else base
         self.before: list[Term] = []
+        self.routing: list[Term] = []   # conditions checked without a row of their own
         self.rows: list[Row] = []
 
     def row(self, name: str, cond: Term, steps: list, target: str | None, source: str,
             response: str = "", doc: str = "", states: tuple[str, ...] | None = None,
             via: tuple[str, ...] = ()) -> Row:
         guard = And(self.base, *[Not(c) for c in self.before], cond) if self.before else And(self.base, cond)
+        own = And(self.base, *[Not(c) for c in self.routing], cond)
         row_states = states or self.states
+        r = Row(f"{self.trigger}: {name}{self.suffix}", self.trigger, states or self.states, guard, steps, target,
+                source, response=response, via=via, doc=doc, otherwise=tuple(self.before), own=own)
         # later rows of the chain are the `else` of this one
         self.before.append(cond if row_states == self.states else And(in_states(*row_states), cond))
-        r = Row(f"{self.trigger}: {name}{self.suffix}", self.trigger, states or self.states, guard, steps, target,
-                source, response=response, via=via, doc=doc, otherwise=tuple(self.before))
         self.rows.append(r)
         return r
 
@@ -360,6 +362,7 @@ class Chain:
         """A condition that only routes: later rows see its negation."""
         if not any(c is cond for c in self.before):
             self.before.append(cond)
+            self.routing.append(cond)
 
     def last(self, name: str, steps: list, target: str | None, source: str, **kw) -> Row:
         """The remaining case."""
@@ -400,11 +403,9 @@ def _join_rows() -> list[Row]:
           [reply("JoinGroup", **join_error("INVALID_SESSION_TIMEOUT"))], None,
           "GC.handleJoinGroup; seed 000", response="INVALID_SESSION_TIMEOUT",
           doc="session_timeout_ms outside [group.min.session.timeout.ms, group.max.session.timeout.ms]")
-    c.check((P.session_ms < P.cfg_min_session_ms) | (P.cfg_max_session_ms < P.session_ms))
     c.row("known member id but no such group", (V.state == S("Absent")) & Not(P.member_empty),
           [reply("JoinGroup", **join_error("UNKNOWN_MEMBER_ID"))], None,
           "GMM.getOrMaybeCreateGroup; seed 000", response="UNKNOWN_MEMBER_ID", states=("Absent",))
-    c.check((V.state == S("Absent")) & Not(P.member_empty))
     rows = list(c.rows)
 
     # The group exists (or is created Empty for a new member): one cascade per state.
@@ -440,7 +441,6 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
               None, "GC.acceptJoiningMember; seed 000",
               response="GROUP_MAX_SIZE_REACHED (the member id, if any, is removed from the group)",
               doc="group.max.size reached: a new member when the group (PR: the members awaiting join) is full")
-        g.check(Not(_accept(st)))
 
     rows: list[Row] = []
     # ---- a new member (empty member id): doNewMemberJoinGroup
@@ -456,7 +456,6 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
     new.row("new member, inconsistent protocol", bad_protocol,
             [*create, reply("JoinGroup", **join_error("INCONSISTENT_GROUP_PROTOCOL", member=NO_MEMBER))], stay,
             "GM.supportsProtocols; seed 000", response="INCONSISTENT_GROUP_PROTOCOL", via=())
-    new.check(bad_protocol)
     # static member whose group.instance.id is known: replace it (updateStaticMemberAndRebalance)
     known_static = P.instance.is_some() & V.static[P.instance].is_some()
     if st in ("Stable", "CompletingRebalance", "PreparingRebalance"):
@@ -464,7 +463,6 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
     else:
         rows_static = []
         new.check(known_static)  # impossible: Empty groups have no members (GC throws)
-    new.check(known_static) if rows_static else None
     # a new static member, or a dynamic one without requireKnownMemberId: add it now
     add_now = P.instance.is_some() | Not(P.require_known)
     if st in ("Absent", "Empty", "Stable", "CompletingRebalance"):
@@ -476,7 +474,6 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
         new.row("new member joins the rebalance", add_now, [*add_member(P.fresh, here, False)], None,
                 "GC.addMemberAndRebalance; seed 000", response="parked until the join completes",
                 doc="a static member, or requireKnownMemberId is false")
-    new.check(add_now)
     new.last("new dynamic member must rejoin with its id",
              [*create, sets(pending=V.pending.with_(P.fresh)), arm("pending-member", P.fresh, P.session_ms),
               reply("JoinGroup", **join_error("MEMBER_ID_REQUIRED", member=P.fresh))], stay,
@@ -552,7 +549,6 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
                              forget_scratch, sets(scratch_session_ms=0, scratch_rebalance_ms=0)],
                             None, src, response="parked until the group is stored; then the current generation",
                             doc="the group.instance.id is known and the selected protocol would not change"))
-        new.check(known_static & unchanged)
         rows.append(new.row("known static member rejoins with a protocol change", known_static,
                             [*replace, *prepare_rebalance("Stable")], "PreparingRebalance", src,
                             response="parked until the join completes"))
@@ -598,14 +594,12 @@ def _join_known_member(g: Chain, st: str) -> list[Row]:
     bad = _protocol_unsupported(st)
     k.row("inconsistent protocol", bad, [reply("JoinGroup", **join_error("INCONSISTENT_GROUP_PROTOCOL"))],
           None, src, response="INCONSISTENT_GROUP_PROTOCOL")
-    k.check(bad)
     pending = P.member.in_(V.pending)
     k.row("pending member with a group.instance.id", pending & P.instance.is_some(),
           [reply("JoinGroup", **join_error("UNKNOWN_SERVER_ERROR", member=NO_MEMBER))], None,
           "GC.doCurrentMemberJoinGroup throws IllegalStateException; KafkaApis answers "
           "JoinGroupRequest.getErrorResponse (UNKNOWN_SERVER_ERROR, member '')",
           response="UNKNOWN_SERVER_ERROR")
-    k.check(pending & P.instance.is_some())
     if st in ("Empty", "Stable", "CompletingRebalance"):
         k.row("pending member rejoins and starts a rebalance", pending,
               [*add_member(P.member, st, True), *prepare_rebalance(st)], "PreparingRebalance",
@@ -615,12 +609,10 @@ def _join_known_member(g: Chain, st: str) -> list[Row]:
         k.row("pending member rejoins", pending, add_member(P.member, st, True), None,
               "GC.doCurrentMemberJoinGroup, addMemberAndRebalance (KIP-394); seed 000",
               response="parked until the join completes")
-    k.check(pending)
     k.row("member id rejected", member_invalid, [reply("JoinGroup", **join_error(member_error))], None,
           "GC.validateCurrentMember", response="FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID",
           doc="the group.instance.id maps to another member (FENCED_INSTANCE_ID), or is unknown, "
               "or the member id is not a member (UNKNOWN_MEMBER_ID)")
-    k.check(member_invalid)
     m = P.member
     same = V.protos[m] == P.req_protos
     if st == "PreparingRebalance":
@@ -629,16 +621,13 @@ def _join_known_member(g: Chain, st: str) -> list[Row]:
     elif st == "CompletingRebalance":
         k.row("member rejoins with the same metadata", same, [reply("JoinGroup", **join_info(m))], None, src,
               response="the current generation (the leader gets the member list)")
-        k.check(same)
         k.last("member rejoins with new metadata", [*update_member(m), *prepare_rebalance(st)],
                "PreparingRebalance", src, response="parked until the join completes")
     elif st == "Stable":
         k.row("leader rejoins: rebalance", m == V.leader, [*update_member(m), *prepare_rebalance(st)],
               "PreparingRebalance", src + "; seed 003", response="parked until the join completes")
-        k.check(m == V.leader)
         k.row("follower rejoins with new metadata", Not(same), [*update_member(m), *prepare_rebalance(st)],
               "PreparingRebalance", src + "; seed 003", response="parked until the join completes")
-        k.check(Not(same))
         k.last("follower rejoins with the same metadata",
                [reply("JoinGroup", **join_info(m, members_to_leader=False))], None, src,
                response="the current generation")
@@ -679,22 +668,17 @@ def _sync_rows() -> list[Row]:
     src = "GC.doSyncGroup; seed 001"
     c.row("no such group", V.state == S("Absent"), [reply("SyncGroup", **sync_error("UNKNOWN_MEMBER_ID"))], None,
           "GC.handleSyncGroup", response="UNKNOWN_MEMBER_ID", states=("Absent",))
-    c.check(V.state == S("Absent"))
     c.row("group is Dead", V.state == S("Dead"), [reply("SyncGroup", **sync_error("COORDINATOR_NOT_AVAILABLE"))],
           None, "GC.validateSyncGroup", response="COORDINATOR_NOT_AVAILABLE", states=("Dead",))
-    c.check(V.state == S("Dead"))
     c.row("member id rejected", member_invalid, [reply("SyncGroup", **sync_error(member_error))], None,
           "GC.validateCurrentMember", response="FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID", states=LIVE)
-    c.check(member_invalid)
     c.row("wrong generation", P.generation != V.generation,
           [reply("SyncGroup", **sync_error("ILLEGAL_GENERATION"))], None, "GC.validateSyncGroup; seed 001",
           response="ILLEGAL_GENERATION", states=LIVE)
-    c.check(P.generation != V.generation)
     bad = (P.req_ptype_given & (P.req_ptype != V.protocol_type)) | \
         (P.req_protocol_given & (P.req_protocol != V.protocol))
     c.row("inconsistent protocol type or name", bad, [reply("SyncGroup", **sync_error("INCONSISTENT_GROUP_PROTOCOL"))],
           None, "GC.validateSyncGroup (v5+)", response="INCONSISTENT_GROUP_PROTOCOL", states=LIVE)
-    c.check(bad)
     m = P.member
     # (Kafka's `case Empty => UNKNOWN_MEMBER_ID` is unreachable: validateCurrentMember fails first.)
     c.row("during PreparingRebalance", TRUE(), [reply("SyncGroup", **sync_error("REBALANCE_IN_PROGRESS"))], None,
@@ -837,14 +821,10 @@ def _heartbeat_rows() -> list[Row]:
           "GC.handleHeartbeat", response="UNKNOWN_MEMBER_ID", states=("Absent",))
     c.row("group is Dead", V.state == S("Dead"), [reply("Heartbeat", error=E("COORDINATOR_NOT_AVAILABLE"))], None,
           "GC.validateHeartbeat", response="COORDINATOR_NOT_AVAILABLE", states=("Dead",))
-    c.check(V.state == S("Absent"))
-    c.check(V.state == S("Dead"))
     c.row("member id rejected", member_invalid, [reply("Heartbeat", error=member_error)], None,
           "GC.validateCurrentMember", response="FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID", states=LIVE)
-    c.check(member_invalid)
     c.row("wrong generation", P.generation != V.generation, [reply("Heartbeat", error=E("ILLEGAL_GENERATION"))],
           None, "GC.validateHeartbeat", response="ILLEGAL_GENERATION", states=LIVE)
-    c.check(P.generation != V.generation)
     beat = rearm_heartbeats(lift_single(P.member), session_of)
     # (Kafka's `case Empty => UNKNOWN_MEMBER_ID` is unreachable: validateCurrentMember fails first.)
     c.row("during CompletingRebalance", TRUE(), [*beat, reply("Heartbeat", error=E("NONE"))], None,
@@ -947,16 +927,13 @@ def _leave_rows() -> list[Row]:
               doc="empty member id: the member the group.instance.id maps to (admin removal)")
     m.row("by unknown group.instance.id", by_instance, [reply("LeaveMember", error=E("UNKNOWN_MEMBER_ID"))],
           None, src, response="UNKNOWN_MEMBER_ID", doc="empty member id and no member for the group.instance.id")
-    m.check(by_instance)
     pending = P.member.in_(V.pending)
     m.row("pending member leaves", pending,
           [sets(pending=V.pending.without(P.member)), cancel("pending-member", P.member),
            reply("LeaveMember", error=E("NONE"))], None, "GC.removePendingMemberAndUpdateGroup",
           response="NONE")
-    m.check(pending)
     m.row("member id rejected", member_invalid, [reply("LeaveMember", error=member_error)], None,
           "GC.validateCurrentMember", response="FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID")
-    m.check(member_invalid)
     for st in LIVE:
         if st == "Empty":
             continue
@@ -984,27 +961,21 @@ def _commit_rows() -> list[Row]:
     c.row("no such group", V.state == S("Absent"), [reply("OffsetCommit", **commit_errors("ILLEGAL_GENERATION"))],
           None, "GC.handleCommitOffsets", response="ILLEGAL_GENERATION for every partition", states=("Absent",),
           doc="generation ≥ 0")
-    c.check(V.state == S("Absent"))
     c.row("group is Dead", V.state == S("Dead"), [reply("OffsetCommit", **commit_errors("COORDINATOR_NOT_AVAILABLE"))],
           None, "GC.validateOffsetCommit", response="COORDINATOR_NOT_AVAILABLE", states=("Dead",))
-    c.check(V.state == S("Dead"))
     offsets_only = (P.generation < 0) & (V.state == S("Empty"))
     c.row("offsets-only commit to an Empty group", offsets_only, store, None, src,
           response="parked until the offsets are stored", states=("Empty",),
           doc="generation < 0 and the group is Empty")
-    c.check(offsets_only)
     as_member = (P.generation >= 0) | Not(P.member_empty) | P.instance.is_some()
     c.row("member id rejected", as_member & member_invalid, [reply("OffsetCommit", **commit_errors(member_error))],
           None, "GC.validateCurrentMember", response="FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID", states=LIVE)
-    c.check(as_member & member_invalid)
     c.row("wrong generation", as_member & (P.generation != V.generation),
           [reply("OffsetCommit", **commit_errors("ILLEGAL_GENERATION"))], None, src + "; seed 001",
           response="ILLEGAL_GENERATION", states=LIVE)
-    c.check(as_member & (P.generation != V.generation))
     c.row("anonymous commit to a group with members", Not(as_member) & (V.state != S("Empty")),
           [reply("OffsetCommit", **commit_errors("UNKNOWN_MEMBER_ID"))], None, src, response="UNKNOWN_MEMBER_ID",
           states=LIVE, doc="generation < 0, no member id and the group is not Empty")
-    c.check(Not(as_member) & (V.state != S("Empty")))
     # (A commit to an Empty group with generation >= 0 was rejected above: it has no members.)
     c.row("commit during CompletingRebalance", TRUE(),
           [reply("OffsetCommit", **commit_errors("REBALANCE_IN_PROGRESS"))], None, src,

@@ -128,6 +128,22 @@ def test_rows_mean_the_same_both_ways(chunk, state, prms, lists):
                             assert same(v, co.fields[k], t), f"{row.name!r}: output field {k}"
 
 
+ENGINE = E.Engine()
+
+
+@given(state=states, prms=params, lists=protolists)
+def test_first_match_dispatch_picks_the_row_whose_full_guard_holds(state, prms, lists):
+    (names, vote), _ = functions(lists)
+    cp = E.make_params({**prms, "proto_names": names, "vote": vote})
+    for trigger in ENGINE.by_trigger:
+        full = ENGINE.enabled(state, trigger, cp)
+        picked = ENGINE.select(state, trigger, cp)
+        if len(full) == 1:
+            assert picked is full[0], trigger
+        elif not full:
+            assert picked is None, trigger
+
+
 def _field_type(row, so, k):
     from groupspec.spec.rows import Out
     for step in row.steps:
