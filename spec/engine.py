@@ -164,8 +164,7 @@ def _compile_out(o: Out, lay: Layout = LAYOUT):
 
 def _at_depth(t: Term, depth: int, lay: Layout = LAYOUT) -> Callable:
     """Compile t where bound variables of enclosing outputs occupy b[0..depth)."""
-    from .lang import _Compiler
-    return _Compiler(lay).go(t, depth)
+    return compile_term(t, lay, depth)
 
 
 class Engine:

@@ -569,9 +569,165 @@ class Layout:
         self.param_index = param_index
 
 
-def compile_term(t: Term, layout: Layout) -> Callable:
-    """Compile term t once into a closure f(s, p, b)."""
+def compile_term(t: Term, layout: Layout, depth: int = 0) -> Callable:
+    """Compile term t once into a function f(s, p, b), generated as Python source.
+
+    Each term becomes one flat Python expression (state slots, parameter
+    slots, bit operations, generator expressions for quantifiers), so a
+    guard costs one call instead of a call per node.  `compile_closure` is
+    the reference interpretation it is tested against.
+    """
+    return _Source(layout).function(t, depth)
+
+
+def compile_closure(t: Term, layout: Layout) -> Callable:
+    """The reference concrete interpretation: a tree of closures, one per node."""
     return _Compiler(layout).go(t, 0)
+
+
+def _get(m, k, d):
+    return m[k] if k >= 0 else d
+
+
+def _in(e, mask):
+    return e >= 0 and (mask >> e) & 1 == 1
+
+
+def _single(e):
+    return 0 if e < 0 else 1 << e
+
+
+def _lowest(m):
+    return (m & -m).bit_length() - 1 if m else NONE
+
+
+def _put_all(m, keys, fn):
+    out = list(m)
+    for k in _bits(keys):
+        out[k] = fn(k)
+    return tuple(out)
+
+
+def _bigor(values):
+    acc = 0
+    for v in values:
+        acc |= v
+    return acc
+
+
+class _Source:
+    """Generates one Python expression per term."""
+
+    HELPERS = {"_bits": None, "_get": _get, "_in": _in, "_single": _single, "_lowest": _lowest,
+               "_put": None, "_put_all": _put_all, "_bigor": _bigor, "NONE": NONE}
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.consts: dict[str, Any] = {}
+        self.names: dict[int, str] = {}
+
+    def function(self, t: Term, depth: int = 0) -> Callable:
+        self.depth = depth
+        expr = self.go(t)
+        ns = dict(self.HELPERS, _bits=_bits, _put=_put, **self.consts)
+        return eval(f"lambda s, p, b: {expr}", ns)  # noqa: S307 - source generated from our own terms
+
+    def const(self, v) -> str:
+        if isinstance(v, (bool, int)) and not isinstance(v, bool) or isinstance(v, bool):
+            return repr(v)
+        name = f"_k{len(self.consts)}"
+        self.consts[name] = v
+        return name
+
+    def scoped(self, var: Term, *bodies: Term) -> tuple:
+        """Generate `bodies` with `var` bound to a fresh name (restored afterwards: a term
+        may occur inside itself, as the vote's candidates do)."""
+        self.counter = getattr(self, "counter", 0) + 1
+        name = f"_v{self.counter}"
+        saved = self.names.get(id(var))
+        self.names[id(var)] = name
+        try:
+            return (name,) + tuple(self.go(b) for b in bodies)
+        finally:
+            if saved is None:
+                del self.names[id(var)]
+            else:
+                self.names[id(var)] = saved
+
+    def go(self, n: Term) -> str:  # noqa: C901 - one case per operator
+        op, a = n.op, n.args
+        g = self.go
+        if op == "const":
+            return self.const(n.data)
+        if op == "var":
+            return f"s[{self.layout.state_index[n.data]}]"
+        if op in ("param", "choose"):
+            key = n.data if op == "param" else "choice:" + n.data
+            return f"p[{self.layout.param_index[key]}]"
+        if op == "bound":
+            name = self.names.get(id(n))
+            return name if name is not None else f"b[{n.data[0]}]"
+        if op == "named":
+            return g(a[0])
+        if op == "and":
+            return "(" + " and ".join(g(x) for x in a) + ")"
+        if op == "or":
+            return "(" + " or ".join(g(x) for x in a) + ")"
+        if op == "not":
+            return f"(not {g(a[0])})"
+        if op == "ite":
+            return f"({g(a[1])} if {g(a[0])} else {g(a[2])})"
+        simple = {"eq": "==", "lt": "<", "le": "<=", "add": "+", "sub": "-", "union": "|", "inter": "&"}
+        if op in simple:
+            return f"({g(a[0])} {simple[op]} {g(a[1])})"
+        if op == "diff":
+            return f"({g(a[0])} & ~{g(a[1])})"
+        if op == "in":
+            return f"_in({g(a[0])}, {g(a[1])})"
+        if op == "singleton":
+            return f"_single({g(a[0])})"
+        if op == "is_empty":
+            return f"({g(a[0])} == 0)"
+        if op == "count":
+            return f"({g(a[0])}).bit_count()"
+        if op == "get":
+            return f"_get({g(a[0])}, {g(a[1])}, {self.const(default_of(n.type))})"
+        if op == "put":
+            return f"_put({g(a[0])}, {g(a[1])}, {g(a[2])})"
+        if op == "fill":
+            return f"(({g(a[1])},) * len({g(a[0])}))"
+        if op == "field":
+            return f"{g(a[0])}[{n.data}]"
+        if op == "record":
+            return "(" + "".join(g(x) + ", " for x in a) + ")"
+        if op == "apply":
+            return f"{g(a[0])}(" + ", ".join(g(x) for x in a[1:]) + ")"
+        if op == "lowest":
+            return f"_lowest({g(a[0])})"
+        if op == "keys_where":
+            m = g(a[0])
+            v, body = self.scoped(n.data, a[1])
+            return f"sum(1 << {v}k for {v}k, {v} in enumerate({m}) if {body})"
+        if op == "put_all":
+            m, keys = g(a[0]), g(a[1])
+            v, body = self.scoped(n.data, a[2])
+            return f"_put_all({m}, {keys}, lambda {v}: {body})"
+        if op in ("forall", "exists", "filter", "sum", "maxover", "bigunion"):
+            over = g(a[0])
+            v, body = self.scoped(n.data, a[1])
+            loop = f"for {v} in _bits({over})"
+            if op == "forall":
+                return f"all({body} {loop})"
+            if op == "exists":
+                return f"any({body} {loop})"
+            if op == "filter":
+                return f"sum(1 << {v} {loop} if {body})"
+            if op == "sum":
+                return f"sum({body} {loop})"
+            if op == "maxover":
+                return f"max({g(a[2])}, max(({body} {loop}), default={g(a[2])}))"
+            return f"_bigor({body} {loop})"
+        raise LangError(f"no concrete meaning for operator {op}")
 
 
 class _Compiler:

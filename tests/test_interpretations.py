@@ -12,7 +12,7 @@ import z3
 from hypothesis import given, strategies as st
 
 from groupspec.spec import engine as E
-from groupspec.spec.lang import NONE, SymEnv, concrete_to_z3, to_z3
+from groupspec.spec.lang import NONE, SymEnv, compile_closure, compile_term, concrete_to_z3, to_z3
 from groupspec.spec.schema import MEMBER, PARAM_TYPES, PROTOCOL, PROTOLIST, STATE_VARS, STATES
 from groupspec.spec.symbolic import in_states, row_relation
 from groupspec.spec.table import ROWS
@@ -129,6 +129,35 @@ def test_rows_mean_the_same_both_ways(chunk, state, prms, lists):
 
 
 ENGINE = E.Engine()
+
+
+def _terms():
+    from groupspec.spec.rows import Set_
+    for r in ROWS:
+        yield r.name, r.guard
+        for st in r.steps:
+            if isinstance(st, Set_):
+                for k, t in st.updates.items():
+                    yield f"{r.name} / {k}", t
+
+
+TERMS = list(_terms())
+SOURCE = [(name, compile_term(t, E.LAYOUT), compile_closure(t, E.LAYOUT)) for name, t in TERMS]
+
+
+def _value(f, *args):
+    try:
+        return ("value", f(*args))
+    except Exception as e:  # both compilers must fail alike on a state a row could not see
+        return ("raises", type(e).__name__)
+
+
+@given(state=states, prms=params, lists=protolists)
+def test_generated_source_means_what_the_closures_mean(state, prms, lists):
+    (names, vote), _ = functions(lists)
+    cp = E.make_params({**prms, "proto_names": names, "vote": vote})
+    for name, fast, reference in SOURCE:
+        assert _value(fast, state, cp, ()) == _value(reference, state, cp, ()), name
 
 
 @given(state=states, prms=params, lists=protolists)
