@@ -203,6 +203,38 @@ def check_cmd(
         raise typer.Exit(1)
 
 
+@app.command("mutate")
+def mutate_cmd(
+    preset: str = typer.Option("tiny", "--preset", help="the world each mutant is checked in"),
+    sample: Optional[int] = typer.Option(None, "--sample", help="check a random sample of this many mutants"),
+    seed: int = typer.Option(0, "--seed", help="the sample's seed"),
+    jobs: int = typer.Option(2, "--jobs", help="worker processes"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
+    from .explicit import PRESETS
+    from .mutate import mutants, run, summary
+    if preset not in PRESETS:
+        fail_input(f"--preset {preset}: unknown preset; use {', '.join(PRESETS)}")
+    if jobs < 1:
+        fail_input(f"--jobs must be at least 1, got {jobs}")
+    total = len(mutants())
+    with err.status(f"checking mutants (of {total})...") if not as_json else _null() as status:
+        results = run(PRESETS[preset], sample=sample, seed=seed, jobs=jobs,
+                      progress=(lambda done, n: status.update(f"checked {done} of {n} mutants"))
+                      if not as_json else None)
+    summ = summary(results)
+    if as_json:
+        print(json.dumps({"preset": preset, **summ, "mutants_total": total, "results": results}, indent=2))
+        return
+    for r in results:
+        if r["outcome"] == "survived":
+            out.print(f"survived  {r['operator']:<13} {r['row']}: {r['detail']}", markup=False)
+    out.print(f"{summ['killed']} of {summ['reached']} reached mutants killed (kill rate {summ['kill_rate']}); "
+              f"{summ['unreached']} mutants' rows are never reached in --preset {preset}; killed by: "
+              f"{summ['killed_by']}", markup=False)
+
+
 def _steps_md(steps: list, violation: str) -> str:
     lines = [f"# Counterexample: {violation}\n", "| step | action | rows | changes |", "|---|---|---|---|"]
     for st in steps:

@@ -28,6 +28,8 @@ CLIENT_VALUED = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v
                  and v.type.value.name == CLIENT]
 
 PRESETS: dict[str, WorldConfig] = {
+    "tiny": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=False,
+                        expiry=False, failover=False, append_failure=False, commits=False, leaves=True),
     "small": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=True,
                          expiry=True, failover=False, append_failure=False, commits=False, leaves=True),
     "ci": WorldConfig(clients=2, topics=1, partitions=2, max_generation=3, member_ids=4, crash=True, expiry=True,

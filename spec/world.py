@@ -207,4 +207,13 @@ WORLD_INVARIANTS: tuple[Invariant, ...] = (
         ForAll(_stable_now(), lambda a: ForAll(_stable_now(), lambda b: Or(
             a == b, Not(_current(a) & _current(b)), (W.c_owned[a] & W.c_owned[b]).is_empty()))),
         "the consumer's contract with the coordinator; seeds 001, 004", scope="closed-world"),
+    Invariant(
+        "no-shared-member-id",
+        "No two live clients hold the same member id.",
+        ForAll(W.c_member.keys_where(lambda m: m.is_some()), lambda a: ForAll(
+            W.c_member.keys_where(lambda m: m.is_some()), lambda b: Or(
+                a == b, Not(W.c_member[a] == W.c_member[b]),
+                W.c_phase[a] == ph("crashed"), W.c_phase[a] == ph("left"),
+                W.c_phase[b] == ph("crashed"), W.c_phase[b] == ph("left")))),
+        "GM.generateMemberId (clientId-UUID: every id is new)", scope="closed-world"),
 )
