@@ -140,6 +140,8 @@ def check_cmd(
     failover: Optional[bool] = typer.Option(None, "--failover/--no-failover", help="coordinator unload/load"),
     append_failure: Optional[bool] = typer.Option(None, "--append-failure/--no-append-failure"),
     symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
+    liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
+                                                            "(keeps the graph; turns symmetry off)"),
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -170,23 +172,30 @@ def check_cmd(
     if live:
         live.start()
     try:
-        res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states)
+        res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
     finally:
         if live:
             live.stop()
     model = WorldModel(cfg)
-    doc = {"result": res.result if res.result != "deadlock" else "violation", "kind": res.result,
+    from groupspec.spec.table import ROWS
+    fired = dict(res.coverage)
+    never = [r.name for r in ROWS if r.name not in fired]
+    doc = {"result": "ok" if res.result == "ok" else ("stopped" if res.result == "stopped" else "violation"),
+           "kind": res.result,
            "violation": res.violation or None, "preset": preset, "world": dataclasses.asdict(cfg),
-           "symmetry": symmetry, "distinct_states": res.distinct_states, "generated_states": res.generated,
+           "symmetry": res.symmetry, "distinct_states": res.distinct_states, "generated_states": res.generated,
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
-           "coverage": {"fired": dict(res.coverage)}}
+           "coverage": {"fired": fired, "never_fired": never,
+                        "table_rows": len(ROWS), "table_rows_fired": len(ROWS) - len(never)}}
     if res.path:
         doc["counterexample"] = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation)}
+        if res.loop_start >= 0:
+            doc["counterexample"]["loop_starts_at_step"] = res.loop_start
         if out_dir:
             out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / "counterexample.itf.json").write_text(json.dumps(doc["counterexample"]["itf"], indent=1))
-            (out_dir / "counterexample.mmd").write_text(mermaid(res.path, model, res.violation))
+            (out_dir / "counterexample.mmd").write_text(mermaid(res.path, model, res.violation, res.loop_start))
             (out_dir / "counterexample.md").write_text(_steps_md(doc["counterexample"]["steps"], res.violation))
     if as_json:
         print(json.dumps(doc, indent=2))
@@ -196,10 +205,13 @@ def check_cmd(
                   f"{res.states_per_second:,.0f} states/s{'' if res.complete else ' (stopped at --max-states)'}",
                   markup=False)
         for st in doc.get("counterexample", {}).get("steps", []):
-            out.print(f"  {st['step']:>3}  {st['action']}", markup=False)
+            mark = " ⟲ loop from here" if st["step"] == res.loop_start else ""
+            out.print(f"  {st['step']:>3}  {st['action']}{mark}", markup=False)
+        out.print(f"table rows fired: {doc['coverage']['table_rows_fired']} of {len(ROWS)} "
+                  f"(--json lists the rest)", markup=False)
         if res.path and out_dir:
             out.print(f"counterexample written to {out_dir}", markup=False)
-    if res.result in ("violation", "deadlock"):
+    if res.result in ("violation", "deadlock", "lasso"):
         raise typer.Exit(1)
 
 

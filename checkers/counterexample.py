@@ -79,12 +79,14 @@ def step_table(path: list, model: WorldModel) -> list[dict]:
     return out
 
 
-def mermaid(path: list, model: WorldModel, violation: str) -> str:
+def mermaid(path: list, model: WorldModel, violation: str, loop_start: int = -1) -> str:
     lines = ["sequenceDiagram"]
     for c in range(model.cfg.clients):
         lines.append(f"    participant c{c} as client c{c}")
     lines.append("    participant coordinator as coordinator")
-    for step, s in path:
+    for k, (step, s) in enumerate(path):
+        if k == loop_start + 1 and loop_start >= 0:
+            lines.append("    Note over coordinator: the loop starts here and repeats forever")
         if step is None:
             continue
         if step.messages:

@@ -66,6 +66,7 @@ class Result:
     violation: str = ""
     path: list = field(default_factory=list)    # [(Step | None, state)] from the initial state
     complete: bool = True                        # False if stopped at --max-states
+    loop_start: int = -1                         # a lasso: the path's index where the loop begins
 
     @property
     def states_per_second(self) -> float:
@@ -73,9 +74,17 @@ class Result:
 
 
 def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: int | None = None,
-          deadlock: bool = True) -> Result:
+          deadlock: bool = True, liveness: bool = False) -> Result:
+    """Search the world; with `liveness`, also look for a fair lasso stuck in a rebalance
+    (the graph is kept, and symmetry is off so that fairness is per client)."""
     model = WorldModel(cfg)
+    if liveness:
+        symmetry = False
     canon = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
+    ids: dict = {}
+    states_by_id: list = []
+    edges: list = []
+    bounded: set = set()      # states whose successors a bound cut off
     start = time.perf_counter()
     init = model.initial()
     seen: dict[tuple, tuple] = {canon(init): (None, None, 0)}
@@ -93,6 +102,10 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
     bad = model.violated(init)
     if bad:
         return finish("violation", bad, canon(init))
+    if liveness:
+        ids[init] = 0
+        states_by_id.append(init)
+        edges.append([])
     last_report = start
     while queue:
         s = queue.popleft()
@@ -103,6 +116,8 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
             succ = model.successors(s)
         except InvariantViolation as e:
             return finish("violation", e.invariant.name, cs, last=_failing_step(model, s, e))
+        if liveness and model.pruned:
+            bounded.add(ids[cs])
         if not succ and deadlock and not model.pruned and not model.is_end(s):
             return finish("deadlock", "deadlock: no action is enabled", cs)
         for step, t in succ:
@@ -110,6 +125,13 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
             for r in step.rows:
                 coverage[r] += 1
             ct = canon(t)
+            if liveness:
+                j = ids.get(ct)
+                if j is None:
+                    j = ids[ct] = len(states_by_id)
+                    states_by_id.append(ct)
+                    edges.append([])
+                edges[ids[cs]].append((j, step))
             if ct in seen:
                 continue
             seen[ct] = (cs, step, d + 1)
@@ -123,7 +145,24 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
             progress(generated, len(seen), len(queue), depth, last_report - start)
         if max_states and len(seen) >= max_states:
             return finish("stopped")
+    if liveness:
+        from .liveness import find_lasso
+        lasso = find_lasso(states_by_id, [[(j, st.action) for j, st in es] for es in edges], bounded)
+        if lasso is not None:
+            stem, loop = lasso
+            res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")
+            res.path = _lasso_path(states_by_id, edges, stem + loop[1:])
+            res.loop_start = len(stem) - 1
+            return res
     return finish("ok")
+
+
+def _lasso_path(states: list, edges: list, ids: list) -> list:
+    path = [(None, states[ids[0]])]
+    for a, b in zip(ids, ids[1:]):
+        step = next(st for j, st in edges[a] if j == b)
+        path.append((step, states[b]))
+    return path
 
 
 def _failing_step(model: WorldModel, s: tuple, e: InvariantViolation):

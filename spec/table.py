@@ -309,7 +309,7 @@ def completion_outcomes(trigger: str, guard: Term, source: str) -> list[Row]:
          sets(generation=V.generation + 1, protocol=NO_PROTOCOL, leader=NO_MEMBER,
               join_timer=lift("none", JoinTimer)),
          cancel("join"), cancel("initial-join"),
-         append("empty", **group_record(NO_MEMBERS))],
+         append("empty", **group_record(V.assignment.fill(NO_PARTS)))],
         "Empty", source, response="none; the empty group is written to the log",
         doc="no member stays")
     stuck = Row(
@@ -325,11 +325,14 @@ def completion_outcomes(trigger: str, guard: Term, source: str) -> list[Row]:
 
 
 def group_record(assignment: Term | None) -> dict:
-    """What GMM.storeGroup writes: the group with an assignment per member."""
-    return dict(generation=V.generation, protocol_type=V.protocol_type, protocol=V.protocol,
-                leader=V.leader, members=V.members, instance_of=V.instance_of, protos=V.protos,
-                session_ms=V.session_ms, rebalance_ms=V.rebalance_ms,
-                assignment=V.assignment if assignment is None else assignment)
+    """What GMM.storeGroup writes: the group with an assignment per member (typed as a GroupRecord)."""
+    from .schema import GroupRecord
+    fields = dict(generation=V.generation, protocol_type=V.protocol_type, protocol=V.protocol,
+                  leader=V.leader, members=V.members, instance_of=V.instance_of, protos=V.protos,
+                  session_ms=V.session_ms, rebalance_ms=V.rebalance_ms,
+                  assignment=V.assignment if assignment is None else assignment)
+    types = dict(zip(GroupRecord.values, GroupRecord.args))
+    return {k: lift(v, types[k]) for k, v in fields.items()}
 
 
 # -- chains: Kafka's if / else-if cascades -------------------------------------------

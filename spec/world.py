@@ -108,7 +108,8 @@ def _consume() -> dict:
 ALL = STATES
 got = lambda kind: W.rs[C] == kd(kind)  # noqa: E731
 err = lambda name: W.rs_error[C] == er(name)  # noqa: E731
-idle_line = W.rq[C] == kd("none")
+# one exchange at a time: nothing in flight either way (a consumer awaits each response)
+idle_line = (W.rq[C] == kd("none")) & (W.rs[C] == kd("none"))
 alive = Not(Or(W.c_phase[C] == ph("left"), W.c_phase[C] == ph("crashed")))
 src = "consumer: AbstractCoordinator / ConsumerCoordinator (eager)"
 

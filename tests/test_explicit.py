@@ -103,3 +103,25 @@ def test_check_cli_json_and_bad_input():
     assert doc["result"] == "ok"
     bad = subprocess.run(cli + ["--preset", "huge"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown preset" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_bounded_liveness_holds_in_a_tiny_world():
+    assert check(TINY, liveness=True).result == "ok"
+
+
+def test_a_join_that_never_completes_is_reported_as_a_lasso(monkeypatch):
+    from groupspec.spec.lang import FALSE
+    rows = []
+    for r in T.ROWS:
+        if r.name.startswith("CompleteJoin:"):
+            r = dataclasses.replace(r, own=FALSE())                    # completion never re-checked
+        elif r.name == "JoinTimer: join completes, next generation":
+            r = dataclasses.replace(r, steps=[], target=None)          # and the timeout does nothing
+        rows.append(r)
+    engine = E.Engine(rows)
+    monkeypatch.setattr(explicit.WorldModel, "__init__", _patched_init(engine))
+    r = check(TINY, liveness=True)
+    assert r.result == "lasso"
+    assert 0 <= r.loop_start < len(r.path) - 1
+    stuck = {E.get(s, "state") for _, s in r.path[r.loop_start:]}
+    assert stuck == {E.STATES.index("PreparingRebalance")}
