@@ -74,10 +74,10 @@ class Result:
 
 
 def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: int | None = None,
-          deadlock: bool = True, liveness: bool = False) -> Result:
+          deadlock: bool = True, liveness: bool = False, rows: list | None = None) -> Result:
     """Search the world; with `liveness`, also look for a fair lasso stuck in a rebalance
     (the graph is kept, and symmetry is off so that fairness is per client)."""
-    model = WorldModel(cfg)
+    model = WorldModel(cfg, rows)
     if liveness:
         symmetry = False
     canon = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)

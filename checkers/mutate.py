@@ -119,19 +119,11 @@ def run_one(args) -> dict:
     """Check one mutant (in a worker process: mutants are rebuilt there by index)."""
     index, cfg = args
     from .explicit import check
-    from .world_model import WorldModel
     m, i, row = mutants()[index]
     rows = list(ROWS)
     rows[i] = row
-    engine = E.Engine(rows)
-    original = WorldModel.__init__
-
-    def init(self, c):
-        original(self, c)
-        self.group = engine
-    WorldModel.__init__ = init
     try:
-        res = check(cfg)
+        res = check(cfg, rows=rows)
         outcome = "survived" if res.result == "ok" else "killed"
         by = res.violation if res.result != "ok" else ""
         fired = res.coverage.get(row.name, 0)
@@ -142,8 +134,6 @@ def run_one(args) -> dict:
     except E.EngineError as e:
         return {**dataclasses.asdict(m), "outcome": "killed", "killed_by": f"the table: {e}",
                 "counterexample_length": 0, "states": 0}
-    finally:
-        WorldModel.__init__ = original
 
 
 def run(cfg, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=None) -> list[dict]:

@@ -143,6 +143,7 @@ class CompiledRow:
                 c.updates = None
                 c.out = _compile_out(st, lay)
             self.steps.append(c)
+        self.has_choices = any(c.choices for c in self.steps)
 
 
 def _compile_out(o: Out, lay: Layout = LAYOUT):
@@ -170,8 +171,10 @@ def _at_depth(t: Term, depth: int, lay: Layout = LAYOUT) -> Callable:
 class Engine:
     """Fires rows.  One instance serves every group and every world."""
 
-    def __init__(self, rows: list[Row] | None = None, space: Space = GROUP_SPACE, total: Callable | None = None):
+    def __init__(self, rows: list[Row] | None = None, space: Space = GROUP_SPACE, total: Callable | None = None,
+                 skip_outputs: tuple = ()):
         rows = ROWS if rows is None else rows
+        self.skip = frozenset(skip_outputs)
         self.total = total or (lambda trigger: TRIGGER_BY_NAME[trigger].total)
         self.by_trigger: dict[str, list[CompiledRow]] = {}
         for r in rows:
@@ -206,11 +209,17 @@ class Engine:
             if self.total(trigger):
                 raise EngineError(f"no row of {trigger} applies in state {STATES[state[STATE_I]]}")
             return []
-        return run_row(cr, state, params)
+        return run_row(cr, state, params, self.skip)
 
 
-def run_row(cr: CompiledRow, state: tuple, params: list) -> list[Outcome]:
-    """Run a row's steps; branch on each nondeterministic choice."""
+def run_row(cr: CompiledRow, state: tuple, params: list, skip: frozenset = frozenset()) -> list[Outcome]:
+    """Run a row's steps; branch on each nondeterministic choice.
+
+    `skip`: output kinds the caller ignores (the checker's abstract time has no use
+    for timer deadlines), left unevaluated.
+    """
+    if not cr.has_choices:
+        return [_run_plain(cr, state, params, skip)]
     # each branch: (state list, params list, outputs, choices)
     branches = [(list(state), list(params), [], {})]
     for step in cr.steps:
@@ -238,7 +247,7 @@ def run_row(cr: CompiledRow, state: tuple, params: list) -> list[Outcome]:
                 vals = [(i, f(st, p, ())) for i, f in step.updates]
                 for i, v in vals:
                     s[i] = v
-            else:
+            elif step.out[0] not in skip:
                 outs.extend(_eval_out(step.out, st, p))
     results = []
     for s, p, outs, ch in branches:
@@ -246,6 +255,25 @@ def run_row(cr: CompiledRow, state: tuple, params: list) -> list[Outcome]:
             s[STATE_I] = cr.target
         results.append(Outcome(cr.row, tuple(s), outs, ch))
     return results
+
+
+def _run_plain(cr: CompiledRow, state: tuple, params: list, skip: frozenset) -> Outcome:
+    """run_row for a row that makes no choice: one branch, no bookkeeping."""
+    s = list(state)
+    st = state
+    outs: list = []
+    for step in cr.steps:
+        if step.updates is not None:
+            vals = [(i, f(st, params, ())) for i, f in step.updates]
+            for i, v in vals:
+                s[i] = v
+            st = tuple(s)
+        elif step.out[0] not in skip:
+            outs.extend(_eval_out(step.out, st, params))
+    if cr.target is not None:
+        s[STATE_I] = cr.target
+        st = tuple(s)
+    return Outcome(cr.row, st, outs, {})
 
 
 def _eval_out(out, s: tuple, p: list) -> list[Output]:

@@ -45,18 +45,7 @@ def _mutated(monkeypatch, name: str, **changes):
     rows = list(T.ROWS)
     i = next(k for k, r in enumerate(rows) if r.name == name)
     rows[i] = dataclasses.replace(rows[i], **changes)
-    engine = E.Engine(rows)
-    monkeypatch.setattr(explicit.WorldModel, "__init__", _patched_init(engine))
-    return check(TINY)
-
-
-def _patched_init(engine):
-    original = WorldModel.__init__
-
-    def init(self, cfg):
-        original(self, cfg)
-        self.group = engine
-    return init
+    return check(TINY, rows=rows)
 
 
 def test_a_dropped_generation_bump_is_caught_with_a_shortest_path(monkeypatch):
@@ -118,9 +107,7 @@ def test_a_join_that_never_completes_is_reported_as_a_lasso(monkeypatch):
         elif r.name == "JoinTimer: join completes, next generation":
             r = dataclasses.replace(r, steps=[], target=None)          # and the timeout does nothing
         rows.append(r)
-    engine = E.Engine(rows)
-    monkeypatch.setattr(explicit.WorldModel, "__init__", _patched_init(engine))
-    r = check(TINY, liveness=True)
+    r = check(TINY, liveness=True, rows=rows)
     assert r.result == "lasso"
     assert 0 <= r.loop_start < len(r.path) - 1
     stuck = {E.get(s, "state") for _, s in r.path[r.loop_start:]}
