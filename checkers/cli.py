@@ -139,23 +139,30 @@ def check_cmd(
     expiry: Optional[bool] = typer.Option(None, "--expiry/--no-expiry", help="session timers may fire"),
     failover: Optional[bool] = typer.Option(None, "--failover/--no-failover", help="coordinator unload/load"),
     append_failure: Optional[bool] = typer.Option(None, "--append-failure/--no-append-failure"),
+    loss: Optional[bool] = typer.Option(None, "--loss/--no-loss", help="the network may lose messages"),
+    duplication: Optional[bool] = typer.Option(None, "--duplication/--no-duplication",
+                                               help="the network may deliver a request twice"),
     symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
     liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
                                                             "(keeps the graph; turns symmetry off)"),
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
+    workers: int = typer.Option(2, "--workers", help="processes expanding states (1: a single process)"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Explore every reachable state of a bounded closed world; report the shortest violation."""
     import dataclasses
     from .counterexample import mermaid, step_table, to_itf
-    from .explicit import PRESETS, check
+    from .explicit import PRESETS, check, check_parallel
     from .world_model import WorldModel
+    if workers < 1:
+        fail_input(f"--workers must be at least 1, got {workers}")
     if preset not in PRESETS:
         fail_input(f"--preset {preset}: unknown preset; use {', '.join(PRESETS)}")
     overrides = {k: v for k, v in dict(clients=clients, topics=topics, partitions=partitions,
                                        max_generation=max_generation, member_ids=member_ids, crash=crash,
-                                       expiry=expiry, failover=failover, append_failure=append_failure).items()
+                                       expiry=expiry, failover=failover, append_failure=append_failure,
+                                       loss=loss, duplication=duplication).items()
                  if v is not None}
     for k, v in overrides.items():
         if isinstance(v, int) and not isinstance(v, bool) and v < 1 and k != "max_generation":
@@ -172,7 +179,10 @@ def check_cmd(
     if live:
         live.start()
     try:
-        res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
+        if workers > 1 and not liveness:
+            res = check_parallel(cfg, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
+        else:
+            res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
     finally:
         if live:
             live.stop()
@@ -185,6 +195,7 @@ def check_cmd(
            "violation": res.violation or None, "preset": preset, "world": dataclasses.asdict(cfg),
            "symmetry": res.symmetry, "distinct_states": res.distinct_states, "generated_states": res.generated,
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
+           "workers": workers if not liveness else 1,
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
            "coverage": {"fired": fired, "never_fired": never,
                         "table_rows": len(ROWS), "table_rows_fired": len(ROWS) - len(never)}}

@@ -7,6 +7,7 @@
   table.md                        every row: trigger, states, guard in words, effect,
                                   response, source
   invariants.md                   the invariant catalog
+  world.md                        the closed world the model checker explores
 """
 from __future__ import annotations
 
@@ -171,6 +172,27 @@ def invariants_md() -> str:
     return "\n".join(lines) + "\n"
 
 
+def world_md() -> str:
+    """The closed world the checkers explore: clients, network, end-to-end invariants."""
+    from groupspec.spec.world import CLIENT_ROWS, WORLD_INVARIANTS, WORLD_VARS
+    lines = [HEADER, "# The closed world\n",
+             "What `groupspec check` explores: the coordinator (every row of `table.md`), consumer clients "
+             "and the network. Clients are rows in the same language, fired per client (`p.client`); "
+             "the network holds one request from each client and one response back, and routes a parked "
+             "request's answer to the client that sent it.\n",
+             "\n## Client rows\n\n| trigger | row | when | effect | source |\n|---|---|---|---|---|"]
+    for r in CLIENT_ROWS:
+        lines.append(f"| {r.trigger} | {_cell(r.name)} | {_cell(show(r.guard))} | {_cell(effect_words(r))} | "
+                     f"{_cell(r.source)} |")
+    lines.append("\n\n## World variables\n\n| variable | type | meaning |\n|---|---|---|")
+    for v in WORLD_VARS:
+        lines.append(f"| {v.name} | `{v.type!r}` | {_cell(v.meaning)} |")
+    lines.append("\n\n## End-to-end invariants\n")
+    for inv in WORLD_INVARIANTS:
+        lines.append(f"\n### {inv.name}\n\n{inv.meaning} ({inv.source})\n\n```\n{show(inv.formula)}\n```")
+    return "\n".join(lines) + "\n"
+
+
 def lifecycle_dot() -> str:
     from statemachine.contrib.diagram import DotGraphMachine
     from groupspec.impl.lifecycle import GroupLifecycle
@@ -183,7 +205,7 @@ def write_docs(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (("table.md", table_md()), ("states.md", states_md()), ("invariants.md", invariants_md()),
-                       ("lifecycle.dot", lifecycle_dot())):
+                       ("world.md", world_md()), ("lifecycle.dot", lifecycle_dot())):
         p = out / name
         p.write_text(text, encoding="utf-8")
         written.append(p)

@@ -165,6 +165,99 @@ def _lasso_path(states: list, edges: list, ids: list) -> list:
     return path
 
 
+# -- the parallel search: workers expand frontier chunks, the main process deduplicates ----
+
+_W: dict = {}
+
+
+def _init_worker(cfg: WorldConfig, symmetry: bool) -> None:
+    _W["model"] = WorldModel(cfg)
+    _W["canon"] = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
+    _W["row_id"] = {name: i for i, name in enumerate(_row_names())}
+
+
+def _expand(chunk: list) -> list:
+    """For each state: its successors (step, state, canonical, violated invariant), or a failure."""
+    model, canon = _W["model"], _W["canon"]
+    out = []
+    for s in chunk:
+        try:
+            succ = model.successors(s)
+        except InvariantViolation as e:
+            out.append(("step-violation", s, e.invariant.name, getattr(e, "row", "")))
+            continue
+        if not succ and not model.pruned and not model.is_end(s):
+            out.append(("deadlock", s, None, None))
+            continue
+        rid = _W["row_id"]
+        # only what the main process needs: the canonical successor (a valid state itself),
+        # the step's label and rows (as indices), and the invariant it breaks
+        out.append(("ok", s, [(canon(t), st.action, tuple(rid.get(r, -1) for r in st.rows), model.violated(t))
+                              for st, t in succ], None))
+    return out
+
+
+def _row_names() -> list[str]:
+    from groupspec.spec.table import ROWS
+    from groupspec.spec.world import CLIENT_ROWS
+    return [r.name for r in ROWS] + [r.name for r in CLIENT_ROWS]
+
+
+def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, progress=None,
+                   max_states: int | None = None) -> Result:
+    """Breadth-first, level by level, the frontier's expansion spread over worker processes."""
+    from concurrent.futures import ProcessPoolExecutor
+    model = WorldModel(cfg)
+    canon = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
+    start = time.perf_counter()
+    init = model.initial()
+    seen: dict[tuple, tuple] = {canon(init): (None, None, 0)}
+    coverage: Counter = Counter()
+    generated = depth = 0
+    names = [i.name for i in INVARIANTS if i.kind in ("state", "step", "output")] + [i.name for i in WORLD_INVARIANTS]
+
+    def finish(result, violation="", at=None, last=None):
+        path = _path(model, seen, canon, at, last) if at is not None else []
+        return Result(result, len(seen), generated, time.perf_counter() - start, depth, symmetry, names, coverage,
+                      violation, path, complete=result != "stopped")
+    bad = model.violated(init)
+    if bad:
+        return finish("violation", bad, canon(init))
+    row_names = _row_names()
+    frontier = [canon(init)]
+    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(cfg, symmetry)) as pool:
+        while frontier:
+            size = max(64, len(frontier) // (workers * 4) + 1)
+            chunks = [frontier[i:i + size] for i in range(0, len(frontier), size)]
+            nxt = []
+            for results in pool.map(_expand, chunks):
+                for kind, s, succ, extra in results:
+                    cs = canon(s)
+                    if kind == "step-violation":
+                        return finish("violation", succ, cs, last=Step(f"row {extra!r} breaks {succ}",
+                                                                         (extra,) if extra else ()))
+                    if kind == "deadlock":
+                        return finish("deadlock", "deadlock: no action is enabled", cs)
+                    d = seen[cs][2]
+                    for ct, label, rows, bad in succ:
+                        generated += 1
+                        for r in rows:
+                            coverage[row_names[r] if r >= 0 else label] += 1
+                        if ct in seen:
+                            continue
+                        seen[ct] = (cs, label, d + 1)
+                        depth = max(depth, d + 1)
+                        if bad:
+                            return finish("violation", bad, ct)
+                        nxt.append(ct)
+                if progress:
+                    progress(generated, len(seen), len(nxt), depth, time.perf_counter() - start)
+                if max_states and len(seen) >= max_states:
+                    return finish("stopped")
+            frontier = nxt
+    return finish("ok")
+
+
 def _failing_step(model: WorldModel, s: tuple, e: InvariantViolation):
     row = getattr(e, "row", "")
     return Step(f"row {row!r} breaks {e.invariant.name}", (row,) if row else ())

@@ -114,7 +114,41 @@ def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> 
                                         _witness(solver, state, params, sizes)))
             elif res == z3.unknown:
                 problems.append(Problem("covering", trig.name, [], "Z3 gave up (timeout)"))
-    return LintResult(problems, checks, time.perf_counter() - start, sizes)
+    c2, p2 = lint_clients(sizes, timeout_ms)
+    return LintResult(problems + p2, checks + c2, time.perf_counter() - start, sizes)
+
+
+def lint_clients(sizes: dict, timeout_ms: int) -> tuple[int, list[Problem]]:
+    """The closed world's client rows: for each trigger, exclusive and reachable (a client's
+    triggers are its choices, so they need not cover every state)."""
+    from groupspec.spec.lang import fresh, well_formed
+    from groupspec.spec.world import ALL_VARS, CLIENT, CLIENT_ROWS, WORLD_PARAMS
+    wsizes = dict(sizes, **{CLIENT: 2})
+    state = {v.name: fresh("w." + v.name, v.type, wsizes) for v in ALL_VARS}
+    params = {"client": fresh("p.client", WORLD_PARAMS["client"], wsizes)}
+    assume = [c for v in ALL_VARS for c in well_formed(state[v.name], v.type, wsizes)]
+    assume += well_formed(params["client"], WORLD_PARAMS["client"], wsizes) + [params["client"] >= 0]
+    env = SymEnv(wsizes, state, params)
+    problems, checks = [], 0
+    by_trigger: dict = {}
+    for r in CLIENT_ROWS:
+        by_trigger.setdefault(r.trigger, []).append(r)
+    for trig, rows in by_trigger.items():
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(*assume)
+        conds = [to_z3(r.guard, env) for r in rows]
+        for r, c in zip(rows, conds):
+            checks += 1
+            if _check(solver, c) == z3.unsat:
+                problems.append(Problem("reachable", trig, [r.name], "no world state makes this client row apply"))
+        for i in range(len(rows)):
+            for j in range(i + 1, len(rows)):
+                checks += 1
+                if _check(solver, z3.And(conds[i], conds[j])) == z3.sat:
+                    problems.append(Problem("exclusive", trig, [rows[i].name, rows[j].name],
+                                            "both client rows apply"))
+    return checks, problems
 
 
 def _check(solver: z3.Solver, cond):

@@ -15,6 +15,7 @@ append-failure fault) with an error.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from groupspec.spec import engine as E
@@ -51,6 +52,8 @@ class WorldConfig:
     commits: bool = True
     leaves: bool = True
     max_size: int = 1 << 30        # group.max.size
+    loss: bool = False             # the network may lose a request or response (clients time out)
+    duplication: bool = False      # the network may deliver a request twice
 
     def sizes(self) -> dict:
         return {MEMBER: self.member_ids, INSTANCE: 1, PARTITION: self.topics * self.partitions, PROTOCOL: 1,
@@ -128,7 +131,7 @@ class WorldModel:
         cfg = self.cfg
         for c in range(cfg.clients):
             for trig in CLIENT_TRIGGERS:
-                if trig == "ClientCrash" and not cfg.crash:
+                if (trig == "ClientCrash" and not cfg.crash) or (trig == "ClientTimeout" and not cfg.loss):
                     continue
                 if (trig == "ClientCommit" and not cfg.commits) or (trig == "ClientLeave" and not cfg.leaves):
                     continue
@@ -137,6 +140,17 @@ class WorldModel:
                     out.append((Step(f"c{c}: {o.row.name}", (o.row.name,), _client_msgs(s, o.state, c)), o.state))
             if s[I["rq"]][c] != KIND["none"]:
                 out += self._deliver(s, c)
+                if cfg.duplication:
+                    out += [(dataclasses.replace(st, action=st.action + " (a copy stays in flight)"),
+                             _keep_request(t, s, c)) for st, t in self._deliver(s, c)]
+                if cfg.loss:
+                    w = list(s)
+                    w[I["rq"]] = _put(w[I["rq"]], c, KIND["none"])
+                    out.append((Step(f"the network loses c{c}'s request", ()), tuple(w)))
+            if cfg.loss and s[I["rs"]][c] != KIND["none"]:
+                w = list(s)
+                w[I["rs"]] = _put(w[I["rs"]], c, KIND["none"])
+                out.append((Step(f"the network loses the response to c{c}", ()), tuple(w)))
         g = s
         if cfg.expiry:
             for m in iter_bits(E.get(g, "hb_armed")):
@@ -353,6 +367,14 @@ class WorldModel:
         """A legitimate end: every client has left or crashed, or is stable with nothing in flight."""
         phases = s[I["c_phase"]]
         return all(ph in (PHASE["left"], PHASE["crashed"]) for ph in phases)
+
+
+def _keep_request(t: tuple, before: tuple, c: int) -> tuple:
+    """The state after a delivery, with client c's request still in flight (duplicated)."""
+    w = list(t)
+    for v in ("rq", "rq_member", "rq_gen", "rq_assign"):
+        w[I[v]] = _put(w[I[v]], c, before[I[v]][c])
+    return tuple(w)
 
 
 def _put(t: tuple, i: int, v) -> tuple:

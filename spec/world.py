@@ -179,12 +179,16 @@ CLIENT_ROWS: list[Row] = [
     Row("leave the group", "ClientLeave", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
         [sets(c_phase=W.c_phase.put(C, ph("left")), c_owned=W.c_owned.put(C, empty(PARTITION)),
               **_send("leave"))], None, src + " (close)"),
+    Row("request timed out, rejoin", "ClientTimeout", ALL,
+        (Or(W.c_phase[C] == ph("joining"), W.c_phase[C] == ph("syncing"))) & idle_line,
+        [sets(**_rejoin())], None, src + " (request.timeout.ms: a lost request or response)"),
     Row("crash", "ClientCrash", ALL, alive & Not(W.c_phase[C] == ph("idle")),
         [sets(c_phase=W.c_phase.put(C, ph("crashed")), c_owned=W.c_owned.put(C, empty(PARTITION)))],
         None, "fault: the consumer process dies"),
 ]
 
-CLIENT_TRIGGERS = ("ClientStart", "ClientReceive", "ClientHeartbeat", "ClientCommit", "ClientLeave", "ClientCrash")
+CLIENT_TRIGGERS = ("ClientStart", "ClientReceive", "ClientHeartbeat", "ClientCommit", "ClientLeave", "ClientCrash",
+                   "ClientTimeout")
 
 
 # -- end-to-end properties --------------------------------------------------------------

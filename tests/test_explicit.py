@@ -112,3 +112,11 @@ def test_a_join_that_never_completes_is_reported_as_a_lasso(monkeypatch):
     assert 0 <= r.loop_start < len(r.path) - 1
     stuck = {E.get(s, "state") for _, s in r.path[r.loop_start:]}
     assert stuck == {E.STATES.index("PreparingRebalance")}
+
+
+def test_the_parallel_search_agrees_with_the_sequential_one():
+    from groupspec.checkers.explicit import check_parallel
+    seq, par = check(TINY), check_parallel(TINY, workers=2)
+    assert (par.result, par.distinct_states, par.generated, par.depth) == \
+        (seq.result, seq.distinct_states, seq.generated, seq.depth)
+    assert set(par.coverage) == set(seq.coverage)

@@ -51,3 +51,15 @@ def test_lint_finds_an_illegal_move(monkeypatch):
     rows.append(bad)
     monkeypatch.setattr(L, "ROWS", rows)
     assert any(p.check == "moves" and "Heartbeat: planted illegal move" in p.rows for p in L.check_moves())
+
+
+def test_client_rows_are_linted_too(monkeypatch):
+    from groupspec.spec import world
+    assert L.lint_clients(dict(L.default_sizes()), 20_000)[1] == []
+    rows = list(world.CLIENT_ROWS)
+    dup = copy.copy(next(r for r in rows if r.name == "heartbeat"))
+    dup.name = "planted: commit whenever a heartbeat could be sent"
+    rows.append(dup)
+    monkeypatch.setattr(world, "CLIENT_ROWS", rows)
+    problems = L.lint_clients(dict(L.default_sizes()), 20_000)[1]
+    assert any(p.check == "exclusive" and dup.name in p.rows for p in problems)
