@@ -32,7 +32,9 @@ PRESETS: dict[str, WorldConfig] = {
                         expiry=False, failover=False, append_failure=False, commits=False, leaves=True),
     "small": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=True,
                          expiry=True, failover=False, append_failure=False, commits=False, leaves=True),
-    "ci": WorldConfig(clients=2, topics=1, partitions=2, max_generation=3, member_ids=4, crash=True, expiry=True,
+    # every coordinator and client fault at one generation: measured to fit CI's two minutes
+    # (a second generation alone costs 15x, a third client more; see the closing note of issue 3)
+    "ci": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=True, expiry=True,
                       failover=True, append_failure=True, commits=True, leaves=True),
     "deep": WorldConfig(clients=3, topics=2, partitions=2, max_generation=3, member_ids=6, crash=True, expiry=True,
                         failover=True, append_failure=True, commits=True, leaves=True),
