@@ -147,6 +147,7 @@ def check_cmd(
                                                             "(keeps the graph; turns symmetry off)"),
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
     workers: int = typer.Option(2, "--workers", help="processes expanding states (1: a single process)"),
+    no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -168,6 +169,8 @@ def check_cmd(
         if isinstance(v, int) and not isinstance(v, bool) and v < 1 and k != "max_generation":
             fail_input(f"--{k.replace('_', '-')} must be at least 1, got {v}")
     cfg = dataclasses.replace(PRESETS[preset], **overrides)
+    if no_waivers:
+        cfg = dataclasses.replace(cfg, waive=())
     from rich.live import Live
     from rich.text import Text
     live = None if as_json else Live(Text("starting"), console=err, transient=True)
@@ -197,6 +200,7 @@ def check_cmd(
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
            "workers": workers if not liveness else 1,
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
+           "waived": [{"invariant": n, "why": w} for n, w in cfg.waive],
            "coverage": {"fired": fired, "never_fired": never,
                         "table_rows": len(ROWS), "table_rows_fired": len(ROWS) - len(never)}}
     if res.path:
@@ -220,6 +224,8 @@ def check_cmd(
             out.print(f"  {st['step']:>3}  {st['action']}{mark}", markup=False)
         out.print(f"table rows fired: {doc['coverage']['table_rows_fired']} of {len(ROWS)} "
                   f"(--json lists the rest)", markup=False)
+        for n, w in cfg.waive:
+            out.print(f"not checked in this world: {n} ({w})", markup=False)
         if res.path and out_dir:
             out.print(f"counterexample written to {out_dir}", markup=False)
     if res.result in ("violation", "deadlock", "lasso"):

@@ -52,11 +52,15 @@ class WorldConfig:
     commits: bool = True
     leaves: bool = True
     max_size: int = 1 << 30        # group.max.size
+    instances: tuple | None = None  # each client's group.instance.id (an index; equal ones: a zombie), or None
+    restart: bool = False          # a crashed client may be restarted
     loss: bool = False             # the network may lose a request or response (clients time out)
+    waive: tuple = ()              # ((invariant, why), ...): invariants this world does not check, and why
     duplication: bool = False      # the network may deliver a request twice
 
     def sizes(self) -> dict:
-        return {MEMBER: self.member_ids, INSTANCE: 1, PARTITION: self.topics * self.partitions, PROTOCOL: 1,
+        n_inst = max(1, len({i for i in (self.instances or ()) if i is not None}))
+        return {MEMBER: self.member_ids, INSTANCE: n_inst, PARTITION: self.topics * self.partitions, PROTOCOL: 1,
                 PROTOLIST: 1, PTYPE: 1, CLIENT: self.clients}
 
 
@@ -92,8 +96,9 @@ class WorldModel:
         self.pruned = 0      # successors of the last state cut off by a bound
         self._spent = 0
         self._cache: dict = {}
+        waived = {name for name, _ in cfg.waive}
         self.world_invariants = [(inv, compile_term(inv.formula, Layout(WORLD_INDEX, {})))
-                                 for inv in WORLD_INVARIANTS]
+                                 for inv in WORLD_INVARIANTS if inv.name not in waived]
 
     # -- the world ------------------------------------------------------------------
 
@@ -131,7 +136,8 @@ class WorldModel:
         cfg = self.cfg
         for c in range(cfg.clients):
             for trig in CLIENT_TRIGGERS:
-                if (trig == "ClientCrash" and not cfg.crash) or (trig == "ClientTimeout" and not cfg.loss):
+                if (trig == "ClientCrash" and not cfg.crash) or (trig == "ClientTimeout" and not cfg.loss) or \
+                        (trig == "ClientRestart" and not cfg.restart):
                     continue
                 if (trig == "ClientCommit" and not cfg.commits) or (trig == "ClientLeave" and not cfg.leaves):
                     continue
@@ -281,7 +287,9 @@ class WorldModel:
         mid = s[I["rq_member"]][c]
         g = s
         known = mid != NONE and ((E.get(g, "members") | E.get(g, "pending")) >> mid) & 1
-        who = {"member": mid if known else NONE, "member_empty": mid == NONE, "instance": NONE}
+        inst = self.cfg.instances[c] if self.cfg.instances else None
+        who = {"member": mid if known else NONE, "member_empty": mid == NONE,
+               "instance": NONE if inst is None else inst}
         gen = s[I["rq_gen"]][c]
         w = list(s)
         w[I["rq"]] = _put(w[I["rq"]], c, KIND["none"])

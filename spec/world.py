@@ -150,9 +150,13 @@ CLIENT_ROWS: list[Row] = [
     Row("sync: assignment received", "ClientReceive", ALL, alive & got("sync") & err("NONE"),
         [sets(c_owned=W.c_owned.put(C, W.rs_assignment[C]), c_phase=W.c_phase.put(C, ph("stable")),
               **_consume())], None, src + " (onJoinComplete)"),
-    Row("sync: unknown member or fenced, rejoin without an id", "ClientReceive", ALL,
-        alive & got("sync") & Or(err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID")),
+    Row("sync: unknown member, rejoin without an id", "ClientReceive", ALL,
+        alive & got("sync") & err("UNKNOWN_MEMBER_ID"),
         [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src),
+    Row("fenced: another process has this group.instance.id, stop", "ClientReceive", ALL,
+        alive & Or(got("sync"), got("heartbeat"), got("commit")) & err("FENCED_INSTANCE_ID"),
+        [sets(c_phase=W.c_phase.put(C, ph("left")), c_owned=W.c_owned.put(C, empty(PARTITION)), **_consume())],
+        None, src + " (FencedInstanceIdException is fatal, KIP-345)"),
     Row("sync: error, rejoin", "ClientReceive", ALL,
         alive & got("sync") & Not(Or(err("NONE"), err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID"))),
         [sets(**_consume()), sets(**_rejoin())], None, src),
@@ -166,7 +170,7 @@ CLIENT_ROWS: list[Row] = [
         alive & Or(got("heartbeat"), got("commit")) & Or(err("REBALANCE_IN_PROGRESS"), err("ILLEGAL_GENERATION")),
         [sets(**_consume()), sets(**_rejoin())], None, src + "; seed 003"),
     Row("heartbeat or commit: unknown member, rejoin without an id", "ClientReceive", ALL,
-        alive & Or(got("heartbeat"), got("commit")) & Or(err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID")),
+        alive & Or(got("heartbeat"), got("commit")) & err("UNKNOWN_MEMBER_ID"),
         [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src),
     Row("a response the client no longer waits for", "ClientReceive", ALL,
         Not(got("none")) & (Not(alive) | got("leave")),
@@ -182,13 +186,17 @@ CLIENT_ROWS: list[Row] = [
     Row("request timed out, rejoin", "ClientTimeout", ALL,
         (Or(W.c_phase[C] == ph("joining"), W.c_phase[C] == ph("syncing"))) & idle_line,
         [sets(**_rejoin())], None, src + " (request.timeout.ms: a lost request or response)"),
+    Row("restart after a crash", "ClientRestart", ALL, (W.c_phase[C] == ph("crashed")) & idle_line,
+        [sets(c_phase=W.c_phase.put(C, ph("joining")), c_member=W.c_member.put(C, none(MEMBER)),
+              c_gen=W.c_gen.put(C, -1), **_send("join", member=none(MEMBER), gen=lift(-1, INT)))],
+        None, "fault: the consumer process is restarted (a static member rejoins with its group.instance.id)"),
     Row("crash", "ClientCrash", ALL, alive & Not(W.c_phase[C] == ph("idle")),
         [sets(c_phase=W.c_phase.put(C, ph("crashed")), c_owned=W.c_owned.put(C, empty(PARTITION)))],
         None, "fault: the consumer process dies"),
 ]
 
 CLIENT_TRIGGERS = ("ClientStart", "ClientReceive", "ClientHeartbeat", "ClientCommit", "ClientLeave", "ClientCrash",
-                   "ClientTimeout")
+                   "ClientTimeout", "ClientRestart")
 
 
 # -- end-to-end properties --------------------------------------------------------------
@@ -211,7 +219,20 @@ WORLD_INVARIANTS: tuple[Invariant, ...] = (
         "No two clients that believe they are in the current generation own the same partition.",
         ForAll(_stable_now(), lambda a: ForAll(_stable_now(), lambda b: Or(
             a == b, Not(_current(a) & _current(b)), (W.c_owned[a] & W.c_owned[b]).is_empty()))),
-        "the consumer's contract with the coordinator; seeds 001, 004", scope="closed-world"),
+        "the consumer's contract with the coordinator; seeds 001, 004", scope="closed-world",
+        note="Static membership breaks it by design: a second process with the same group.instance.id "
+             "replaces the member id without a rebalance (GC.updateStaticMemberAndRebalance), so the old "
+             "process keeps its partitions in the same generation until its next heartbeat or commit is "
+             "fenced (groupspec check --preset static --no-waivers; tests/scenarios/findings.yaml)."),
+    Invariant(
+        "no-shared-partition-among-members",
+        "No two clients whose member ids are members of the group and that believe they are in its current "
+        "generation own the same partition.",
+        ForAll(_stable_now(), lambda a: ForAll(_stable_now(), lambda b: Or(
+            a == b, Not(_current(a) & _current(b)), Not(W.c_member[a].in_(W.members)),
+            Not(W.c_member[b].in_(W.members)), (W.c_owned[a] & W.c_owned[b]).is_empty()))),
+        "GC.updateStaticMemberAndRebalance (a replaced member id is no longer a member: fenced)",
+        scope="closed-world"),
     Invariant(
         "no-shared-member-id",
         "No two live clients hold the same member id.",

@@ -120,3 +120,12 @@ def test_the_parallel_search_agrees_with_the_sequential_one():
     assert (par.result, par.distinct_states, par.generated, par.depth) == \
         (seq.result, seq.distinct_states, seq.generated, seq.depth)
     assert set(par.coverage) == set(seq.coverage)
+
+
+def test_the_static_zombie_window_is_found_without_the_waiver():
+    cfg = dataclasses.replace(PRESETS["static"], waive=())
+    r = check(cfg)
+    assert r.result == "violation" and r.violation == "no-shared-partition"
+    assert len(r.path) - 1 == r.depth <= 12
+    actions = [st.action for st, _ in r.path[1:]]
+    assert sum("deliver" in a and "join" in a for a in actions) >= 2   # two processes join, one instance id
