@@ -197,6 +197,8 @@ def check_cmd(
            "kind": res.result,
            "violation": res.violation or None, "preset": preset, "world": dataclasses.asdict(cfg),
            "symmetry": res.symmetry, "distinct_states": res.distinct_states, "generated_states": res.generated,
+           "unreduced_states": res.unreduced_states,
+           "symmetry_reduction": round(res.unreduced_states / max(1, res.distinct_states), 2),
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
            "workers": workers if not liveness else 1,
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
@@ -224,6 +226,9 @@ def check_cmd(
             out.print(f"  {st['step']:>3}  {st['action']}{mark}", markup=False)
         out.print(f"table rows fired: {doc['coverage']['table_rows_fired']} of {len(ROWS)} "
                   f"(--json lists the rest)", markup=False)
+        if res.symmetry:
+            out.print(f"symmetry reduction: {doc['symmetry_reduction']}x ({res.unreduced_states:,} states "
+                      f"without it)", markup=False)
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
         if res.path and out_dir:

@@ -49,18 +49,29 @@ PRESETS: dict[str, WorldConfig] = {
 }
 
 
+def permute(s: tuple, order: tuple) -> tuple:
+    """Rename clients: new client k is old client order[k]."""
+    new_of = {old: new for new, old in enumerate(order)}
+    out = list(s)
+    for i in PER_CLIENT:
+        out[i] = tuple(s[i][old] for old in order)
+    for i in CLIENT_VALUED:
+        out[i] = tuple(NONE if v == NONE else new_of[v] for v in s[i])
+    return tuple(out)
+
+
+def orbit_size(s: tuple, n_clients: int) -> int:
+    """How many distinct states renaming clients makes of s."""
+    from itertools import permutations
+    return len({permute(s, order) for order in permutations(range(n_clients))})
+
+
 def canonical(s: tuple, n_clients: int) -> tuple:
     """The representative of s's orbit under renaming clients."""
     sig = sorted(range(n_clients), key=lambda c: tuple(s[i][c] for i in PER_CLIENT))
     if sig == list(range(n_clients)):
         return s
-    new_of = {old: new for new, old in enumerate(sig)}
-    out = list(s)
-    for i in PER_CLIENT:
-        out[i] = tuple(s[i][old] for old in sig)
-    for i in CLIENT_VALUED:
-        out[i] = tuple(NONE if v == NONE else new_of[v] for v in s[i])
-    return tuple(out)
+    return permute(s, tuple(sig))
 
 
 @dataclass
@@ -77,6 +88,7 @@ class Result:
     path: list = field(default_factory=list)    # [(Step | None, state)] from the initial state
     complete: bool = True                        # False if stopped at --max-states
     loop_start: int = -1                         # a lasso: the path's index where the loop begins
+    unreduced_states: int = 0                    # with symmetry: the states the search stands for
 
     @property
     def states_per_second(self) -> float:
@@ -106,8 +118,10 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
 
     def finish(result, violation="", at=None, last=None):
         path = _path(model, seen, canon, at, last) if at is not None else []
-        return Result(result, len(seen), generated, time.perf_counter() - start, depth, symmetry, names, coverage,
-                      violation, path, complete=result != "stopped")
+        res = Result(result, len(seen), generated, time.perf_counter() - start, depth, symmetry, names, coverage,
+                     violation, path, complete=result != "stopped")
+        res.unreduced_states = sum(orbit_size(c, cfg.clients) for c in seen) if symmetry else len(seen)
+        return res
 
     bad = model.violated(init)
     if bad:
@@ -234,8 +248,10 @@ def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, pr
 
     def finish(result, violation="", at=None, last=None):
         path = _path(model, seen, canon, at, last) if at is not None else []
-        return Result(result, len(seen), generated, time.perf_counter() - start, depth, symmetry, names, coverage,
-                      violation, path, complete=result != "stopped")
+        res = Result(result, len(seen), generated, time.perf_counter() - start, depth, symmetry, names, coverage,
+                     violation, path, complete=result != "stopped")
+        res.unreduced_states = sum(orbit_size(c, cfg.clients) for c in seen) if symmetry else len(seen)
+        return res
     bad = model.violated(init)
     if bad:
         return finish("violation", bad, canon(init))

@@ -30,6 +30,8 @@ def test_symmetry_reduction_keeps_verdict_and_shrinks_the_space():
     with_sym, without = check(TINY, symmetry=True), check(TINY, symmetry=False)
     assert with_sym.result == without.result == "ok"
     assert with_sym.distinct_states < without.distinct_states <= 2 * with_sym.distinct_states
+    # the orbits of the canonical states are exactly the states of the unreduced search
+    assert with_sym.unreduced_states == without.distinct_states
 
 
 def test_canonical_form_is_stable_under_renaming_clients():
