@@ -6,8 +6,9 @@ Mutants of a coordinator row (clients are the environment and stay correct):
   drop-effect     drop one update of one state variable
   redirect        move to another state than the row's target
   swap-error      answer another error than the row's
-Each mutant runs the explicit checker on a world preset.  A mutant is
-killed when the checker reports a violation, a deadlock, or the table
+Each mutant runs the explicit checker on a world preset, for safety and
+then for bounded liveness.  A mutant is killed when the checker reports a
+violation, a deadlock, a fair lasso stuck in a rebalance, or the table
 failing to decide (no row applies); it survives when the world stays
 correct; it is unreached when its row never fires in that world (no
 world of that size can tell).
@@ -124,6 +125,8 @@ def run_one(args) -> dict:
     rows[i] = row
     try:
         res = check(cfg, rows=rows)
+        if res.result == "ok":
+            res = check(cfg, rows=rows, liveness=True)   # a mutant may only break progress
         outcome = "survived" if res.result == "ok" else "killed"
         by = res.violation if res.result != "ok" else ""
         fired = res.coverage.get(row.name, 0)
