@@ -112,9 +112,7 @@ def table_md() -> str:
             states = ", ".join(r.states) if len(r.states) < len(STATES) else "any"
             lines.append(f"| {_cell(r.name.split(': ', 1)[1])} | {states} | {_cell(guard_words(r))} | "
                          f"{_cell(effect_words(r))} | {_cell(r.response)} | {_cell(r.source)} |")
-    lines.append("\n\n## State variables\n\n| variable | type | meaning |\n|---|---|---|")
-    for v in STATE_VARS:
-        lines.append(f"| {v.name} | `{v.type!r}` | {_cell(v.meaning)} |")
+    lines.append("\n\n## State variables\n\n" + vars_table(STATE_VARS))
     lines.append("\n\n## Parameters\n\n| parameter | type | meaning |\n|---|---|---|")
     for k, (t, meaning) in PARAM_DECLS.items():
         lines.append(f"| p.{k} | `{t!r}` | {_cell(meaning)} |")
@@ -163,13 +161,23 @@ def invariants_md() -> str:
              "assumes the *structural* ones. *Closed-world* invariants hold only when clients follow the "
              "protocol; the model checkers check them.\n"]
     for inv in INVARIANTS:
-        lines.append(f"\n## {inv.name}\n\n{inv.meaning}\n")
-        lines.append(f"- kind: {inv.kind}; scope: {inv.scope}{'; structural' if inv.structural else ''}")
-        lines.append(f"- source: {inv.source}")
-        if inv.note:
-            lines.append(f"- note: {inv.note}")
-        lines.append(f"\n```\n{show(inv.formula)}\n```")
+        lines.append(invariant_md(inv, "##"))
     return "\n".join(lines) + "\n"
+
+
+def vars_table(decls) -> str:
+    return "| variable | type | meaning |\n|---|---|---|\n" + "\n".join(
+        f"| {v.name} | `{v.type!r}` | {_cell(v.meaning)} |" for v in decls)
+
+
+def invariant_md(inv, heading: str) -> str:
+    lines = [f"\n{heading} {inv.name}\n\n{inv.meaning}\n",
+             f"- kind: {inv.kind}; scope: {inv.scope}{'; structural' if inv.structural else ''}",
+             f"- source: {inv.source}"]
+    if inv.note:
+        lines.append(f"- note: {inv.note}")
+    lines.append(f"\n```\n{show(inv.formula)}\n```")
+    return "\n".join(lines)
 
 
 def world_md() -> str:
@@ -184,12 +192,10 @@ def world_md() -> str:
     for r in CLIENT_ROWS:
         lines.append(f"| {r.trigger} | {_cell(r.name)} | {_cell(show(r.guard))} | {_cell(effect_words(r))} | "
                      f"{_cell(r.source)} |")
-    lines.append("\n\n## World variables\n\n| variable | type | meaning |\n|---|---|---|")
-    for v in WORLD_VARS:
-        lines.append(f"| {v.name} | `{v.type!r}` | {_cell(v.meaning)} |")
+    lines.append("\n\n## World variables\n\n" + vars_table(WORLD_VARS))
     lines.append("\n\n## End-to-end invariants\n")
     for inv in WORLD_INVARIANTS:
-        lines.append(f"\n### {inv.name}\n\n{inv.meaning} ({inv.source})\n\n```\n{show(inv.formula)}\n```")
+        lines.append(invariant_md(inv, "###"))
     return "\n".join(lines) + "\n"
 
 

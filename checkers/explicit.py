@@ -95,33 +95,44 @@ class Result:
         return self.distinct_states / self.seconds if self.seconds else 0.0
 
 
+class _Search:
+    """What both searches keep: the visited canonical states with their parents, coverage, counts."""
+
+    def __init__(self, cfg: WorldConfig, symmetry: bool, rows: list | None = None):
+        self.cfg, self.symmetry = cfg, symmetry
+        self.model = WorldModel(cfg, rows)
+        self.canon = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
+        self.start = time.perf_counter()
+        self.init = self.model.initial()
+        self.seen: dict[tuple, tuple] = {self.canon(self.init): (None, None, 0)}
+        self.coverage: Counter = Counter()
+        self.generated = 0
+        self.depth = 0
+        self.names = _checked(cfg)
+
+    def finish(self, result: str, violation: str = "", at=None, last=None) -> "Result":
+        path = _path(self.model, self.seen, self.canon, at, last) if at is not None else []
+        res = Result(result, len(self.seen), self.generated, time.perf_counter() - self.start, self.depth,
+                     self.symmetry, self.names, self.coverage, violation, path, complete=result != "stopped")
+        res.unreduced_states = (sum(orbit_size(c, self.cfg.clients) for c in self.seen) if self.symmetry
+                                else len(self.seen))
+        return res
+
+
 def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: int | None = None,
           deadlock: bool = True, liveness: bool = False, rows: list | None = None) -> Result:
     """Search the world; with `liveness`, also look for a fair lasso stuck in a rebalance
     (the graph is kept, and symmetry is off so that fairness is per client)."""
-    model = WorldModel(cfg, rows)
     if liveness:
         symmetry = False
-    canon = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
+    S = _Search(cfg, symmetry, rows)
+    model, canon, seen, coverage, init = S.model, S.canon, S.seen, S.coverage, S.init
     ids: dict = {}
     states_by_id: list = []
     edges: list = []
     bounded: set = set()      # states whose successors a bound cut off
-    start = time.perf_counter()
-    init = model.initial()
-    seen: dict[tuple, tuple] = {canon(init): (None, None, 0)}
     queue = deque([init])
-    coverage: Counter = Counter()
-    generated = 0
-    depth = 0
-    names = _checked(cfg)
-
-    def finish(result, violation="", at=None, last=None):
-        path = _path(model, seen, canon, at, last) if at is not None else []
-        res = Result(result, len(seen), generated, time.perf_counter() - start, depth, symmetry, names, coverage,
-                     violation, path, complete=result != "stopped")
-        res.unreduced_states = sum(orbit_size(c, cfg.clients) for c in seen) if symmetry else len(seen)
-        return res
+    finish = S.finish
 
     bad = model.violated(init)
     if bad:
@@ -130,12 +141,12 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
         ids[init] = 0
         states_by_id.append(init)
         edges.append([])
-    last_report = start
+    last_report = S.start
     while queue:
         s = queue.popleft()
         cs = canon(s)
         d = seen[cs][2]
-        depth = max(depth, d)
+        S.depth = max(S.depth, d)
         try:
             succ = model.successors(s)
         except InvariantViolation as e:
@@ -145,7 +156,7 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
         if not succ and deadlock and not model.pruned and not model.is_end(s):
             return finish("deadlock", "deadlock: no action is enabled", cs)
         for step, t in succ:
-            generated += 1
+            S.generated += 1
             for r in step.rows:
                 coverage[r] += 1
             ct = canon(t)
@@ -161,12 +172,12 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
             seen[ct] = (cs, step, d + 1)
             bad = model.violated(t)
             if bad:
-                depth = max(depth, d + 1)
+                S.depth = max(S.depth, d + 1)
                 return finish("violation", bad, ct)
             queue.append(t)
         if progress and time.perf_counter() - last_report > 0.5:
             last_report = time.perf_counter()
-            progress(generated, len(seen), len(queue), depth, last_report - start)
+            progress(S.generated, len(seen), len(queue), S.depth, last_report - S.start)
         if max_states and len(seen) >= max_states:
             return finish("stopped")
     if liveness:
@@ -237,21 +248,8 @@ def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, pr
                    max_states: int | None = None) -> Result:
     """Breadth-first, level by level, the frontier's expansion spread over worker processes."""
     from concurrent.futures import ProcessPoolExecutor
-    model = WorldModel(cfg)
-    canon = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
-    start = time.perf_counter()
-    init = model.initial()
-    seen: dict[tuple, tuple] = {canon(init): (None, None, 0)}
-    coverage: Counter = Counter()
-    generated = depth = 0
-    names = _checked(cfg)
-
-    def finish(result, violation="", at=None, last=None):
-        path = _path(model, seen, canon, at, last) if at is not None else []
-        res = Result(result, len(seen), generated, time.perf_counter() - start, depth, symmetry, names, coverage,
-                     violation, path, complete=result != "stopped")
-        res.unreduced_states = sum(orbit_size(c, cfg.clients) for c in seen) if symmetry else len(seen)
-        return res
+    S = _Search(cfg, symmetry)
+    model, canon, seen, coverage, init, finish = S.model, S.canon, S.seen, S.coverage, S.init, S.finish
     bad = model.violated(init)
     if bad:
         return finish("violation", bad, canon(init))
@@ -272,18 +270,18 @@ def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, pr
                         return finish("deadlock", "deadlock: no action is enabled", cs)
                     d = seen[cs][2]
                     for ct, label, rows, bad in succ:
-                        generated += 1
+                        S.generated += 1
                         for r in rows:
                             coverage[row_names[r] if r >= 0 else label] += 1
                         if ct in seen:
                             continue
                         seen[ct] = (cs, label, d + 1)
-                        depth = max(depth, d + 1)
+                        S.depth = max(S.depth, d + 1)
                         if bad:
                             return finish("violation", bad, ct)
                         nxt.append(ct)
                 if progress:
-                    progress(generated, len(seen), len(nxt), depth, time.perf_counter() - start)
+                    progress(S.generated, len(seen), len(nxt), S.depth, time.perf_counter() - S.start)
                 if max_states and len(seen) >= max_states:
                     return finish("stopped")
             frontier = nxt

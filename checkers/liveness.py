@@ -121,12 +121,7 @@ def _stem(edges: list, target: int) -> list[int]:
             if j not in parent:
                 parent[j] = v
                 q.append(j)
-    path = []
-    v = target
-    while v is not None:
-        path.append(v)
-        v = parent[v]
-    return path[::-1]
+    return _back(parent, target)
 
 
 def _loop(edges: list, members: set, start: int, inner: list) -> list[int]:
@@ -145,9 +140,13 @@ def _loop(edges: list, members: set, start: int, inner: list) -> list[int]:
             if j not in parent:
                 parent[j] = v
                 q.append(j)
+    return _back(parent, found) + [start]
+
+
+def _back(parent: dict, v) -> list[int]:
+    """The path to v, following parent pointers back to the root."""
     path = []
-    v = found
     while v is not None:
         path.append(v)
         v = parent[v]
-    return path[::-1] + [start]
+    return path[::-1]
