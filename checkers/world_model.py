@@ -95,6 +95,9 @@ class WorldModel:
             self._base_vector[self.space.param_index[k]] = v
         self.pruned = 0      # successors of the last state cut off by a bound
         self._spent = 0
+        self._gcache: dict = {}
+        self._ccache: dict = {}
+        _check_locality()
         self._cache: dict = {}
         waived = {name for name, _ in cfg.waive}
         self.world_invariants = [(inv, compile_term(inv.formula, Layout(WORLD_INDEX, {})))
@@ -142,8 +145,8 @@ class WorldModel:
                 if (trig == "ClientCommit" and not cfg.commits) or (trig == "ClientLeave" and not cfg.leaves):
                     continue
                 p = self.params(client=c)
-                for o in self.clients.fire(s, trig, p):
-                    out.append((Step(f"c{c}: {o.row.name}", (o.row.name,), _client_msgs(s, o.state, c)), o.state))
+                for name, t in self._client_step(s, trig, c, p):
+                    out.append((Step(f"c{c}: {name}", (name,)), t))
             if s[I["rq"]][c] != KIND["none"]:
                 out += self._deliver(s, c)
                 if cfg.duplication:
@@ -185,13 +188,14 @@ class WorldModel:
     def _fire(self, s: list, trigger: str, params: dict, sender: int):
         """All outcomes of firing `trigger` and what it entails (appends, eager completion)."""
         p = self.params(**params)
-        outcomes = self.group.fire(tuple(s), trigger, p)
+        outcomes = self._group_fire(s, trigger, p)
         if not outcomes:
             return [(s, [], [])]
         results = []
+        rest = list(s[N_GROUP:])
         for o in outcomes:
-            w = list(o.state)
-            self._check_step(tuple(s), o.state, p, o.outputs, o.row.name)
+            w = list(o.state) + rest
+            self._check_step(tuple(s[:N_GROUP]), o.state, p, o.outputs, o.row.name)
             msgs: list = []
             branches = [(w, [o.row.name], msgs)]
             branches = self._route(branches, o.outputs, sender, trigger)
@@ -199,6 +203,40 @@ class WorldModel:
                 self._mark_ids(w2)
                 results += self._eager(w2, rows, m2)
         return results
+
+    # -- memoized steps ---------------------------------------------------------------
+    # The coordinator's rows read and write only the group's variables, and a client's
+    # rows only that client's entries (checked in _check_locality), so a step depends on
+    # a small part of the world, which repeats across many world states.
+
+    def _group_fire(self, s, trigger: str, p: list):
+        key = (tuple(s[:N_GROUP]), trigger, tuple(p))
+        got = self._gcache.get(key)
+        if got is None:
+            if len(self._gcache) > 400_000:
+                self._gcache.clear()
+            got = self._gcache[key] = self.group.fire(key[0], trigger, p)
+        return got
+
+    def _client_step(self, s: tuple, trig: str, c: int, p: list) -> list:
+        local = tuple(s[i][c] for i in CLIENT_VARS)
+        key = (trig, local)
+        got = self._ccache.get(key)
+        if got is None:
+            got = []
+            for o in self.clients.fire(s, trig, p):
+                got.append((o.row.name, tuple(o.state[i][c] for i in CLIENT_VARS)))
+            if len(self._ccache) > 400_000:
+                self._ccache.clear()
+            self._ccache[key] = got
+        out = []
+        for name, new in got:
+            w = list(s)
+            for i, v in zip(CLIENT_VARS, new):
+                if w[i][c] != v:
+                    w[i] = _put(w[i], c, v)
+            out.append((name, tuple(w)))
+        return out
 
     def _eager(self, s: list, rows: list, msgs: list):
         st = tuple(s)
@@ -403,7 +441,29 @@ def _initial(t, initial, sizes):
     return initial
 
 
-def _client_msgs(before: tuple, after: tuple, c: int) -> tuple:
-    return ()
+CLIENT_VARS = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.key == CLIENT]
+
+
+def _check_locality() -> None:
+    """The memoized steps rely on this: client rows read and write only the client's own
+    entries, coordinator rows only the group's variables."""
+    from groupspec.spec.lang import walk
+    from groupspec.spec.rows import Set_
+    from groupspec.spec.table import ROWS
+    client_names = {ALL_VARS[i].name for i in CLIENT_VARS}
+    group_names = {v.name for v in STATE_VARS}
+    for table, allowed in ((CLIENT_ROWS, client_names), (ROWS, group_names)):
+        for r in table:
+            terms = [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]
+            written = {k for st in r.steps if isinstance(st, Set_) for k in st.updates}
+            read = {n.data for t in terms for n in walk(t) if n.op == "var"}
+            if not (read | written) <= allowed:
+                raise AssertionError(f"row {r.name!r} touches {sorted((read | written) - allowed)}")
+    for r in CLIENT_ROWS:   # every read of a client variable is at the row's own client
+        for t in [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]:
+            for n in walk(t):
+                if n.op == "get" and n.args[0].op == "var" and n.args[0].data in client_names:
+                    if not (n.args[1].op == "param" and n.args[1].data == "client"):
+                        raise AssertionError(f"client row {r.name!r} reads another client's {n.args[0].data}")
 
 
