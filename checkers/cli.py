@@ -233,7 +233,7 @@ def check_cmd(
             out.print(f"not checked in this world: {n} ({w})", markup=False)
         if res.path and out_dir:
             out.print(f"counterexample written to {out_dir}", markup=False)
-    if res.result in ("violation", "deadlock", "lasso"):
+    if res.result in ("violation", "deadlock", "lasso", "no-progress"):
         raise typer.Exit(1)
 
 

@@ -181,13 +181,20 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
         if max_states and len(seen) >= max_states:
             return finish("stopped")
     if liveness:
-        from .liveness import find_lasso
-        lasso = find_lasso(states_by_id, [[(j, st.action) for j, st in es] for es in edges], bounded)
+        from .liveness import _stem, find_lasso, find_no_progress
+        labelled = [[(j, st.action) for j, st in es] for es in edges]
+        # the more specific diagnosis first: a fair cycle stuck in a rebalance
+        lasso = find_lasso(states_by_id, labelled, bounded)
         if lasso is not None:
             stem, loop = lasso
             res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")
             res.path = _lasso_path(states_by_id, edges, stem + loop[1:])
             res.loop_start = len(stem) - 1
+            return res
+        stuck = find_no_progress(states_by_id, labelled, bounded, model.is_end, model.some_stable)
+        if stuck is not None:
+            res = finish("no-progress", "no client can ever get an assignment again")
+            res.path = _lasso_path(states_by_id, edges, _stem(labelled, stuck))
             return res
     return finish("ok")
 

@@ -150,3 +150,29 @@ def _back(parent: dict, v) -> list[int]:
         path.append(v)
         v = parent[v]
     return path[::-1]
+
+
+def find_no_progress(states: list, edges: list, bounded: set, is_end, stable) -> int | None:
+    """A reachable state from which no client can ever become stable again, or None.
+
+    Good states: some client is stable, every client has stopped (`is_end`), or a bound
+    cut the state's successors (what lies beyond is unknown, so it is not blamed).  A
+    state that cannot reach a good state is a dead end for the group: Kafka's protocol
+    promises a consumer that keeps trying eventually gets an assignment.
+    """
+    n = len(states)
+    preds: list = [[] for _ in range(n)]
+    for i, es in enumerate(edges):
+        for j, _ in es:
+            preds[j].append(i)
+    good = [stable(s) or is_end(s) or i in bounded for i, s in enumerate(states)]
+    can = list(good)
+    queue = deque(i for i in range(n) if good[i])
+    while queue:
+        j = queue.popleft()
+        for i in preds[j]:
+            if not can[i]:
+                can[i] = True
+                queue.append(i)
+    bad = [i for i in range(n) if not can[i]]
+    return min(bad) if bad else None     # the first found in breadth-first order: a shortest path

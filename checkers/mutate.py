@@ -8,7 +8,8 @@ Mutants of a coordinator row (clients are the environment and stay correct):
   swap-error      answer another error than the row's
 Each mutant runs the explicit checker on a world preset, for safety and
 then for bounded liveness.  A mutant is killed when the checker reports a
-violation, a deadlock, a fair lasso stuck in a rebalance, or the table
+violation, a deadlock, a state from which no client can get an
+assignment again, a fair lasso stuck in a rebalance, or the table
 failing to decide (no row applies); it survives when the world stays
 correct; it is unreached when its row never fires in that world (no
 world of that size can tell).

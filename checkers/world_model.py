@@ -409,6 +409,9 @@ class WorldModel:
                 return inv.name
         return None
 
+    def some_stable(self, s: tuple) -> bool:
+        return PHASE["stable"] in s[I["c_phase"]]
+
     def is_end(self, s: tuple) -> bool:
         """A legitimate end: every client has left or crashed, or is stable with nothing in flight."""
         phases = s[I["c_phase"]]

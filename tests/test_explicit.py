@@ -131,3 +131,15 @@ def test_the_static_zombie_window_is_found_without_the_waiver():
     assert len(r.path) - 1 == r.depth <= 12
     actions = [st.action for st, _ in r.path[1:]]
     assert sum("deliver" in a and "join" in a for a in actions) >= 2   # two processes join, one instance id
+
+
+def test_a_group_that_can_never_form_is_reported(monkeypatch):
+    # every JoinGroup is refused: clients retry forever and never get an assignment
+    r = _mutated_live("JoinGroup: invalid group id", own=T.ROW_BY_NAME["JoinGroup: invalid group id"].own.args[0])
+    assert r.result == "no-progress", r.result
+    assert len(r.path) >= 1
+
+
+def _mutated_live(name: str, **changes):
+    rows = [dataclasses.replace(r, **changes) if r.name == name else r for r in T.ROWS]
+    return check(TINY, liveness=True, rows=rows)
