@@ -11,7 +11,7 @@ import json
 
 from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import NONE, iter_bits
-from groupspec.spec.world import ALL_VARS, CLIENT
+from groupspec.spec.world import ALL_VARS
 
 from .world_model import WorldModel
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from groupspec.spec.invariants import INVARIANTS
 from groupspec.spec.lang import Term, show
-from groupspec.spec.rows import ECHO, Out, Row, Set_
+from groupspec.spec.rows import Out, Row, Set_
 from groupspec.spec.schema import PARAM_DECLS, STATE_VARS, STATES, TRIGGERS, VALID_PREVIOUS, CACHE_MOVES
 from groupspec.spec.table import ROWS, enabled
 

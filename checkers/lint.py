@@ -23,7 +23,7 @@ import z3
 
 from groupspec.spec.invariants import structural
 from groupspec.spec.lang import to_z3, SymEnv
-from groupspec.spec.schema import (CACHE_MOVES, STATES, TRIGGERS, PARAM_TYPES, kafka_moves, legal_moves)
+from groupspec.spec.schema import STATES, TRIGGERS, kafka_moves, legal_moves
 from groupspec.spec.symbolic import (default_sizes, fresh_params, fresh_state, in_states, params_well_formed,
                                      state_well_formed)
 from groupspec.spec.table import ROWS, enabled, rows_of

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from groupspec.spec import engine as E
 from groupspec.spec.kafka import ERRORS
-from groupspec.spec.lang import FALSE, TRUE, Not, Term, lift, walk
+from groupspec.spec.lang import TRUE, Not, Term, lift, walk
 from groupspec.spec.rows import Out, Row, Set_
 from groupspec.spec.schema import Error, STATES, legal_moves
 from groupspec.spec.table import ROWS

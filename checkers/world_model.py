@@ -16,7 +16,7 @@ append-failure fault) with an error.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign

@@ -624,11 +624,10 @@ class GroupCoordinator:
 
     def _gc_groups(self) -> None:
         """Forget groups the coordinator no longer holds (and that nothing waits on)."""
+        timed = {key[0] for key in self.timers.keys()}
         for gid in [k for k, g in self.groups.items() if g.state[E.STATE_I] == ABSENT and not g.parked
-                    and not any(a.group == k for a in self.appends)]:
-            g = self.groups[gid]
-            if not any(key[0] == gid for key in self.timers.keys()):
-                del self.groups[gid]
+                    and k not in timed and not any(a.group == k for a in self.appends)]:
+            del self.groups[gid]
 
     # ------------------------------------------------------------------ rendering
 

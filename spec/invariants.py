@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .lang import (And, ForAll, Implies, Layout, Not, Or, Term, Var, compile_term, lift, Count)
 from .kafka import ERRORS
-from .schema import GroupState, JoinTimer, MEMBER, P, STATE_VARS, V, VAR_TYPES
+from .schema import GroupState, JoinTimer, P, STATE_VARS, V
 
 
 class _Prev:

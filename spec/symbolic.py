@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import z3
 
-from .lang import NONE, SymEnv, Term, Type, fresh, to_z3, well_formed, z3_sort
+from .lang import NONE, SymEnv, Term, fresh, to_z3, well_formed
 from .rows import ECHO, Out, Row, Set_
-from .schema import PARAM_TYPES, STATE_VARS, STATES, VAR_TYPES, Bounds
+from .schema import PARAM_TYPES, STATE_VARS, STATES, Bounds
 
 
 @dataclass

@@ -21,7 +21,7 @@ from .lang import (FALSE, TRUE, And, Apply, Choose, Count, Filter, ForAll, If, M
                    Min, Not, Or, Term, empty, lift, named, none, Const, INT)
 from .lang import show
 from .rows import (ECHO, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
-                   each, labelled, park, reply, sets, tombstone)
+                   each, labelled, park, reply, sets)
 from .schema import (STATE_VARS, AppendKind, Coord, Error, GroupState, JoinTimer, MEMBER, P,
                      PARTITION, PROTOCOL, V)
 
@@ -772,7 +772,7 @@ def _static_done_rows() -> list[Row]:
     # protocols after updating them, so the new protocols stay (faithful to the code).
     failed = Row("StoreGroupDone: static member's new id not stored", "StoreGroupDone", HELD,
                  kind & present & (P.error != E("NONE")),
-                 [reply_to_new := answer("JoinGroup", new, when=TRUE(),
+                 [answer("JoinGroup", new, when=TRUE(),
                                          **{**join_error(store_group_error(P.error), member=NO_MEMBER),
                                             "generation": V.generation, "protocol_type": V.protocol_type,
                                             "protocol": V.protocol, "leader": P.append_old_leader}),

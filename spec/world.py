@@ -18,10 +18,7 @@ world can issue.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from .lang import (BOOL, INT, NONE, And, Apply, Dom, Enum, FALSE, Fun, If, Layout, MapOf, Not, Or, Param,
-                   SetOf, TRUE, Var, lift, none, empty)
+from .lang import BOOL, INT, NONE, Apply, Dom, Enum, Fun, MapOf, Not, Or, Param, SetOf, Var, empty, lift, none
 from .rows import Row, sets
 from .schema import (Error, GroupRecord, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl)
 
@@ -211,7 +208,7 @@ def _current(c):
 
 
 from .invariants import Invariant  # noqa: E402
-from .lang import ForAll, Implies  # noqa: E402
+from .lang import ForAll  # noqa: E402
 
 WORLD_INVARIANTS: tuple[Invariant, ...] = (
     Invariant(

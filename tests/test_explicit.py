@@ -6,15 +6,11 @@ import json
 import subprocess
 import sys
 
-import pytest
-
-from groupspec.checkers import explicit
 from groupspec.checkers.counterexample import mermaid, step_table, to_itf
 from groupspec.checkers.explicit import PRESETS, canonical, check
 from groupspec.checkers.world_model import WorldModel
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
-from groupspec.spec.lang import Const, INT
 
 TINY = dataclasses.replace(PRESETS["small"], crash=False, expiry=False)
 

@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 
 from groupspec.spec import engine as E
 from groupspec.spec.lang import NONE, SymEnv, compile_closure, compile_term, concrete_to_z3, to_z3
-from groupspec.spec.schema import MEMBER, PARAM_TYPES, PROTOCOL, PROTOLIST, STATE_VARS, STATES
+from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, PROTOLIST, STATE_VARS, STATES
 from groupspec.spec.symbolic import in_states, row_relation
 from groupspec.spec.table import ROWS
 
@@ -135,9 +135,9 @@ def _terms():
     from groupspec.spec.rows import Set_
     for r in ROWS:
         yield r.name, r.guard
-        for st in r.steps:
-            if isinstance(st, Set_):
-                for k, t in st.updates.items():
+        for step in r.steps:
+            if isinstance(step, Set_):
+                for k, t in step.updates.items():
                     yield f"{r.name} / {k}", t
 
 
