@@ -104,7 +104,11 @@ class _Search:
         self.canon = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
         self.start = time.perf_counter()
         self.init = self.model.initial()
-        self.seen: dict[tuple, tuple] = {self.canon(self.init): (None, None, 0)}
+        # the visited set holds 64-bit fingerprints (Python's tuple hash, deterministic for
+        # tuples of ints), each with its parent's fingerprint, the step and the depth
+        c0 = self.canon(self.init)
+        self.seen: dict[int, tuple] = {hash(c0): (None, None, 0)}
+        self.unreduced = orbit_size(c0, cfg.clients) if symmetry else 1
         self.coverage: Counter = Counter()
         self.generated = 0
         self.depth = 0
@@ -114,9 +118,18 @@ class _Search:
         path = _path(self.model, self.seen, self.canon, at, last) if at is not None else []
         res = Result(result, len(self.seen), self.generated, time.perf_counter() - self.start, self.depth,
                      self.symmetry, self.names, self.coverage, violation, path, complete=result != "stopped")
-        res.unreduced_states = (sum(orbit_size(c, self.cfg.clients) for c in self.seen) if self.symmetry
-                                else len(self.seen))
+        res.unreduced_states = self.unreduced if self.symmetry else len(self.seen)
         return res
+
+    def add(self, parent_fp: int, ct: tuple, step, depth: int) -> int | None:
+        """Record ct if new; its fingerprint, or None if it was seen before."""
+        ft = hash(ct)
+        if ft in self.seen:
+            return None
+        self.seen[ft] = (parent_fp, step, depth)
+        if self.symmetry:
+            self.unreduced += orbit_size(ct, self.cfg.clients)
+        return ft
 
 
 def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: int | None = None,
@@ -131,30 +144,29 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
     states_by_id: list = []
     edges: list = []
     bounded: set = set()      # states whose successors a bound cut off
-    queue = deque([init])
+    queue = deque([(init, hash(canon(init)), 0)])
     finish = S.finish
 
     bad = model.violated(init)
     if bad:
-        return finish("violation", bad, canon(init))
+        return finish("violation", bad, hash(canon(init)))
     if liveness:
         ids[init] = 0
         states_by_id.append(init)
         edges.append([])
     last_report = S.start
     while queue:
-        s = queue.popleft()
-        cs = canon(s)
-        d = seen[cs][2]
+        s, fs, d = queue.popleft()
+        cs = canon(s) if liveness else None
         S.depth = max(S.depth, d)
         try:
             succ = model.successors(s)
         except InvariantViolation as e:
-            return finish("violation", e.invariant.name, cs, last=_failing_step(model, s, e))
+            return finish("violation", e.invariant.name, fs, last=_failing_step(model, s, e))
         if liveness and model.pruned:
             bounded.add(ids[cs])
         if not succ and deadlock and not model.pruned and not model.is_end(s):
-            return finish("deadlock", "deadlock: no action is enabled", cs)
+            return finish("deadlock", "deadlock: no action is enabled", fs)
         for step, t in succ:
             S.generated += 1
             for r in step.rows:
@@ -167,14 +179,14 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
                     states_by_id.append(ct)
                     edges.append([])
                 edges[ids[cs]].append((j, step))
-            if ct in seen:
+            ft = S.add(fs, ct, step, d + 1)
+            if ft is None:
                 continue
-            seen[ct] = (cs, step, d + 1)
             bad = model.violated(t)
             if bad:
                 S.depth = max(S.depth, d + 1)
-                return finish("violation", bad, ct)
-            queue.append(t)
+                return finish("violation", bad, ft)
+            queue.append((t, ft, d + 1))
         if progress and time.perf_counter() - last_report > 0.5:
             last_report = time.perf_counter()
             progress(S.generated, len(seen), len(queue), S.depth, last_report - S.start)
@@ -226,16 +238,19 @@ def _expand(chunk: list) -> list:
         try:
             succ = model.successors(s)
         except InvariantViolation as e:
-            out.append(("step-violation", s, e.invariant.name, getattr(e, "row", "")))
+            out.append(("step-violation", hash(canon(s)), e.invariant.name, getattr(e, "row", "")))
             continue
         if not succ and not model.pruned and not model.is_end(s):
-            out.append(("deadlock", s, None, None))
+            out.append(("deadlock", hash(canon(s)), None, None))
             continue
         rid = _W["row_id"]
         # only what the main process needs: the canonical successor (a valid state itself),
         # the step's label and rows (as indices), and the invariant it breaks
-        out.append(("ok", s, [(canon(t), st.action, tuple(rid.get(r, -1) for r in st.rows), model.violated(t))
-                              for st, t in succ], None))
+        succs = []
+        for st, t in succ:
+            ct = canon(t)
+            succs.append((hash(ct), ct, st.action, tuple(rid.get(r, -1) for r in st.rows), model.violated(t)))
+        out.append(("ok", hash(canon(s)), succs, None))
     return out
 
 
@@ -259,7 +274,7 @@ def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, pr
     model, canon, seen, coverage, init, finish = S.model, S.canon, S.seen, S.coverage, S.init, S.finish
     bad = model.violated(init)
     if bad:
-        return finish("violation", bad, canon(init))
+        return finish("violation", bad, hash(canon(init)))
     row_names = _row_names()
     frontier = [canon(init)]
     with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(cfg, symmetry)) as pool:
@@ -268,24 +283,25 @@ def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, pr
             chunks = [frontier[i:i + size] for i in range(0, len(frontier), size)]
             nxt = []
             for results in pool.map(_expand, chunks):
-                for kind, s, succ, extra in results:
-                    cs = canon(s)
+                for kind, fs, succ, extra in results:
                     if kind == "step-violation":
-                        return finish("violation", succ, cs, last=Step(f"row {extra!r} breaks {succ}",
+                        return finish("violation", succ, fs, last=Step(f"row {extra!r} breaks {succ}",
                                                                          (extra,) if extra else ()))
                     if kind == "deadlock":
-                        return finish("deadlock", "deadlock: no action is enabled", cs)
-                    d = seen[cs][2]
-                    for ct, label, rows, bad in succ:
+                        return finish("deadlock", "deadlock: no action is enabled", fs)
+                    d = seen[fs][2]
+                    for ft, ct, label, rows, bad in succ:
                         S.generated += 1
                         for r in rows:
                             coverage[row_names[r] if r >= 0 else label] += 1
-                        if ct in seen:
+                        if ft in seen:
                             continue
-                        seen[ct] = (cs, label, d + 1)
+                        seen[ft] = (fs, label, d + 1)
+                        if symmetry:   # only for new states: most successors were seen before
+                            S.unreduced += orbit_size(ct, cfg.clients)
                         S.depth = max(S.depth, d + 1)
                         if bad:
-                            return finish("violation", bad, ct)
+                            return finish("violation", bad, ft)
                         nxt.append(ct)
                 if progress:
                     progress(S.generated, len(seen), len(nxt), S.depth, time.perf_counter() - S.start)
@@ -300,8 +316,8 @@ def _failing_step(model: WorldModel, s: tuple, e: InvariantViolation):
     return Step(f"row {row!r} breaks {e.invariant.name}", (row,) if row else ())
 
 
-def _path(model: WorldModel, seen: dict, canon, at: tuple, last=None) -> list:
-    """A concrete shortest path to the canonical state `at`, replayed from the initial state."""
+def _path(model: WorldModel, seen: dict, canon, at: int, last=None) -> list:
+    """A concrete shortest path to the state with fingerprint `at`, replayed from the initial state."""
     chain = []
     cur = at
     while cur is not None:
@@ -313,7 +329,7 @@ def _path(model: WorldModel, seen: dict, canon, at: tuple, last=None) -> list:
     state = model.initial()
     for target in chain[1:]:
         for step, t in model.successors(state):
-            if canon(t) == target:
+            if hash(canon(t)) == target:
                 path.append((step, t))
                 state = t
                 break
