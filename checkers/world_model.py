@@ -24,8 +24,8 @@ from groupspec.spec.invariants import InvariantViolation, compiled as compiled_i
 from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import Layout, NONE, compile_term, iter_bits
 from groupspec.spec.rows import ECHO
-from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES,
-                                   AppendKind)
+from groupspec.spec.schema import INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES
+from groupspec.spec.table import completion
 from groupspec.spec.world import (ALL_VARS, CLIENT, CLIENT_ROWS, CLIENT_TRIGGERS, N_GROUP, WORLD_INDEX,
                                   WORLD_INVARIANTS, WORLD_PARAMS, Kind, Phase)
 
@@ -34,7 +34,6 @@ KIND = {name: i for i, name in enumerate(Kind.values)}
 API_KIND = {"JoinGroup": KIND["join"], "SyncGroup": KIND["sync"], "Heartbeat": KIND["heartbeat"],
             "OffsetCommit": KIND["commit"], "LeaveGroup": KIND["leave"], "LeaveMember": KIND["leave"]}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
-APPEND_KIND = {name: i for i, name in enumerate(AppendKind.values)}
 I = WORLD_INDEX
 
 
@@ -286,21 +285,8 @@ class WorldModel:
                 w2[I["log"]] = (f["generation"], f["protocol_type"], f["protocol"], f["leader"], f["members"],
                                 f["instance_of"], f["protos"], f["session_ms"], f["rebalance_ms"], f["assignment"],
                                 E.get(tuple(w2), "offsets"))
-            if out.api == "offsets":
-                params = {"commit": f["commit"], "commit_parts": f["commit_parts"], "append_member": f["member"],
-                          "error": ERRORS.index(error)}
-                trig = "StoreOffsetsDone"
-            else:
-                params = {"append_kind": APPEND_KIND[out.api], "append_gen": f.get("append_gen", f["generation"]),
-                          "append_member": f.get("member", f.get("new", NONE)), "append_old": f.get("old", NONE),
-                          "append_old_protos": f.get("old_protos", NONE),
-                          "append_old_session_ms": f.get("old_session_ms", 0),
-                          "append_old_rebalance_ms": f.get("old_rebalance_ms", 0),
-                          "append_old_leader": f.get("old_leader", NONE), "supports_skip": True,
-                          "append_ptype": f["protocol_type"], "append_protocol": f["protocol"],
-                          "append_leader": f.get("append_leader", NONE), "append_members": f.get("append_members", 0),
-                          "assignments": f.get("assignments", f["assignment"]), "error": ERRORS.index(error)}
-                trig = "StoreGroupDone"
+            trig, params = completion(out.api, f)
+            params["error"] = ERRORS.index(error)
             for s3, r3, m3 in self._fire(w2, trig, params, sender):
                 results.append((s3, rows + r3, m2 + m3))
         return results

@@ -25,8 +25,8 @@ from groupspec.spec.kafka import (CONFIG_DEFAULTS, DESCRIBE_GROUP_ID_NOT_FOUND_S
                                   JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE, NEWEST_VERSION)
 from groupspec.spec.lang import NONE, iter_bits, mask_of
 from groupspec.spec.rows import ECHO
-from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES,
-                                   AppendKind, Coord)
+from groupspec.spec.schema import INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES, Coord
+from groupspec.spec.table import completion
 
 from .clock import ManualClock, Timers
 from .lifecycle import GroupLifecycle, move
@@ -36,7 +36,6 @@ from .storage import InMemoryLog, MetadataLog, replay
 TIMER_TRIGGER = {"heartbeat": "HeartbeatExpiry", "pending-member": "PendingExpiry",
                  "join": "JoinTimer", "initial-join": "JoinTimer", "sync": "SyncTimer"}
 COORD = {name: i for i, name in enumerate(Coord.values)}
-APPEND_KIND = {name: i for i, name in enumerate(AppendKind.values)}
 ERROR_INDEX = {name: i for i, name in enumerate(ERRORS)}
 ABSENT = STATES.index("Absent")
 
@@ -78,6 +77,7 @@ class PendingAppend:
     record: list                    # what the log holds once it succeeds
     request: Any = None             # the OffsetCommit waiting on it
     reserved: tuple = ()            # member slots it refers to
+    trigger: str = ""               # the row trigger that completes it (table.completion)
 
 
 @dataclass
@@ -512,23 +512,13 @@ class GroupCoordinator:
             parts = list(iter_bits(f["commit_parts"]))
             record = [{"type": "offset", "group": g.group_id, "partition": self.domains[PARTITION].values[i],
                        "offset": f["commit"][i], "commit_ts": self.clock.now()} for i in parts]
-            a = PendingAppend(g.group_id, "offsets", {"commit": f["commit"], "commit_parts": f["commit_parts"],
-                                                      "append_member": f["member"]}, record,
-                              request=(rid, cb, mid))
+            trigger, params = completion("offsets", f)
+            a = PendingAppend(g.group_id, "offsets", params, record, request=(rid, cb, mid), trigger=trigger)
             # the request is answered when the append completes
             self._reply = None
         else:
             record = [self._group_record(g, f)]
-            params = {"append_kind": APPEND_KIND[o.api], "append_gen": f.get("append_gen", f["generation"]),
-                      "append_member": f.get("member", f.get("new", NONE)), "append_old": f.get("old", NONE),
-                      "append_old_protos": f.get("old_protos", NONE),
-                      "append_old_session_ms": f.get("old_session_ms", 0),
-                      "append_old_rebalance_ms": f.get("old_rebalance_ms", 0),
-                      "append_old_leader": f.get("old_leader", NONE),
-                      "supports_skip": f.get("supports_skip", False),
-                      "append_ptype": f["protocol_type"], "append_protocol": f["protocol"],
-                      "append_leader": f.get("append_leader", NONE), "append_members": f.get("append_members", 0),
-                      "assignments": f.get("assignments", f["assignment"])}
+            trigger, params = completion(o.api, f)
             reserved = tuple(x for x in (params["append_member"], params["append_old"], params["append_old_leader"],
                                          params["append_leader"], *iter_bits(params["append_members"]))
                              if x != NONE)
@@ -536,7 +526,7 @@ class GroupCoordinator:
             if o.api == "static_replace":
                 rid, api, cb, mid = self._current
                 request = (rid, cb, mid)
-            a = PendingAppend(g.group_id, o.api, params, record, request=request, reserved=reserved)
+            a = PendingAppend(g.group_id, o.api, params, record, request=request, reserved=reserved, trigger=trigger)
         if self.hold:
             self.appends.append(a)
             return
@@ -556,8 +546,7 @@ class GroupCoordinator:
                     g.commit_ts[i] = a.record[0]["commit_ts"] if a.record else self.clock.now()
             saved = self._current, self._reply
             self._current, self._reply = (rid, a.kind, cb, mid), None
-            self._fire(g, "StoreOffsetsDone" if a.kind == "offsets" else "StoreGroupDone",
-                       {**a.params, "error": ERROR_INDEX[error]})
+            self._fire(g, a.trigger, {**a.params, "error": ERROR_INDEX[error]})
             reply = self._reply
             self._current, self._reply = saved
             if reply is not None:
@@ -566,7 +555,7 @@ class GroupCoordinator:
                 elif cb is not None:
                     cb(reply)                    # a held append completed later
         else:
-            self._fire(g, "StoreGroupDone", {**a.params, "error": ERROR_INDEX[error]})
+            self._fire(g, a.trigger, {**a.params, "error": ERROR_INDEX[error]})
 
     def _group_record(self, g: Group, f: dict) -> dict:
         members = []

@@ -324,6 +324,24 @@ def completion_outcomes(trigger: str, guard: Term, source: str) -> list[Row]:
     return [to_cr, to_empty] if trigger == "CompleteJoin" else [to_cr, to_empty, stuck]
 
 
+def completion(kind: str, f: dict) -> tuple[str, dict]:
+    """How an append completes: the trigger, and its parameters (all but `error`) from the
+    values the `append` output captured.  Every driver (runtime, checkers) completes appends
+    through this, so what a completion sees is defined once, here beside the rows."""
+    if kind == "offsets":
+        return "StoreOffsetsDone", {"commit": f["commit"], "commit_parts": f["commit_parts"],
+                                    "append_member": f["member"]}
+    from .lang import NONE as _NONE
+    return "StoreGroupDone", {
+        "append_kind": AppendKind.values.index(kind), "append_gen": f.get("append_gen", f["generation"]),
+        "append_member": f.get("member", f.get("new", _NONE)), "append_old": f.get("old", _NONE),
+        "append_old_protos": f.get("old_protos", _NONE), "append_old_session_ms": f.get("old_session_ms", 0),
+        "append_old_rebalance_ms": f.get("old_rebalance_ms", 0), "append_old_leader": f.get("old_leader", _NONE),
+        "supports_skip": f.get("supports_skip", False), "append_ptype": f["protocol_type"],
+        "append_protocol": f["protocol"], "append_leader": f.get("append_leader", _NONE),
+        "append_members": f.get("append_members", 0), "assignments": f.get("assignments", f["assignment"])}
+
+
 def group_record(assignment: Term | None) -> dict:
     """What GMM.storeGroup writes: the group with an assignment per member (typed as a GroupRecord)."""
     from .schema import GroupRecord
