@@ -262,11 +262,13 @@ def mutate_cmd(
         print(json.dumps({"preset": preset, **summ, "mutants_total": total, "results": results}, indent=2))
         return
     for r in results:
-        if r["outcome"] == "survived":
-            out.print(f"survived  {r['operator']:<13} {r['row']}: {r['detail']}", markup=False)
+        if r["outcome"] == "survived" and not r.get("equivalent"):
+            out.print(f"survived, unexplained  {r['operator']:<13} {r['row']}: {r['detail']}", markup=False)
     out.print(f"{summ['killed']} of {summ['reached']} reached mutants killed (kill rate {summ['kill_rate']}); "
               f"{summ['unreached']} mutants' rows are never reached in --preset {preset}; killed by: "
               f"{summ['killed_by']}", markup=False)
+    for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):
+        out.print(f"  {n} survivors: {reason}", markup=False)
 
 
 def _steps_md(steps: list, violation: str) -> str:

@@ -133,8 +133,11 @@ def run_one(args) -> dict:
         fired = res.coverage.get(row.name, 0)
         if outcome == "survived" and not fired:
             outcome = "unreached"
-        return {**dataclasses.asdict(m), "outcome": outcome, "killed_by": by,
-                "counterexample_length": max(0, len(res.path) - 1), "states": res.distinct_states}
+        out = {**dataclasses.asdict(m), "outcome": outcome, "killed_by": by,
+               "counterexample_length": max(0, len(res.path) - 1), "states": res.distinct_states}
+        if outcome == "survived":
+            out["equivalent"] = explain(out, cfg)
+        return out
     except E.EngineError as e:
         return {**dataclasses.asdict(m), "outcome": "killed", "killed_by": f"the table: {e}",
                 "counterexample_length": 0, "states": 0}
@@ -154,12 +157,45 @@ def run(cfg, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=N
     return results
 
 
+# Why a surviving mutant may be equivalent in a world: each reason names what the world
+# does not exercise.  A survivor none of these explain is reported as unexplained: a
+# missing invariant, or a world too small to show the bug.
+DURATIONS = {"session_ms", "rebalance_ms", "join_delay_ms", "join_remaining_ms"}
+STATIC = {"instance_of", "static"}
+PROTOCOL = {"protos", "protocol_type", "protocol"}
+
+
+def explain(r: dict, cfg) -> str:
+    """Why a surviving mutant is equivalent in the world `cfg`, or '' if nothing explains it."""
+    detail, row = r["detail"], r["row"]
+    var = detail.split("`")[1] if r["operator"] == "drop-effect" and "`" in detail else ""
+    if var in DURATIONS:
+        return "time is abstract in the checker: durations never decide what happens"
+    if (var in STATIC or "instance" in detail or "static[" in detail) and not cfg.instances:
+        return "no client has a group.instance.id in this world"
+    if (var in PROTOCOL or "ptype" in detail or "protocol" in detail) and cfg.sizes()["Protocol"] == 1:
+        return "every client offers the same single protocol in this world"
+    if "p.coord" in detail and not cfg.failover:
+        return "the coordinator never loads or moves in this world"
+    if "group_id_ok" in detail:
+        return "clients always send a valid group id"
+    if row.startswith(("LeaveGroup:", "LeaveMember:")) and r["operator"] == "swap-error":
+        return "clients ignore the LeaveGroup response (they have left)"
+    return ""
+
+
 def summary(results: list[dict]) -> dict:
     reached = [r for r in results if r["outcome"] != "unreached"]
     killed = [r for r in reached if r["outcome"] == "killed"]
     by: dict = {}
     for r in killed:
         by[r["killed_by"].split(":")[0]] = by.get(r["killed_by"].split(":")[0], 0) + 1
+    survived = [r for r in reached if r["outcome"] == "survived"]
+    why: dict = {}
+    for r in survived:
+        reason = r.get("equivalent") or "unexplained"
+        why[reason] = why.get(reason, 0) + 1
     return {"mutants": len(results), "reached": len(reached), "killed": len(killed),
-            "survived": len(reached) - len(killed), "unreached": len(results) - len(reached),
-            "kill_rate": round(len(killed) / len(reached), 3) if reached else None, "killed_by": by}
+            "survived": len(survived), "unreached": len(results) - len(reached),
+            "kill_rate": round(len(killed) / len(reached), 3) if reached else None, "killed_by": by,
+            "survivors": why}

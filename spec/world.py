@@ -231,6 +231,13 @@ WORLD_INVARIANTS: tuple[Invariant, ...] = (
         "GC.updateStaticMemberAndRebalance (a replaced member id is no longer a member: fenced)",
         scope="closed-world"),
     Invariant(
+        "assignment-delivered",
+        "A client that is stable in the group's current generation, with a member id of the group, owns "
+        "exactly the partitions the group assigns that member.",
+        ForAll(_stable_now(), lambda a: Or(Not(_current(a)), Not(W.c_member[a].in_(W.members)),
+                                           W.c_owned[a] == W.assignment[W.c_member[a]])),
+        "GC.setAndPropagateAssignment, GC.doSyncGroup (Stable: the stored assignment)", scope="closed-world"),
+    Invariant(
         "no-shared-member-id",
         "No two live clients hold the same member id.",
         ForAll(W.c_member.keys_where(lambda m: m.is_some()), lambda a: ForAll(

@@ -139,3 +139,14 @@ def test_a_group_that_can_never_form_is_reported(monkeypatch):
 def _mutated_live(name: str, **changes):
     rows = [dataclasses.replace(r, **changes) if r.name == name else r for r in T.ROWS]
     return check(TINY, liveness=True, rows=rows)
+
+
+def test_surviving_mutants_are_explained_only_by_what_the_world_lacks():
+    from groupspec.checkers.mutate import explain
+    tiny, static = PRESETS["tiny"], PRESETS["static"]
+    dur = {"operator": "drop-effect", "row": "JoinGroup: x", "detail": "drop the update of `session_ms` (step 0)"}
+    assert "abstract" in explain(dur, tiny)
+    inst = {"operator": "drop-effect", "row": "JoinGroup: x", "detail": "drop the update of `static` (step 0)"}
+    assert explain(inst, tiny) and not explain(inst, static)       # static worlds do use it
+    real = {"operator": "drop-effect", "row": "SyncGroup: x", "detail": "drop the update of `pending_sync` (step 0)"}
+    assert explain(real, tiny) == ""
