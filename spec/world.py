@@ -208,7 +208,8 @@ def _current(c):
 
 
 from .invariants import Invariant  # noqa: E402
-from .lang import ForAll  # noqa: E402
+from .lang import TRUE, Exists, ForAll, Implies  # noqa: E402
+from .schema import GroupState  # noqa: E402
 
 WORLD_INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
@@ -237,6 +238,14 @@ WORLD_INVARIANTS: tuple[Invariant, ...] = (
         ForAll(_stable_now(), lambda a: Or(Not(_current(a)), Not(W.c_member[a].in_(W.members)),
                                            W.c_owned[a] == W.assignment[W.c_member[a]])),
         "GC.setAndPropagateAssignment, GC.doSyncGroup (Stable: the stored assignment)", scope="closed-world"),
+    Invariant(
+        "stable-assignment-covers",
+        "In a Stable group every partition is assigned to some member (the leader's assignor runs over every "
+        "member that joined).",
+        Implies(W.state == lift("Stable", GroupState),
+                ForAll(W.offsets.keys_where(lambda v: TRUE()),     # every partition: the keys of a partition map
+                       lambda p: Exists(W.members, lambda m: p.in_(W.assignment[m])))),
+        "the leader's assignor (RangeAssignor), GC.setAndPropagateAssignment; seed 004", scope="closed-world"),
     Invariant(
         "no-shared-member-id",
         "No two live clients hold the same member id.",
