@@ -142,6 +142,8 @@ def check_cmd(
     loss: Optional[bool] = typer.Option(None, "--loss/--no-loss", help="the network may lose messages"),
     duplication: Optional[bool] = typer.Option(None, "--duplication/--no-duplication",
                                                help="the network may deliver a request twice"),
+    reordering: Optional[bool] = typer.Option(None, "--reordering/--no-reordering",
+                                              help="a request may be overtaken by its client's later ones"),
     symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
     liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
                                                             "(keeps the graph; turns symmetry off)"),
@@ -163,7 +165,8 @@ def check_cmd(
     overrides = {k: v for k, v in dict(clients=clients, topics=topics, partitions=partitions,
                                        max_generation=max_generation, member_ids=member_ids, crash=crash,
                                        expiry=expiry, failover=failover, append_failure=append_failure,
-                                       loss=loss, duplication=duplication).items()
+                                       loss=loss, duplication=duplication,
+                                       reordering=reordering).items()
                  if v is not None}
     for k, v in overrides.items():
         if isinstance(v, int) and not isinstance(v, bool) and v < 1 and k != "max_generation":

@@ -13,19 +13,22 @@ match); `symmetry=False` stores states as they are.
 """
 from __future__ import annotations
 
+import gc
+import marshal
 import time
+from contextlib import contextmanager
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
 from groupspec.spec.lang import NONE
-from groupspec.spec.world import ALL_VARS, CLIENT, WORLD_INVARIANTS
+from groupspec.spec.world import WORLD_INVARIANTS
 
 from .world_model import Step, WorldConfig, WorldModel
 
-PER_CLIENT = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.key == CLIENT]
-CLIENT_VALUED = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.value.kind == "dom"
-                 and v.type.value.name == CLIENT]
+from math import factorial
+
+from .world_model import PJ, PS
 
 PRESETS: dict[str, WorldConfig] = {
     "tiny": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=False,
@@ -49,29 +52,78 @@ PRESETS: dict[str, WorldConfig] = {
 }
 
 
+class Symmetry:
+    """Renaming clients: a state's canonical form and the size of its orbit.
+
+    Clients configured alike (the same group.instance.id, or none) are interchangeable.
+    A client's key is its own tuple plus the parked requests that refer to it; the
+    canonical form sorts each class of clients by key and renames the references.
+    """
+
+    def __init__(self, cfg: WorldConfig):
+        self.n = cfg.clients
+        self.classes = cfg.symmetry_classes()
+        self.single = len(self.classes) == 1
+        self.no_park = WorldModel.blank_parked(cfg)
+
+    def _keys(self, s: tuple) -> list:
+        G = s[0]
+        pj, ps = G[PJ], G[PS]
+        return [(s[c + 1], tuple(m for m, x in enumerate(pj) if x == c), tuple(m for m, x in enumerate(ps) if x == c))
+                for c in range(self.n)]
+
+    def canon(self, s: tuple) -> tuple:
+        G = s[0]
+        parked = G[PJ] != self.no_park or G[PS] != self.no_park
+        if self.single and not parked:          # the common case: sort the clients' tuples
+            cl = s[1:]
+            srt = tuple(sorted(cl))
+            return s if srt == cl else (G,) + srt
+        keys = self._keys(s) if parked else [(C,) for C in s[1:]]
+        order = list(range(self.n))
+        for cls in self.classes:
+            for pos, old in zip(cls, sorted(cls, key=keys.__getitem__)):
+                order[pos] = old
+        return permute(s, tuple(order))
+
+    def orbit(self, s: tuple) -> int:
+        """How many states renaming makes of s: per class |class|! over the stabilizer (clients
+        with equal keys, which refer to no parked request, may be exchanged)."""
+        if self.single and s[0][PJ] == self.no_park and s[0][PS] == self.no_park:
+            cl = s[1:]
+            if len(set(cl)) == self.n:          # the common case: every client is different
+                return factorial(self.n)
+            keys = cl
+        else:
+            keys = self._keys(s)
+        size = 1
+        for cls in self.classes:
+            size *= factorial(len(cls))
+            for k in Counter(keys[c] for c in cls).values():
+                size //= factorial(k)
+        return size
+
+
 def permute(s: tuple, order: tuple) -> tuple:
     """Rename clients: new client k is old client order[k]."""
+    if list(order) == sorted(order):
+        return s
     new_of = {old: new for new, old in enumerate(order)}
-    out = list(s)
-    for i in PER_CLIENT:
-        out[i] = tuple(s[i][old] for old in order)
-    for i in CLIENT_VALUED:
-        out[i] = tuple(NONE if v == NONE else new_of[v] for v in s[i])
-    return tuple(out)
+    G = list(s[0])
+    for at in (PJ, PS):
+        G[at] = tuple(NONE if v == NONE else new_of[v] for v in G[at])
+    return (tuple(G),) + tuple(s[old + 1] for old in order)
 
 
 def orbit_size(s: tuple, n_clients: int) -> int:
-    """How many distinct states renaming clients makes of s."""
+    """How many distinct states renaming clients makes of s (by enumeration; tests use it)."""
     from itertools import permutations
     return len({permute(s, order) for order in permutations(range(n_clients))})
 
 
-def canonical(s: tuple, n_clients: int) -> tuple:
+def canonical(s: tuple, cfg: WorldConfig) -> tuple:
     """The representative of s's orbit under renaming clients."""
-    sig = sorted(range(n_clients), key=lambda c: tuple(s[i][c] for i in PER_CLIENT))
-    if sig == list(range(n_clients)):
-        return s
-    return permute(s, tuple(sig))
+    return Symmetry(cfg).canon(s)
 
 
 @dataclass
@@ -95,93 +147,162 @@ class Result:
         return self.distinct_states / self.seconds if self.seconds else 0.0
 
 
+@contextmanager
+def _no_cyclic_gc():
+    """The search allocates millions of tuples and creates no reference cycles; Python's cyclic
+    collector would rescan all of them again and again (measured: a third of the run time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class _Search:
     """What both searches keep: the visited canonical states with their parents, coverage, counts."""
 
     def __init__(self, cfg: WorldConfig, symmetry: bool, rows: list | None = None):
         self.cfg, self.symmetry = cfg, symmetry
         self.model = WorldModel(cfg, rows)
-        self.canon = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
+        self.sym = Symmetry(cfg)
+        self.canon = self.sym.canon if symmetry else (lambda s: s)
         self.start = time.perf_counter()
-        self.init = self.model.initial()
-        # the visited set holds 64-bit fingerprints (Python's tuple hash, deterministic for
-        # tuples of ints), each with its parent's fingerprint, the step and the depth
-        c0 = self.canon(self.init)
-        self.seen: dict[int, tuple] = {hash(c0): (None, None, 0)}
-        self.unreduced = orbit_size(c0, cfg.clients) if symmetry else 1
-        self.coverage: Counter = Counter()
+        self.init = self.canon(self.model.initial())
+        # the visited set: 64-bit fingerprints (Python's tuple hash, deterministic for tuples of
+        # ints), each with its parent's fingerprint; a path is replayed from the initial state
+        self.fp0 = hash(self.init)
+        self.seen: dict[int, int | None] = {self.fp0: None}
+        self.unreduced = self.sym.orbit(self.init) if symmetry else 1
+        self.steps: dict = {}          # Step -> how many transitions it labels (rows: coverage)
         self.generated = 0
         self.depth = 0
         self.names = _checked(cfg)
 
-    def finish(self, result: str, violation: str = "", at=None, last=None) -> "Result":
-        path = _path(self.model, self.seen, self.canon, at, last) if at is not None else []
+    coverage_override: Counter | None = None    # the parallel search counts rows in its workers
+
+    @property
+    def coverage(self) -> Counter:
+        if self.coverage_override is not None:
+            return self.coverage_override
+        cov: Counter = Counter()
+        for step, k in self.steps.items():
+            for r in step.rows:
+                cov[r] += k
+        return cov
+
+    def finish(self, result: str, violation: str = "", at=None, last=None, seen=None) -> "Result":
+        path = _path(self.model, seen or self.seen, self.canon, at, last) if at is not None else []
         res = Result(result, len(self.seen), self.generated, time.perf_counter() - self.start, self.depth,
                      self.symmetry, self.names, self.coverage, violation, path, complete=result != "stopped")
         res.unreduced_states = self.unreduced if self.symmetry else len(self.seen)
         return res
 
-    def add(self, parent_fp: int, ct: tuple, step, depth: int) -> int | None:
-        """Record ct if new; its fingerprint, or None if it was seen before."""
-        ft = hash(ct)
-        if ft in self.seen:
-            return None
-        self.seen[ft] = (parent_fp, step, depth)
-        if self.symmetry:
-            self.unreduced += orbit_size(ct, self.cfg.clients)
-        return ft
-
 
 def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: int | None = None,
           deadlock: bool = True, liveness: bool = False, rows: list | None = None) -> Result:
-    """Search the world; with `liveness`, also look for a fair lasso stuck in a rebalance
-    (the graph is kept, and symmetry is off so that fairness is per client)."""
-    if liveness:
-        symmetry = False
-    S = _Search(cfg, symmetry, rows)
-    model, canon, seen, coverage, init = S.model, S.canon, S.seen, S.coverage, S.init
-    ids: dict = {}
-    states_by_id: list = []
-    edges: list = []
-    bounded: set = set()      # states whose successors a bound cut off
-    queue = deque([(init, hash(canon(init)), 0)])
-    finish = S.finish
+    """Search the world breadth-first, level by level; with `liveness`, also look for a fair
+    lasso stuck in a rebalance (the graph is kept, and symmetry is off so that fairness is
+    per client)."""
+    with _no_cyclic_gc():
+        if liveness:
+            return _check_liveness(cfg, max_states, deadlock, rows, progress)
+        return _check(cfg, symmetry, progress, max_states, deadlock, rows)
 
-    bad = model.violated(init)
+
+def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: bool, rows) -> Result:
+    S = _Search(cfg, symmetry, rows)
+    model, canon, seen, steps, finish = S.model, S.canon, S.seen, S.steps, S.finish
+    successors, violated, orbit = model.successors, model.violated, S.sym.orbit
+    bad = violated(S.init)
     if bad:
-        return finish("violation", bad, hash(canon(init)))
-    if liveness:
-        ids[init] = 0
-        states_by_id.append(init)
-        edges.append([])
+        return finish("violation", bad, S.fp0)
+    level = [(S.init, S.fp0)]
+    generated = 0
+    tick = 0
+    while level:
+        nxt = []
+        depth = S.depth + 1
+        for s, fs in level:
+            try:
+                succ = successors(s)
+            except InvariantViolation as e:
+                S.generated = generated
+                return finish("violation", e.invariant.name, fs, last=_failing_step(e))
+            if not succ and deadlock and not model.pruned and not model.is_end(s):
+                S.generated = generated
+                return finish("deadlock", "deadlock: no action is enabled", fs)
+            generated += len(succ)
+            for step, t in succ:
+                steps[step] = steps.get(step, 0) + 1
+                ct = canon(t)
+                ft = hash(ct)
+                if ft in seen:
+                    continue
+                seen[ft] = fs
+                if symmetry:
+                    S.unreduced += orbit(ct)
+                bad = violated(ct)
+                if bad:
+                    S.generated, S.depth = generated, depth
+                    return finish("violation", bad, ft)
+                nxt.append((ct, ft))
+            tick += 1
+            if tick & 1023 == 0:
+                if progress:
+                    progress(generated, len(seen), len(level) + len(nxt), depth, time.perf_counter() - S.start)
+                if max_states and len(seen) >= max_states:
+                    S.generated = generated
+                    return finish("stopped")
+        if nxt:
+            S.depth = depth
+        level = nxt
+        if max_states and len(seen) >= max_states:
+            break
+    S.generated = generated
+    return finish("ok" if not (max_states and len(seen) >= max_states and level) else "stopped")
+
+
+def _check_liveness(cfg: WorldConfig, max_states, deadlock: bool, rows, progress) -> Result:
+    """The search with the state graph kept, then the fair-lasso and progress checks."""
+    from .liveness import _stem, find_lasso, find_no_progress
+    S = _Search(cfg, False, rows)
+    model, seen, steps, finish = S.model, S.seen, S.steps, S.finish
+    bad = model.violated(S.init)
+    if bad:
+        return finish("violation", bad, S.fp0)
+    ids: dict = {S.init: 0}
+    states_by_id: list = [S.init]
+    edges: list = [[]]
+    bounded: set = set()      # states whose successors a bound cut off
+    queue = deque([(S.init, S.fp0, 0)])
     last_report = S.start
     while queue:
         s, fs, d = queue.popleft()
-        cs = canon(s) if liveness else None
         S.depth = max(S.depth, d)
+        i = ids[s]
         try:
             succ = model.successors(s)
         except InvariantViolation as e:
-            return finish("violation", e.invariant.name, fs, last=_failing_step(model, s, e))
-        if liveness and model.pruned:
-            bounded.add(ids[cs])
+            return finish("violation", e.invariant.name, fs, last=_failing_step(e))
+        if model.pruned:
+            bounded.add(i)
         if not succ and deadlock and not model.pruned and not model.is_end(s):
             return finish("deadlock", "deadlock: no action is enabled", fs)
         for step, t in succ:
             S.generated += 1
-            for r in step.rows:
-                coverage[r] += 1
-            ct = canon(t)
-            if liveness:
-                j = ids.get(ct)
-                if j is None:
-                    j = ids[ct] = len(states_by_id)
-                    states_by_id.append(ct)
-                    edges.append([])
-                edges[ids[cs]].append((j, step))
-            ft = S.add(fs, ct, step, d + 1)
-            if ft is None:
+            steps[step] = steps.get(step, 0) + 1
+            j = ids.get(t)
+            if j is None:
+                j = ids[t] = len(states_by_id)
+                states_by_id.append(t)
+                edges.append([])
+            edges[i].append((j, step))
+            ft = hash(t)
+            if ft in seen:
                 continue
+            seen[ft] = fs
             bad = model.violated(t)
             if bad:
                 S.depth = max(S.depth, d + 1)
@@ -192,22 +313,21 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
             progress(S.generated, len(seen), len(queue), S.depth, last_report - S.start)
         if max_states and len(seen) >= max_states:
             return finish("stopped")
-    if liveness:
-        from .liveness import _stem, find_lasso, find_no_progress
-        labelled = [[(j, st.action) for j, st in es] for es in edges]
-        # the more specific diagnosis first: a fair cycle stuck in a rebalance
-        lasso = find_lasso(states_by_id, labelled, bounded)
-        if lasso is not None:
-            stem, loop = lasso
-            res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")
-            res.path = _lasso_path(states_by_id, edges, stem + loop[1:])
-            res.loop_start = len(stem) - 1
-            return res
-        stuck = find_no_progress(states_by_id, labelled, bounded, model.is_end, model.some_stable)
-        if stuck is not None:
-            res = finish("no-progress", "no client can ever get an assignment again")
-            res.path = _lasso_path(states_by_id, edges, _stem(labelled, stuck))
-            return res
+    flat = [model.flat(s) for s in states_by_id]     # liveness reads the spec's view
+    labelled = [[(j, st.action) for j, st in es] for es in edges]
+    # the more specific diagnosis first: a fair cycle stuck in a rebalance
+    lasso = find_lasso(flat, labelled, bounded)
+    if lasso is not None:
+        stem, loop = lasso
+        res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")
+        res.path = _lasso_path(flat, edges, stem + loop[1:])
+        res.loop_start = len(stem) - 1
+        return res
+    stuck = find_no_progress(states_by_id, labelled, bounded, model.is_end, model.some_stable)
+    if stuck is not None:
+        res = finish("no-progress", "no client can ever get an assignment again")
+        res.path = _lasso_path(flat, edges, _stem(labelled, stuck))
+        return res
     return finish("ok")
 
 
@@ -219,122 +339,282 @@ def _lasso_path(states: list, edges: list, ids: list) -> list:
     return path
 
 
-# -- the parallel search: workers expand frontier chunks, the main process deduplicates ----
-
-_W: dict = {}
-
-
-def _init_worker(cfg: WorldConfig, symmetry: bool) -> None:
-    _W["model"] = WorldModel(cfg)
-    _W["canon"] = (lambda s: canonical(s, cfg.clients)) if symmetry else (lambda s: s)
-    _W["row_id"] = {name: i for i, name in enumerate(_row_names())}
-
-
-def _expand(chunk: list) -> list:
-    """For each state: its successors (step, state, canonical, violated invariant), or a failure."""
-    model, canon = _W["model"], _W["canon"]
-    out = []
-    for s in chunk:
-        try:
-            succ = model.successors(s)
-        except InvariantViolation as e:
-            out.append(("step-violation", hash(canon(s)), e.invariant.name, getattr(e, "row", "")))
-            continue
-        if not succ and not model.pruned and not model.is_end(s):
-            out.append(("deadlock", hash(canon(s)), None, None))
-            continue
-        rid = _W["row_id"]
-        # only what the main process needs: the canonical successor (a valid state itself),
-        # the step's label and rows (as indices), and the invariant it breaks
-        succs = []
-        for st, t in succ:
-            ct = canon(t)
-            succs.append((hash(ct), ct, st.action, tuple(rid.get(r, -1) for r in st.rows), model.violated(t)))
-        out.append(("ok", hash(canon(s)), succs, None))
-    return out
-
-
 def _checked(cfg: WorldConfig) -> list[str]:
     waived = {name for name, _ in cfg.waive}
     return [i.name for i in INVARIANTS if i.kind in ("state", "step", "output")] + \
         [i.name for i in WORLD_INVARIANTS if i.name not in waived]
 
 
-def _row_names() -> list[str]:
-    from groupspec.spec.table import ROWS
-    from groupspec.spec.world import CLIENT_ROWS
-    return [r.name for r in ROWS] + [r.name for r in CLIENT_ROWS]
-
-
-def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, progress=None,
-                   max_states: int | None = None) -> Result:
-    """Breadth-first, level by level, the frontier's expansion spread over worker processes."""
-    from concurrent.futures import ProcessPoolExecutor
-    S = _Search(cfg, symmetry)
-    model, canon, seen, coverage, init, finish = S.model, S.canon, S.seen, S.coverage, S.init, S.finish
-    bad = model.violated(init)
-    if bad:
-        return finish("violation", bad, hash(canon(init)))
-    row_names = _row_names()
-    frontier = [canon(init)]
-    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(cfg, symmetry)) as pool:
-        while frontier:
-            size = max(64, len(frontier) // (workers * 4) + 1)
-            chunks = [frontier[i:i + size] for i in range(0, len(frontier), size)]
-            nxt = []
-            for results in pool.map(_expand, chunks):
-                for kind, fs, succ, extra in results:
-                    if kind == "step-violation":
-                        return finish("violation", succ, fs, last=Step(f"row {extra!r} breaks {succ}",
-                                                                         (extra,) if extra else ()))
-                    if kind == "deadlock":
-                        return finish("deadlock", "deadlock: no action is enabled", fs)
-                    d = seen[fs][2]
-                    for ft, ct, label, rows, bad in succ:
-                        S.generated += 1
-                        for r in rows:
-                            coverage[row_names[r] if r >= 0 else label] += 1
-                        if ft in seen:
-                            continue
-                        seen[ft] = (fs, label, d + 1)
-                        if symmetry:   # only for new states: most successors were seen before
-                            S.unreduced += orbit_size(ct, cfg.clients)
-                        S.depth = max(S.depth, d + 1)
-                        if bad:
-                            return finish("violation", bad, ft)
-                        nxt.append(ct)
-                if progress:
-                    progress(S.generated, len(seen), len(nxt), S.depth, time.perf_counter() - S.start)
-                if max_states and len(seen) >= max_states:
-                    return finish("stopped")
-            frontier = nxt
-    return finish("ok")
-
-
-def _failing_step(model: WorldModel, s: tuple, e: InvariantViolation):
+def _failing_step(e: InvariantViolation) -> Step:
     row = getattr(e, "row", "")
     return Step(f"row {row!r} breaks {e.invariant.name}", (row,) if row else ())
 
 
 def _path(model: WorldModel, seen: dict, canon, at: int, last=None) -> list:
-    """A concrete shortest path to the state with fingerprint `at`, replayed from the initial state."""
+    """A concrete shortest path to the state with fingerprint `at`, replayed from the initial
+    state, in the spec's variable-by-variable view."""
     chain = []
     cur = at
     while cur is not None:
-        parent, step, _ = seen[cur]
         chain.append(cur)
-        cur = parent
+        cur = seen[cur]
     chain.reverse()
-    path = [(None, model.initial())]
     state = model.initial()
+    path = [(None, model.flat(state))]
     for target in chain[1:]:
         for step, t in model.successors(state):
             if hash(canon(t)) == target:
-                path.append((step, t))
+                path.append((step, model.flat(t)))
                 state = t
                 break
         else:  # pragma: no cover - the search found this edge
             raise RuntimeError("counterexample replay lost its way")
     if last is not None:
-        path.append((last, state))
+        path.append((last, model.flat(state)))
     return path
+
+
+# -- the parallel search ---------------------------------------------------------------------
+# Each worker process owns the states whose group part G hashes to it: it keeps their
+# fingerprints (the visited set is sharded), expands them, and sends the successors it does not
+# own to their owner.  Sharding by G keeps a worker's memo tables (deliveries and timers are
+# keyed by G) to its own share, and a client's step, which keeps G, never leaves the worker.
+# States cross in marshal batches (tuples of ints; sub-tuples shared between states are written
+# once), and a worker sends each foreign state once.  Breadth-first, level by level: the main process only relays the
+# batches and sums the counts, so a counterexample is still a shortest one.
+
+def _owner(ct: tuple, n: int) -> int:
+    return hash(ct[0]) % n
+
+
+class _Shard:
+    """One worker's part of the search."""
+
+    def __init__(self, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows):
+        self.wid, self.n = wid, n
+        self.model = WorldModel(cfg, rows)
+        sym = Symmetry(cfg)
+        self.canon = sym.canon if symmetry else (lambda s: s)
+        self.orbit = sym.orbit if symmetry else (lambda s: 1)
+        init = self.canon(self.model.initial())
+        self.seen: dict = {}
+        self.frontier: list = []
+        if _owner(init, n) == wid:
+            self.seen[hash(init)] = None
+            self.frontier = [(init, hash(init))]
+        self.next: list = []
+        self.sent: set = set()                              # foreign fingerprints already sent
+        self.steps: dict = {}
+
+    def _keep(self, ft: int, fs: int, ct: tuple, stats: dict) -> None:
+        self.seen[ft] = fs
+        stats["new"] += 1
+        stats["unreduced"] += self.orbit(ct)
+        if stats["failure"] is None:
+            bad = self.model.violated(ct)
+            if bad:
+                stats["failure"] = ("violation", ft, bad, "")
+        self.next.append((ct, ft))
+
+    def expand(self) -> bytes:
+        model, canon, seen, steps, wid, n = self.model, self.canon, self.seen, self.steps, self.wid, self.n
+        successors, sent = model.successors, self.sent
+        stats = {"new": 0, "unreduced": 0, "generated": 0, "failure": None}
+        batches: list = [[] for _ in range(n)]
+        generated = 0
+        for s, fs in self.frontier:
+            try:
+                succ = successors(s)
+            except InvariantViolation as e:
+                stats["failure"] = ("violation", fs, e.invariant.name, getattr(e, "row", ""))
+                break
+            if not succ and not model.pruned and not model.is_end(s):
+                stats["failure"] = ("deadlock", fs, "", "")
+                break
+            generated += len(succ)
+            for step, t in succ:
+                steps[step] = steps.get(step, 0) + 1
+                ct = canon(t)
+                ft = hash(ct)
+                o = hash(ct[0]) % n
+                if o == wid:
+                    if ft not in seen:
+                        self._keep(ft, fs, ct, stats)
+                    continue
+                if ft in sent:
+                    continue
+                sent.add(ft)
+                batches[o].append((ft, fs, ct))
+        stats["generated"] = generated
+        self.frontier = []
+        return stats, [marshal.dumps(batches[o]) for o in range(n)]
+
+    def receive(self, blobs: list) -> dict:
+        stats = {"new": 0, "unreduced": 0, "generated": 0, "failure": None}
+        seen = self.seen
+        for blob in blobs:
+            for ft, fs, ct in marshal.loads(blob):
+                if ft not in seen:
+                    self._keep(ft, fs, ct, stats)
+        self.frontier, self.next = self.next, []
+        return stats
+
+    def coverage(self) -> dict:
+        cov: dict = {}
+        for step, k in self.steps.items():
+            for r in step.rows:
+                cov[r] = cov.get(r, 0) + k
+        return cov
+
+
+def _shard_main(conn, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows) -> None:
+    gc.disable()
+    try:
+        shard = _Shard(wid, n, cfg, symmetry, rows)
+        conn.send(("ready", len(shard.seen)))
+        while True:
+            cmd, arg = conn.recv()
+            if cmd == "expand":
+                stats, blobs = shard.expand()
+                conn.send(stats)
+                for blob in blobs:
+                    conn.send_bytes(blob)
+            elif cmd == "receive":
+                blobs = [conn.recv_bytes() for _ in range(arg)]
+                conn.send(shard.receive(blobs))
+            elif cmd == "parent":
+                conn.send((arg in shard.seen, shard.seen.get(arg)))
+            elif cmd == "coverage":
+                conn.send(shard.coverage())
+            else:
+                break
+    except (EOFError, KeyboardInterrupt):
+        pass
+    except BaseException:                       # pragma: no cover - reported by the main process
+        import traceback
+        conn.send(("error", traceback.format_exc()))
+
+
+def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, progress=None,
+                   max_states: int | None = None, rows: list | None = None) -> Result:
+    """Breadth-first, level by level, over `workers` processes that each own a shard of the states."""
+    with _no_cyclic_gc():
+        return _check_parallel(cfg, workers, symmetry, progress, max_states, rows)
+
+
+def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, max_states, rows) -> Result:
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")      # the workers inherit the compiled table; nothing to pickle
+    S = _Search(cfg, symmetry, rows)
+    model, finish = S.model, S.finish
+    bad = model.violated(S.init)
+    if bad:
+        return finish("violation", bad, S.fp0)
+    pipes, procs = [], []
+    for wid in range(workers):
+        here, there = ctx.Pipe()
+        p = ctx.Process(target=_shard_main, args=(there, wid, workers, cfg, symmetry, rows), daemon=True)
+        p.start()
+        pipes.append(here)
+        procs.append(p)
+
+    def ask(conn, msg):
+        conn.send(msg)
+        return _reply(conn)
+
+    def recv_bytes(conn):
+        try:
+            return conn.recv_bytes()
+        except EOFError:     # pragma: no cover
+            raise RuntimeError("a search worker died") from None
+
+    try:
+        for conn in pipes:
+            conn.recv()
+        distinct, unreduced = 1, S.unreduced
+        result = None
+        while result is None:
+            for conn in pipes:
+                conn.send(("expand", None))
+            stats, outbox = [], []
+            for conn in pipes:
+                stats.append(_reply(conn))
+                outbox.append([recv_bytes(conn) for _ in range(workers)])
+            for wid, conn in enumerate(pipes):
+                conn.send(("receive", workers - 1))
+                for o in range(workers):
+                    if o != wid:
+                        conn.send_bytes(outbox[o][wid])
+            stats += [_reply(conn) for conn in pipes]
+            S.generated += sum(st["generated"] for st in stats)
+            new = sum(st["new"] for st in stats)
+            distinct += new
+            unreduced += sum(st["unreduced"] for st in stats)
+            failures = [st["failure"] for st in stats if st["failure"]]
+            if new or failures:
+                S.depth += 1
+            if progress:
+                progress(S.generated, distinct, new, S.depth, time.perf_counter() - S.start)
+            if failures:
+                # expansion failures (a state at the previous depth) before state violations
+                kind, fp, inv, row = min(failures, key=lambda f: f[0] != "deadlock" and not f[3])
+                result = (kind, fp, inv, row)
+            elif not new:
+                result = ("ok", None, "", "")
+            elif max_states and distinct >= max_states:
+                result = ("stopped", None, "", "")
+        S.coverage_override = Counter()
+        for conn in pipes:
+            S.coverage_override.update(ask(conn, ("coverage", None)))
+        kind, fp, inv, row = result
+        seen = _DistributedParents(pipes, ask, S.fp0)
+        S.seen_count = distinct
+        if kind == "deadlock":
+            S.depth -= 1
+            res = finish("deadlock", "deadlock: no action is enabled", fp, seen=seen)
+        elif kind == "violation" and row:
+            S.depth -= 1
+            res = finish("violation", inv, fp, last=Step(f"row {row!r} breaks {inv}", (row,)), seen=seen)
+        elif kind == "violation":
+            res = finish("violation", inv, fp, seen=seen)
+        else:
+            res = finish(kind, seen=seen)
+        res.distinct_states = distinct
+        res.unreduced_states = unreduced if symmetry else distinct
+        return res
+    finally:
+        for conn in pipes:
+            try:
+                conn.send(("stop", None))
+            except OSError:    # pragma: no cover
+                pass
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():   # pragma: no cover
+                p.kill()
+
+
+def _reply(conn):
+    try:
+        got = conn.recv()
+    except EOFError:     # pragma: no cover
+        raise RuntimeError("a search worker died") from None
+    if isinstance(got, tuple) and got and got[0] == "error":
+        raise RuntimeError(f"a search worker failed:\n{got[1]}")
+    return got
+
+
+class _DistributedParents:
+    """The visited set's parent links, asked of the shard that holds each fingerprint."""
+
+    def __init__(self, pipes, ask, fp0):
+        self.pipes, self.ask, self.fp0 = pipes, ask, fp0
+
+    def __getitem__(self, fp):
+        if fp == self.fp0:
+            return None
+        for conn in self.pipes:
+            has, parent = self.ask(conn, ("parent", fp))
+            if has:
+                return parent
+        raise KeyError(fp)

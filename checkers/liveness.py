@@ -24,7 +24,9 @@ from groupspec.spec.schema import STATES
 from groupspec.spec import engine as E
 
 STUCK = {STATES.index("PreparingRebalance"), STATES.index("CompletingRebalance")}
-ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets", "coordinator failover")
+# the environment's free choices; "heartbeat" also covers a heartbeat given up on in the network
+ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets", "coordinator failover",
+               "request timed out in the network")
 
 
 def action_class(label: str) -> tuple[str, bool]:

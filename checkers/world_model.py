@@ -1,26 +1,46 @@
 """The closed world as a transition system for the explicit-state checker.
 
-`WorldModel(cfg).successors(state)` gives every (action, next state, rows
-fired) from a world state.  Protocol decisions are made by the table's
-rows only: the coordinator's (spec/table.py) and the clients'
-(spec/world.py).  What this module adds is the network: a request is
-delivered by firing the coordinator trigger of its kind with the request's
-fields as parameters; a reply goes back to the sender, a parked request's
-answer to the client whose request was parked.
+`WorldModel(cfg).successors(state)` gives every (step, next state) from a
+world state.  Protocol decisions are made by the table's rows only: the
+coordinator's (spec/table.py) and the clients' (spec/world.py).  What this
+module adds is the network: a request is delivered by firing the
+coordinator trigger of its kind with the request's fields as parameters; a
+reply goes back to the sender, a parked request's answer to the client
+whose request was parked.
 
 Time is abstract: an armed timer may fire at any moment (a timeout can
 always be reached under delays), so every timing of the protocol is
 explored.  Log appends complete at once, successfully or (with the
 append-failure fault) with an error.
+
+State representation (the hot path of the search).  The spec declares the
+world variable by variable (`ALL_VARS`: the group's, then per-client maps,
+then the shared network/log ones).  The checker stores it client by client
+instead:
+
+    (G, C_0, ..., C_{n-1})
+
+`G` is the group's variables followed by the shared ones, `C_i` is client
+i's entry of every per-client map.  Then a client's step replaces one
+element, renaming clients is sorting the `C_i`, and every action's effect
+is a function of a small part of the state that recurs across many world
+states, so each is computed once (by the table's compiled rows) and
+memoized:
+
+- a client's own moves: keyed by (client, C_i);
+- delivering client i's request: keyed by (G, client, the request);
+- timers and failover: keyed by G.
+
+`flat(state)` gives the spec's variable-by-variable view, which
+counterexamples, invariants and liveness read.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
-from groupspec.spec.invariants import InvariantViolation, compiled as compiled_invariants
+from groupspec.spec.invariants import InvariantViolation, check_step, compiled as compiled_invariants
 from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import Layout, NONE, compile_term, iter_bits
 from groupspec.spec.rows import ECHO
@@ -34,7 +54,29 @@ KIND = {name: i for i, name in enumerate(Kind.values)}
 API_KIND = {"JoinGroup": KIND["join"], "SyncGroup": KIND["sync"], "Heartbeat": KIND["heartbeat"],
             "OffsetCommit": KIND["commit"], "LeaveGroup": KIND["leave"], "LeaveMember": KIND["leave"]}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
-I = WORLD_INDEX
+ABSENT = STATES.index("Absent")
+PREPARING = STATES.index("PreparingRebalance")
+
+# -- the client-major layout ---------------------------------------------------------------
+CLIENT_VARS = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.key == CLIENT]
+SHARED_VARS = [i for i in range(N_GROUP, len(ALL_VARS)) if i not in CLIENT_VARS]
+N_CV = len(CLIENT_VARS)
+# flat() relies on the spec's order: group variables, then the per-client maps, then the shared ones
+assert CLIENT_VARS == list(range(N_GROUP, N_GROUP + N_CV)) and SHARED_VARS == list(range(N_GROUP + N_CV,
+                                                                                          len(ALL_VARS)))
+CP = {ALL_VARS[i].name: k for k, i in enumerate(CLIENT_VARS)}          # position in a client's tuple
+GP = {ALL_VARS[i].name: N_GROUP + k for k, i in enumerate(SHARED_VARS)}  # position of a shared var in G
+GP.update({v.name: i for i, v in enumerate(STATE_VARS)})
+RQ = [CP[n] for n in ("rq", "rq_member", "rq_gen", "rq_assign")]
+LATE = [CP[n] for n in ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign")]
+RS = CP["rs"]
+assert list(CP)[RS:] == ["rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment"]
+assert RQ == list(range(RQ[0], RQ[0] + 4)) and LATE == list(range(LATE[0], LATE[0] + 4))
+PJ, PS, USED, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "used_ids", "log_has", "log"))
+G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"], E.STATE_INDEX["generation"]
+G_HB, G_JOIN_TIMER, G_SYNC_TIMER = (E.STATE_INDEX[n] for n in ("hb_armed", "join_timer", "sync_timer"))
+C_PHASE, C_OWNED = CP["c_phase"], CP["c_owned"]
+_CACHE_LIMIT = 1_500_000     # entries per memo table before it is dropped (bounds memory on huge worlds)
 
 
 @dataclass
@@ -56,16 +98,26 @@ class WorldConfig:
     loss: bool = False             # the network may lose a request or response (clients time out)
     waive: tuple = ()              # ((invariant, why), ...): invariants this world does not check, and why
     duplication: bool = False      # the network may deliver a request twice
+    reordering: bool = False       # a request may be overtaken by its client's later ones (spec/world.py)
 
     def sizes(self) -> dict:
         n_inst = max(1, len({i for i in (self.instances or ()) if i is not None}))
         return {MEMBER: self.member_ids, INSTANCE: n_inst, PARTITION: self.topics * self.partitions, PROTOCOL: 1,
                 PROTOLIST: 1, PTYPE: 1, CLIENT: self.clients}
 
+    def symmetry_classes(self) -> list[list[int]]:
+        """Clients that renaming may exchange: those configured alike (the same group.instance.id)."""
+        inst = self.instances or (None,) * self.clients
+        classes: dict = {}
+        for c in range(self.clients):
+            classes.setdefault(inst[c], []).append(c)
+        return list(classes.values())
 
-@dataclass
+
+@dataclass(frozen=True, eq=False)
 class Step:
-    """One transition: what happened, and which rows decided it."""
+    """One transition: what happened, and which rows decided it.  Steps are made once per
+    memoized move and compared by identity (the search counts them per transition)."""
     action: str
     rows: tuple
     messages: tuple = ()     # (from, to, label) for sequence diagrams
@@ -75,6 +127,7 @@ class WorldModel:
     def __init__(self, cfg: WorldConfig, rows: list | None = None):
         """`rows`: the coordinator's table (default: the spec's; a mutant's when testing the checker)."""
         self.cfg = cfg
+        self.n = cfg.clients
         self.sizes = cfg.sizes()
         # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
         self.group = E.Engine(rows, skip_outputs=("arm", "cancel", "cancel_all", "delete_offsets"))
@@ -88,32 +141,53 @@ class WorldModel:
                      "cfg_new_member_timeout_ms": 300_000, "proto_names": lambda pl: 1 if pl != NONE else 0,
                      "vote": lambda pl, c: 0 if pl != NONE and c & 1 else NONE, "supports_skip": True,
                      "assign": self._assign}
-        self.n_params = len(names)
-        self._base_vector = [None] * self.n_params
+        self._base_vector = [None] * len(names)
         for k, v in self.base.items():
             self._base_vector[self.space.param_index[k]] = v
+        self.triggers = [t for t in CLIENT_TRIGGERS if _enabled_by(t, cfg)]
         self.pruned = 0      # successors of the last state cut off by a bound
-        self._spent = 0
-        self._gcache: dict = {}
-        self._ccache: dict = {}
+        self._echo = NONE    # the member id of the request being delivered (what a reply echoes)
         _check_locality()
-        self._cache: dict = {}
+        self._assign_cache: dict = {}
+        self._gcache: dict = {}       # group engine firings
+        self._moves: dict = {}        # (client, C_i) -> client moves
+        self._deliveries: dict = {}   # (G, client, late?, request) -> deliveries
+        self._events: dict = {}       # G -> timer and failover steps
+        self._ginv: dict = {}         # G -> the coordinator invariant it breaks, or None
+        self._winv: dict = {}         # (G, clients' leading variables) -> the invariant broken, or None
+        self._inv_width = _invariant_width()
         waived = {name for name, _ in cfg.waive}
         self.world_invariants = [(inv, compile_term(inv.formula, Layout(WORLD_INDEX, {})))
                                  for inv in WORLD_INVARIANTS if inv.name not in waived]
+        self.group_invariants = [(inv, f) for inv, f in compiled_invariants() if inv.kind == "state"]
+        self._init = self.unflat(tuple(_initial(v.type, v.initial, self.sizes) for v in ALL_VARS))
+        self._blank = self.flat(self._init)
+        self._no_request = self._init[1][RQ[0]:RQ[0] + 4]
+        self._no_late = self._init[1][LATE[0]:LATE[0] + 4]
+        self._no_park = self._init[0][PJ]
 
-    # -- the world ------------------------------------------------------------------
+    # -- the world and its two views --------------------------------------------------
+
+    @staticmethod
+    def blank_parked(cfg: WorldConfig) -> tuple:
+        """`parked_join` (and `parked_sync`) when nothing is parked."""
+        return (NONE,) * cfg.member_ids
 
     def initial(self) -> tuple:
-        out = []
-        for v in ALL_VARS:
-            out.append(_initial(v.type, v.initial, self.sizes))
-        return tuple(out)
+        return self._init
+
+    def flat(self, s: tuple) -> tuple:
+        """The spec's view: one value per variable of ALL_VARS (per-client maps as tuples)."""
+        g = s[0]
+        return g[:N_GROUP] + tuple(zip(*s[1:])) + g[N_GROUP:]
+
+    def unflat(self, f: tuple) -> tuple:
+        g = f[:N_GROUP] + f[N_GROUP + N_CV:]
+        return (g,) + tuple(zip(*f[N_GROUP:N_GROUP + N_CV]))
 
     def _assign(self, members: int) -> tuple:
         """The leader's assignor: Range over the member list (ids sorted as their slots)."""
-        key = members
-        got = self._cache.get(key)
+        got = self._assign_cache.get(members)
         if got is None:
             names = {f"m{m:03d}": m for m in iter_bits(members)}
             topics = {f"t{t}": self.cfg.partitions for t in range(self.cfg.topics)}
@@ -121,7 +195,7 @@ class WorldModel:
             out = [0] * self.sizes[MEMBER]
             for n, parts in res.items():
                 out[names[n]] = sum(1 << self.part_index[p] for p in parts)
-            got = self._cache[key] = tuple(out)
+            got = self._assign_cache[members] = tuple(out)
         return got
 
     def params(self, **kw) -> list:
@@ -131,285 +205,339 @@ class WorldModel:
             p[idx[k]] = v
         return p
 
-    # -- actions --------------------------------------------------------------------
+    # -- successors -------------------------------------------------------------------
 
     def successors(self, s: tuple) -> list[tuple[Step, tuple]]:
+        """Every (step, next state); `self.pruned` counts the successors a bound cut off."""
         out: list = []
-        cfg = self.cfg
-        for c in range(cfg.clients):
-            for trig in CLIENT_TRIGGERS:
-                if (trig == "ClientCrash" and not cfg.crash) or (trig == "ClientTimeout" and not cfg.loss) or \
-                        (trig == "ClientRestart" and not cfg.restart):
-                    continue
-                if (trig == "ClientCommit" and not cfg.commits) or (trig == "ClientLeave" and not cfg.leaves):
-                    continue
-                p = self.params(client=c)
-                for name, t in self._client_step(s, trig, c, p):
-                    out.append((Step(f"c{c}: {name}", (name,)), t))
-            if s[I["rq"]][c] != KIND["none"]:
-                out += self._deliver(s, c)
-                if cfg.duplication:
-                    out += [(dataclasses.replace(st, action=st.action + " (a copy stays in flight)"),
-                             _keep_request(t, s, c)) for st, t in self._deliver(s, c)]
-                if cfg.loss:
-                    w = list(s)
-                    w[I["rq"]] = _put(w[I["rq"]], c, KIND["none"])
-                    out.append((Step(f"the network loses c{c}'s request", ()), tuple(w)))
-            if cfg.loss and s[I["rs"]][c] != KIND["none"]:
-                w = list(s)
-                w[I["rs"]] = _put(w[I["rs"]], c, KIND["none"])
-                out.append((Step(f"the network loses the response to c{c}", ()), tuple(w)))
-        g = s
-        if cfg.expiry:
-            for m in iter_bits(E.get(g, "hb_armed")):
-                out += self._coordinator(s, "HeartbeatExpiry", {"timer_member": m}, f"session timer of m{m} fires")
-            for m in iter_bits(E.get(g, "pending")):
-                out += self._coordinator(s, "PendingExpiry", {"timer_member": m}, f"pending timer of m{m} fires")
-        if E.get(g, "join_timer") != 0:
-            out += self._coordinator(s, "JoinTimer", {}, "the delayed join expires")
-        if E.get(g, "sync_timer"):
-            out += self._coordinator(s, "SyncTimer", {}, "the sync timer expires")
-        if cfg.failover and s[E.STATE_I] != STATES.index("Absent"):
-            out += self._failover(s)
-        kept = [(st, t) for st, t in out if E.get(t, "generation") <= cfg.max_generation]
-        # successors beyond the bounds are the edge of the bounded world, not missing behaviour
-        self.pruned = len(out) - len(kept) + self._spent
-        self._spent = 0
-        return kept
-
-    def _coordinator(self, s: tuple, trigger: str, params: dict, label: str, sender: int = NONE):
-        """Fire a coordinator trigger, route its outputs, complete appends, run eager rows."""
-        results = []
-        for state, rows, msgs in self._fire(list(s), trigger, params, sender):
-            results.append((Step(label, tuple(rows), tuple(msgs)), tuple(state)))
-        return results
-
-    def _fire(self, s: list, trigger: str, params: dict, sender: int):
-        """All outcomes of firing `trigger` and what it entails (appends, eager completion)."""
-        p = self.params(**params)
-        outcomes = self._group_fire(s, trigger, p)
-        if not outcomes:
-            return [(s, [], [])]
-        results = []
-        rest = list(s[N_GROUP:])
-        for o in outcomes:
-            w = list(o.state) + rest
-            self._check_step(tuple(s[:N_GROUP]), o.state, p, o.outputs, o.row.name)
-            msgs: list = []
-            branches = [(w, [o.row.name], msgs)]
-            branches = self._route(branches, o.outputs, sender, trigger)
-            for w2, rows, m2 in branches:
-                self._mark_ids(w2)
-                results += self._eager(w2, rows, m2)
-        return results
-
-    # -- memoized steps ---------------------------------------------------------------
-    # The coordinator's rows read and write only the group's variables, and a client's
-    # rows only that client's entries (checked in _check_locality), so a step depends on
-    # a small part of the world, which repeats across many world states.
-
-    def _group_fire(self, s, trigger: str, p: list):
-        key = (tuple(s[:N_GROUP]), trigger, tuple(p))
-        got = self._gcache.get(key)
-        if got is None:
-            if len(self._gcache) > 400_000:
-                self._gcache.clear()
-            got = self._gcache[key] = self.group.fire(key[0], trigger, p)
-        return got
-
-    def _client_step(self, s: tuple, trig: str, c: int, p: list) -> list:
-        local = tuple(s[i][c] for i in CLIENT_VARS)
-        key = (trig, local)
-        got = self._ccache.get(key)
-        if got is None:
-            got = []
-            for o in self.clients.fire(s, trig, p):
-                got.append((o.row.name, tuple(o.state[i][c] for i in CLIENT_VARS)))
-            if len(self._ccache) > 400_000:
-                self._ccache.clear()
-            self._ccache[key] = got
-        out = []
-        for name, new in got:
-            w = list(s)
-            for i, v in zip(CLIENT_VARS, new):
-                if w[i][c] != v:
-                    w[i] = _put(w[i], c, v)
-            out.append((name, tuple(w)))
+        cut = 0
+        G = s[0]
+        n = self.n
+        for c in range(n):
+            C = s[c + 1]
+            for step, C2 in self._client_moves(c, C):
+                out.append((step, s[:c + 1] + (C2,) + s[c + 2:]))
+            if C[RQ[0]]:
+                got, k = self._delivery(G, c, False, C)
+                cut += k
+                for step, G2, patches, keep in got:
+                    C2 = C if keep else C[:RQ[0]] + self._no_request + C[RQ[0] + 4:]
+                    out.append((step, _apply(s, G2, c, C2, patches)))
+            if C[LATE[0]]:
+                got, k = self._delivery(G, c, True, C)
+                cut += k
+                for step, G2, patches, keep in got:
+                    C2 = C[:LATE[0]] + self._no_late + C[LATE[0] + 4:]
+                    out.append((step, _apply(s, G2, c, C2, patches)))
+        got, k = self._group_events(G)
+        cut += k
+        for step, G2, patches in got:
+            out.append((step, _apply(s, G2, -1, None, patches)))
+        self.pruned = cut
         return out
 
-    def _eager(self, s: list, rows: list, msgs: list):
-        st = tuple(s)
-        if E.get(st, "state") == STATES.index("PreparingRebalance") and \
-                self.group.enabled(st, "CompleteJoin", self.params()):
-            out = []
-            for s2, r2, m2 in self._fire(s, "CompleteJoin", {}, NONE):
-                out.append((s2, rows + r2, msgs + m2))
-            return out
-        return [(s, rows, msgs)]
+    def _client_moves(self, c: int, C: tuple) -> list:
+        key = (c, C)
+        got = self._moves.get(key)
+        if got is None:
+            if len(self._moves) > _CACHE_LIMIT:
+                self._moves.clear()
+            got = self._moves[key] = self._compute_client_moves(c, C)
+        return got
 
-    def _route(self, branches, outputs, sender: int, trigger: str):
+    def _compute_client_moves(self, c: int, C: tuple) -> list:
+        """Client c's own steps in local state C (its rows read and write only its own entries)."""
+        blank = self._blank
+        flat = list(blank)
+        for k in range(N_CV):
+            col = blank[N_GROUP + k]
+            flat[N_GROUP + k] = col[:c] + (C[k],) + col[c + 1:]
+        flat = tuple(flat)
+        p = self.params(client=c)
+        out = []
+        for trig in self.triggers:
+            for o in self.clients.fire(flat, trig, p):
+                C2 = tuple(o.state[N_GROUP + k][c] for k in range(N_CV))
+                out.append((Step(f"c{c}: {o.row.name}", (o.row.name,)), C2))
+        if self.cfg.loss:
+            if C[RQ[0]]:
+                out.append((Step(f"the network loses c{c}'s request", ()),
+                            C[:RQ[0]] + self._no_request + C[RQ[0] + 4:]))
+            if C[RS]:
+                out.append((Step(f"the network loses the response to c{c}", ()), C[:RS] + self._init[1][RS:]))
+        return out
+
+    def _delivery(self, G: tuple, c: int, late: bool, C: tuple):
+        """Delivering client c's request (or its late one): [(step, G', patches, keep in flight)], cut."""
+        at = LATE[0] if late else RQ[0]
+        req = C[at:at + 4]
+        key = (G, c, late, req, C[C_OWNED] if req[0] == KIND["commit"] else 0)
+        got = self._deliveries.get(key)
+        if got is None:
+            if len(self._deliveries) > _CACHE_LIMIT:
+                self._deliveries.clear()
+            got = self._deliveries[key] = self._compute_delivery(G, c, late, req, key[4])
+        return got
+
+    def _group_events(self, G: tuple):
+        got = self._events.get(G)
+        if got is None:
+            if len(self._events) > _CACHE_LIMIT:
+                self._events.clear()
+            got = self._events[G] = self._compute_group_events(G)
+        return got
+
+    # -- what the coordinator does (computed once per key) -------------------------------
+
+    def _keep(self, results: list) -> tuple[list, int]:
+        """The results within the generation bound, and how many the bound cut off."""
+        kept = [r for r in results if r[1][G_GEN] <= self.cfg.max_generation]
+        return kept, len(results) - len(kept)
+
+    def _compute_group_events(self, G: tuple):
+        res = []
+        if self.cfg.expiry:
+            for m in iter_bits(G[G_HB]):
+                res += self._coordinator(G, "HeartbeatExpiry", {"timer_member": m}, f"session timer of m{m} fires")
+            for m in iter_bits(G[G_PENDING]):
+                res += self._coordinator(G, "PendingExpiry", {"timer_member": m}, f"pending timer of m{m} fires")
+        if G[G_JOIN_TIMER] != 0:
+            res += self._coordinator(G, "JoinTimer", {}, "the delayed join expires")
+        if G[G_SYNC_TIMER]:
+            res += self._coordinator(G, "SyncTimer", {}, "the sync timer expires")
+        if self.cfg.failover and G[E.STATE_I] != ABSENT:
+            res += self._failover(G)
+        return self._keep(res)
+
+    def _coordinator(self, G: tuple, trigger: str, params: dict, label: str) -> list:
+        return [(Step(label, tuple(rows), tuple(msgs)), G2, _patches(resp))
+                for G2, rows, msgs, resp in self._fire(G, trigger, params, NONE)]
+
+    def _fire(self, G: tuple, trigger: str, params: dict, sender: int) -> list:
+        """All outcomes of firing `trigger` and what it entails (appends, eager completion):
+        [(G', rows fired, messages, responses {client: response fields})]."""
+        p = self.params(**params)
+        g = G[:N_GROUP]
+        outcomes = self._group_fire(g, trigger, p)
+        if not outcomes:
+            return [(G, [], [], {})]
+        results = []
+        rest = list(G[N_GROUP:])
+        for o in outcomes:
+            try:
+                check_step(g, o.state, p, o.outputs, where=f"after row {o.row.name!r}")
+            except InvariantViolation as e:
+                e.row = o.row.name      # the counterexample's last step names the row that broke it
+                raise
+            branches = self._route([(list(o.state) + rest, [o.row.name], [], {})], o.outputs, sender)
+            for w, rows, msgs, resp in branches:
+                w[USED] |= w[G_MEMBERS] | w[G_PENDING]     # member ids are never reused
+                results += self._eager(tuple(w), rows, msgs, resp)
+        return results
+
+    def _group_fire(self, g: tuple, trigger: str, p: list):
+        key = (g, trigger, tuple(p))
+        got = self._gcache.get(key)
+        if got is None:
+            if len(self._gcache) > _CACHE_LIMIT:
+                self._gcache.clear()
+            got = self._gcache[key] = self.group.fire(g, trigger, p)
+        return got
+
+    def _eager(self, G: tuple, rows: list, msgs: list, resp: dict) -> list:
+        """Kafka re-checks a pending join after every change in PreparingRebalance."""
+        if G[E.STATE_I] == PREPARING and self.group.enabled(G[:N_GROUP], "CompleteJoin", self._base_vector):
+            return [(G2, rows + r2, msgs + m2, {**resp, **resp2})
+                    for G2, r2, m2, resp2 in self._fire(G, "CompleteJoin", {}, NONE)]
+        return [(G, rows, msgs, resp)]
+
+    def _route(self, branches: list, outputs: list, sender: int) -> list:
         for out in outputs:
             nxt = []
-            for w, rows, msgs in branches:
+            for w, rows, msgs, resp in branches:
                 k = out.kind
                 if k == "reply" and sender != NONE:
-                    self._respond(w, sender, API_KIND.get(out.api, KIND["none"]), out.fields, msgs,
-                                  echo=w[I["rq_member"]][sender])
+                    _respond(resp, sender, API_KIND.get(out.api, KIND["none"]), out.fields, msgs,
+                             echo=self._echo)
                 elif k == "park":
-                    var = "parked_join" if out.api == "JoinGroup" else "parked_sync"
-                    w[I[var]] = _put(w[I[var]], out.member, sender)
+                    at = PJ if out.api == "JoinGroup" else PS
+                    w[at] = _put(w[at], out.member, sender)   # a late request parks for nobody
                 elif k == "answer":
-                    var = "parked_join" if out.api == "JoinGroup" else "parked_sync"
-                    client = w[I[var]][out.member]
+                    at = PJ if out.api == "JoinGroup" else PS
+                    client = w[at][out.member]
                     if client != NONE:
-                        w[I[var]] = _put(w[I[var]], out.member, NONE)
-                        self._respond(w, client, API_KIND[out.api], out.fields, msgs, echo=out.member)
+                        w[at] = _put(w[at], out.member, NONE)
+                        _respond(resp, client, API_KIND[out.api], out.fields, msgs, echo=out.member)
                 elif k == "append":
-                    nxt += self._append(w, rows, msgs, out, sender)
+                    nxt += self._append(w, rows, msgs, resp, out, sender)
                     continue
                 elif k == "tombstone":
-                    w[I["log_has"]] = False
-                nxt.append((w, rows, msgs))
+                    w[LOG_HAS] = False
+                nxt.append((w, rows, msgs, resp))
             branches = nxt
         return branches
 
-    def _append(self, w: list, rows: list, msgs: list, out, sender: int):
+    def _append(self, w: list, rows: list, msgs: list, resp: dict, out, sender: int) -> list:
         f = out.fields
         results = []
         errors = ["NONE"] + (["NOT_ENOUGH_REPLICAS"] if self.cfg.append_failure and out.api != "offsets" else [])
         for error in errors:
             w2 = list(w)
-            m2 = list(msgs)
             if error == "NONE" and out.api != "offsets":
-                w2[I["log_has"]] = True
-                w2[I["log"]] = (f["generation"], f["protocol_type"], f["protocol"], f["leader"], f["members"],
-                                f["instance_of"], f["protos"], f["session_ms"], f["rebalance_ms"], f["assignment"],
-                                E.get(tuple(w2), "offsets"))
+                w2[LOG_HAS] = True
+                w2[LOG] = (f["generation"], f["protocol_type"], f["protocol"], f["leader"], f["members"],
+                           f["instance_of"], f["protos"], f["session_ms"], f["rebalance_ms"], f["assignment"],
+                           w2[E.STATE_INDEX["offsets"]])
             trig, params = completion(out.api, f)
             params["error"] = ERRORS.index(error)
-            for s3, r3, m3 in self._fire(w2, trig, params, sender):
-                results.append((s3, rows + r3, m2 + m3))
+            for G3, r3, m3, resp3 in self._fire(tuple(w2), trig, params, sender):
+                results.append((list(G3), rows + r3, msgs + m3, {**resp, **resp3}))
         return results
 
-    def _respond(self, w: list, c: int, kind: int, fields: dict, msgs: list, echo: int) -> None:
-        def val(name, default):
-            v = fields.get(name, default)
-            return echo if v is ECHO else v
-        err = fields.get("error", fields.get("error_all", fields.get("member_error", NONE_ERR)))
-        w[I["rs"]] = _put(w[I["rs"]], c, kind)
-        w[I["rs_error"]] = _put(w[I["rs_error"]], c, err)
-        w[I["rs_member"]] = _put(w[I["rs_member"]], c, val("member", NONE))
-        w[I["rs_gen"]] = _put(w[I["rs_gen"]], c, val("generation", -1))
-        w[I["rs_leader"]] = _put(w[I["rs_leader"]], c, val("leader", NONE))
-        w[I["rs_members"]] = _put(w[I["rs_members"]], c, val("members", 0))
-        a = fields.get("assignment", 0)
-        w[I["rs_assignment"]] = _put(w[I["rs_assignment"]], c, a if isinstance(a, int) else 0)
-        msgs.append(("coordinator", f"c{c}", f"{Kind.values[kind]} {ERRORS[err]}"))
-
-    def _deliver(self, s: tuple, c: int):
-        kind = s[I["rq"]][c]
-        mid = s[I["rq_member"]][c]
-        g = s
-        known = mid != NONE and ((E.get(g, "members") | E.get(g, "pending")) >> mid) & 1
+    def _compute_delivery(self, G: tuple, c: int, late: bool, req: tuple, owned: int):
+        kind, mid, gen, assign = req
+        known = mid != NONE and ((G[G_MEMBERS] | G[G_PENDING]) >> mid) & 1
         inst = self.cfg.instances[c] if self.cfg.instances else None
         who = {"member": mid if known else NONE, "member_empty": mid == NONE,
                "instance": NONE if inst is None else inst}
-        gen = s[I["rq_gen"]][c]
-        w = list(s)
-        w[I["rq"]] = _put(w[I["rq"]], c, KIND["none"])
         name = Kind.values[kind]
-        label = f"deliver c{c}'s {name}"
-        sent = [(f"c{c}", "coordinator", f"{name} m{mid}" if mid != NONE else name)]
+        what = f"late {name}" if late else name
+        label = f"deliver c{c}'s {what}"
+        sent = ((f"c{c}", "coordinator", f"{what} m{mid}" if mid != NONE else what),)
+        sender = NONE if late else c        # nobody waits for the answer to a late request
+        self._echo = mid                    # a reply's echoed member id is the request's
         if kind == KIND["join"]:
-            free = [m for m in range(self.sizes[MEMBER]) if not (s[I["used_ids"]] >> m) & 1]
+            free = [m for m in range(self.sizes[MEMBER]) if not (G[USED] >> m) & 1]
             if mid == NONE and not free:
-                self._spent += 1   # the world's member-id budget is spent: a bound, not a behaviour
-                return []
+                return [], 1     # the world's member-id budget is spent: a bound, not a behaviour
             params = {**who, "fresh": free[0] if free else NONE, "require_known": True, "session_ms": 10_000,
                       "rebalance_ms": 10_000, "req_ptype": 0, "req_ptype_empty": False, "req_protos": 0}
-            trig = "JoinGroup"
+            fired = self._fire(G, "JoinGroup", params, sender)
         elif kind == KIND["sync"]:
             params = {**who, "generation": gen, "req_ptype": NONE, "req_ptype_given": False, "req_protocol": NONE,
-                      "req_protocol_given": False, "assignments": s[I["rq_assign"]][c]}
-            trig = "SyncGroup"
+                      "req_protocol_given": False, "assignments": assign}
+            fired = self._fire(G, "SyncGroup", params, sender)
         elif kind == KIND["heartbeat"]:
-            params, trig = {**who, "generation": gen}, "Heartbeat"
+            fired = self._fire(G, "Heartbeat", {**who, "generation": gen}, sender)
         elif kind == KIND["commit"]:
-            owned = s[I["c_owned"]][c]
             params = {**who, "generation": gen, "commit": tuple(1 for _ in range(self.sizes[PARTITION])),
                       "commit_parts": owned}
-            trig = "OffsetCommit"
+            fired = self._fire(G, "OffsetCommit", params, sender)
         else:
-            return self._leave(w, c, who, label, sent)
-        return [(Step(label, st.rows, tuple(sent) + st.messages), t)
-                for st, t in self._coordinator(tuple(w), trig, params, label, sender=c)]
-
-    def _leave(self, w: list, c: int, who: dict, label: str, sent):
+            fired = self._leave(G, who)
         res = []
-        for s1, r1, m1 in self._fire(w, "LeaveGroup", {}, NONE):
-            st = tuple(s1)
-            if STATES[st[E.STATE_I]] in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable"):
-                for s2, r2, m2 in self._fire(s1, "LeaveMember", who, NONE):
-                    res.append((Step(label, tuple(r1 + r2), tuple(sent) + tuple(m1 + m2)), tuple(s2)))
+        for G2, rows, msgs, resp in fired:
+            res.append((Step(label, tuple(rows), sent + tuple(msgs)), G2, _patches(resp), False))
+            if self.cfg.duplication and not late:
+                res.append((Step(label + " (a copy stays in flight)", tuple(rows), sent + tuple(msgs)), G2,
+                            _patches(resp), True))
+        return self._keep(res)
+
+    def _leave(self, G: tuple, who: dict) -> list:
+        """LeaveGroup: the group-level checks, then the member's (GC.handleLeaveGroup)."""
+        res = []
+        for G1, r1, m1, resp1 in self._fire(G, "LeaveGroup", {}, NONE):
+            if STATES[G1[E.STATE_I]] in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable"):
+                for G2, r2, m2, resp2 in self._fire(G1, "LeaveMember", who, NONE):
+                    res.append((G2, r1 + r2, m1 + m2, {**resp1, **resp2}))
             else:
-                res.append((Step(label, tuple(r1), tuple(sent) + tuple(m1)), st))
+                res.append((G1, r1, m1, resp1))
         return res
 
-    def _failover(self, s: tuple):
+    def _failover(self, G: tuple) -> list:
         """The coordinator moves: the group is unloaded here and loaded from the log there."""
         res = []
-        for s1, r1, m1 in self._fire(list(s), "Unload", {}, NONE):
-            s1 = list(s1)
-            for v in ("parked_join", "parked_sync"):
-                s1[I[v]] = tuple(NONE for _ in s1[I[v]])
-            if s1[I["log_has"]]:
-                for s2, r2, m2 in self._fire(s1, "Load", {"record": s1[I["log"]]}, NONE):
+        for G1, r1, m1, resp1 in self._fire(G, "Unload", {}, NONE):
+            w = list(G1)
+            w[PJ] = w[PS] = self._no_park     # the old coordinator's parked requests are gone
+            G1 = tuple(w)
+            if G1[LOG_HAS]:
+                for G2, r2, m2, resp2 in self._fire(G1, "Load", {"record": G1[LOG]}, NONE):
                     res.append((Step("coordinator failover: unload, load the last record", tuple(r1 + r2),
-                                     tuple(m1 + m2)), tuple(s2)))
+                                     tuple(m1 + m2)), G2, _patches({**resp1, **resp2})))
             else:
-                res.append((Step("coordinator failover: unload (no record to load)", tuple(r1), tuple(m1)),
-                            tuple(s1)))
+                res.append((Step("coordinator failover: unload (no record to load)", tuple(r1), tuple(m1)), G1,
+                            _patches(resp1)))
         return res
-
-    def _mark_ids(self, w: list) -> None:
-        w[I["used_ids"]] |= E.get(tuple(w), "members") | E.get(tuple(w), "pending")
 
     # -- properties -----------------------------------------------------------------
 
-    def _check_step(self, prev: tuple, post: tuple, params: list, outputs: list, row: str) -> None:
-        from groupspec.spec.invariants import check_step
-        try:
-            check_step(prev[:N_GROUP], post[:N_GROUP], params, outputs, where=f"after row {row!r}")
-        except InvariantViolation as e:
-            e.row = row      # the counterexample's last step names the row that broke it
-            raise
-
     def violated(self, s: tuple) -> str | None:
-        """The name of the first invariant state `s` breaks (coordinator and closed world)."""
-        g = s[:N_GROUP]
-        for inv, f in compiled_invariants():
-            if inv.kind == "state" and not f(g, [], ()):
-                return inv.name
-        for inv, f in self.world_invariants:
-            if not f(s, [], ()):
-                return inv.name
-        return None
+        """The name of the first invariant state `s` breaks (coordinator and closed world).
+        Both verdicts are memoized on what the invariants read: the coordinator's on G, the
+        closed world's on G and each client's first `_inv_width` variables."""
+        G = s[0]
+        key = (G, tuple(C[:self._inv_width] for C in s[1:]))
+        bad = self._winv.get(key, 0)
+        if bad != 0:
+            return bad
+        bad = self._ginv.get(G, 0)
+        if bad == 0:
+            g = G[:N_GROUP]
+            bad = next((inv.name for inv, f in self.group_invariants if not f(g, [], ())), None)
+            if len(self._ginv) > _CACHE_LIMIT:
+                self._ginv.clear()
+            self._ginv[G] = bad
+        if not bad:
+            f = self.flat(s)
+            bad = next((inv.name for inv, ok in self.world_invariants if not ok(f, [], ())), None)
+        if len(self._winv) > _CACHE_LIMIT:
+            self._winv.clear()
+        self._winv[key] = bad
+        return bad
 
     def some_stable(self, s: tuple) -> bool:
-        return PHASE["stable"] in s[I["c_phase"]]
+        return any(C[C_PHASE] == PHASE["stable"] for C in s[1:])
 
     def is_end(self, s: tuple) -> bool:
-        """A legitimate end: every client has left or crashed, or is stable with nothing in flight."""
-        phases = s[I["c_phase"]]
-        return all(ph in (PHASE["left"], PHASE["crashed"]) for ph in phases)
+        """A legitimate end: every client has left or crashed."""
+        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"]) for C in s[1:])
 
 
-def _keep_request(t: tuple, before: tuple, c: int) -> tuple:
-    """The state after a delivery, with client c's request still in flight (duplicated)."""
-    w = list(t)
-    for v in ("rq", "rq_member", "rq_gen", "rq_assign"):
-        w[I[v]] = _put(w[I[v]], c, before[I[v]][c])
-    return tuple(w)
+def _invariant_width() -> int:
+    """How many of a client's leading variables the closed-world invariants read (they must
+    read none of the others, so that violated() may memoize on them)."""
+    from groupspec.spec.lang import walk
+    read = {n.data for inv in WORLD_INVARIANTS for n in walk(inv.formula) if n.op == "var"}
+    pos = sorted(CP[v] for v in read if v in CP)
+    width = pos[-1] + 1 if pos else 0
+    return width
+
+
+def _enabled_by(trigger: str, cfg: WorldConfig) -> bool:
+    """Which client triggers the world's faults and features switch on."""
+    return {"ClientCrash": cfg.crash, "ClientTimeout": cfg.loss or cfg.reordering, "ClientRestart": cfg.restart,
+            "ClientCommit": cfg.commits, "ClientLeave": cfg.leaves, "ClientOvertake": cfg.reordering}.get(trigger, True)
+
+
+def _respond(resp: dict, c: int, kind: int, fields: dict, msgs: list, echo: int) -> None:
+    """Client c's response slot gets this response (its tail of the client's tuple)."""
+    def val(name, default):
+        v = fields.get(name, default)
+        return echo if v is ECHO else v
+    err = fields.get("error", fields.get("error_all", fields.get("member_error", NONE_ERR)))
+    a = fields.get("assignment", 0)
+    resp[c] = (kind, err, val("member", NONE), val("generation", -1), val("leader", NONE), val("members", 0),
+               a if isinstance(a, int) else 0)
+    msgs.append(("coordinator", f"c{c}", f"{Kind.values[kind]} {ERRORS[err]}"))
+
+
+def _patches(resp: dict) -> tuple:
+    return tuple(sorted(resp.items()))
+
+
+def _apply(s: tuple, G2: tuple, c: int, C2: tuple | None, patches: tuple) -> tuple:
+    """The world after a coordinator step: G replaced, client c's tuple replaced, responses written."""
+    if not patches:
+        if c < 0:
+            return (G2,) + s[1:]
+        return (G2,) + s[1:c + 1] + (C2,) + s[c + 2:]
+    cl = list(s[1:])
+    if c >= 0:
+        cl[c] = C2
+    for j, r in patches:
+        cl[j] = cl[j][:RS] + r
+    return (G2, *cl)
 
 
 def _put(t: tuple, i: int, v) -> tuple:
@@ -428,9 +556,6 @@ def _initial(t, initial, sizes):
     if initial is None:
         return default_of(t)
     return initial
-
-
-CLIENT_VARS = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.key == CLIENT]
 
 
 def _check_locality() -> None:
@@ -454,5 +579,4 @@ def _check_locality() -> None:
                 if n.op == "get" and n.args[0].op == "var" and n.args[0].data in client_names:
                     if not (n.args[1].op == "param" and n.args[1].data == "client"):
                         raise AssertionError(f"client row {r.name!r} reads another client's {n.args[0].data}")
-
 

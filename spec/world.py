@@ -12,6 +12,15 @@ and one response back (a consumer has one request to the coordinator in
 flight at a time on its main path); a parked request's answer is routed to
 the client whose request was parked (`parked_join`, `parked_sync`).
 
+Reordering (a fault, switched on separately): a client may give up on a
+request that is still in the network (request.timeout.ms) and go on; the
+request stays in flight as a late one (`rq_late*`, one per client) and may
+reach the coordinator after the client's later requests.  The client no
+longer waits for its answer (the Java client matches responses by
+correlation id), so whatever the coordinator answers to a late request is
+dropped.  Reordering between different clients needs no fault: every
+client's messages are delivered independently.
+
 Member ids are never reused (real ids are UUIDs): `used_ids` records every
 id ever issued, and the size of the member domain bounds how many ids a
 world can issue.
@@ -35,6 +44,13 @@ WORLD_VARS: tuple[VarDecl, ...] = (
     VarDecl("rq_member", MapOf(CLIENT, Dom(MEMBER)), "that request's member id", NONE),
     VarDecl("rq_gen", MapOf(CLIENT, INT), "that request's generation", -1),
     VarDecl("rq_assign", MapOf(CLIENT, MapOf(MEMBER, SetOf(PARTITION))), "a leader's SyncGroup assignment", 0),
+    VarDecl("rq_late", MapOf(CLIENT, Kind), "a request the client gave up on, still in the network (reordering)", 0),
+    VarDecl("rq_late_member", MapOf(CLIENT, Dom(MEMBER)), "that late request's member id", NONE),
+    VarDecl("rq_late_gen", MapOf(CLIENT, INT), "that late request's generation", -1),
+    VarDecl("rq_late_assign", MapOf(CLIENT, MapOf(MEMBER, SetOf(PARTITION))), "that late SyncGroup's assignment",
+            0),
+    # the response fields come last: the checker stores a client's variables as one tuple and
+    # writes a response by replacing its tail
     VarDecl("rs", MapOf(CLIENT, Kind), "the response in flight to a client", 0),
     VarDecl("rs_error", MapOf(CLIENT, Error), "that response's error", 1),
     VarDecl("rs_member", MapOf(CLIENT, Dom(MEMBER)), "that response's member id", NONE),
@@ -98,6 +114,13 @@ def _rejoin(reset_member: bool = False) -> dict:
     return upd
 
 
+def _to_late() -> dict:
+    """The request in flight becomes a late one; the client no longer waits for it."""
+    return dict(rq_late=W.rq_late.put(C, W.rq[C]), rq_late_member=W.rq_late_member.put(C, W.rq_member[C]),
+                rq_late_gen=W.rq_late_gen.put(C, W.rq_gen[C]), rq_late_assign=W.rq_late_assign.put(C, W.rq_assign[C]),
+                rq=W.rq.put(C, kd("none")))
+
+
 def _consume() -> dict:
     return dict(rs=W.rs.put(C, kd("none")))
 
@@ -108,6 +131,8 @@ err = lambda name: W.rs_error[C] == er(name)  # noqa: E731
 # one exchange at a time: nothing in flight either way (a consumer awaits each response)
 idle_line = (W.rq[C] == kd("none")) & (W.rs[C] == kd("none"))
 alive = Not(Or(W.c_phase[C] == ph("left"), W.c_phase[C] == ph("crashed")))
+# a request still in the network, no response yet, and no late request already (the bound)
+_overtakable = Not(W.rq[C] == kd("none")) & (W.rs[C] == kd("none")) & (W.rq_late[C] == kd("none"))
 src = "consumer: AbstractCoordinator / ConsumerCoordinator (eager)"
 
 CLIENT_ROWS: list[Row] = [
@@ -183,6 +208,14 @@ CLIENT_ROWS: list[Row] = [
     Row("request timed out, rejoin", "ClientTimeout", ALL,
         (Or(W.c_phase[C] == ph("joining"), W.c_phase[C] == ph("syncing"))) & idle_line,
         [sets(**_rejoin())], None, src + " (request.timeout.ms: a lost request or response)"),
+    Row("request timed out in the network, rejoin (it arrives late)", "ClientOvertake", ALL,
+        (Or(W.c_phase[C] == ph("joining"), W.c_phase[C] == ph("syncing"))) & _overtakable,
+        [sets(**_to_late()), sets(**_rejoin())], None,
+        src + " (request.timeout.ms while the request is delayed, not lost: fault `reordering`)"),
+    Row("heartbeat or commit timed out in the network (it arrives late)", "ClientOvertake", ALL,
+        (W.c_phase[C] == ph("stable")) & Or(W.rq[C] == kd("heartbeat"), W.rq[C] == kd("commit")) & _overtakable,
+        [sets(**_to_late())], None,
+        src + " (the heartbeat thread sends the next heartbeat; fault `reordering`)"),
     Row("restart after a crash", "ClientRestart", ALL, (W.c_phase[C] == ph("crashed")) & idle_line,
         [sets(c_phase=W.c_phase.put(C, ph("joining")), c_member=W.c_member.put(C, none(MEMBER)),
               c_gen=W.c_gen.put(C, -1), **_send("join", member=none(MEMBER), gen=lift(-1, INT)))],
@@ -193,7 +226,7 @@ CLIENT_ROWS: list[Row] = [
 ]
 
 CLIENT_TRIGGERS = ("ClientStart", "ClientReceive", "ClientHeartbeat", "ClientCommit", "ClientLeave", "ClientCrash",
-                   "ClientTimeout", "ClientRestart")
+                   "ClientTimeout", "ClientOvertake", "ClientRestart")
 
 
 # -- end-to-end properties --------------------------------------------------------------
