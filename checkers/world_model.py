@@ -371,8 +371,8 @@ class WorldModel:
                 elif k == "append":
                     nxt += self._append(w, rows, msgs, resp, out, sender)
                     continue
-                elif k == "tombstone":
-                    w[LOG_HAS] = False
+                elif k == "tombstone":      # the record is gone: nothing can load it again
+                    w[LOG_HAS], w[LOG] = False, self._init[0][LOG]
                 nxt.append((w, rows, msgs, resp))
             branches = nxt
         return branches

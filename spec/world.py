@@ -122,7 +122,19 @@ def _to_late() -> dict:
 
 
 def _consume() -> dict:
-    return dict(rs=W.rs.put(C, kd("none")))
+    """The client has read its response: the slot is empty, and so that states differ only in
+    what is still to be read, its fields go back to their defaults."""
+    return dict(rs=W.rs.put(C, kd("none")), rs_error=W.rs_error.put(C, er("NONE")),
+                rs_member=W.rs_member.put(C, none(MEMBER)), rs_gen=W.rs_gen.put(C, lift(-1, INT)),
+                rs_leader=W.rs_leader.put(C, none(MEMBER)), rs_members=W.rs_members.put(C, empty(MEMBER)),
+                rs_assignment=W.rs_assignment.put(C, empty(PARTITION)))
+
+
+def _stop() -> dict:
+    """The client stops for good (fatal error, leave, crash): it owns nothing, and the id and
+    generation it held are forgotten (nothing reads them again; a restart starts afresh)."""
+    return dict(c_owned=W.c_owned.put(C, empty(PARTITION)), c_member=W.c_member.put(C, none(MEMBER)),
+                c_gen=W.c_gen.put(C, lift(-1, INT)))
 
 
 ALL = STATES
@@ -147,8 +159,8 @@ CLIENT_ROWS: list[Row] = [
     Row("join: joined, the leader assigns and syncs", "ClientReceive", ALL,
         alive & got("join") & err("NONE") & (W.rs_leader[C] == W.rs_member[C]),
         [sets(c_member=W.c_member.put(C, W.rs_member[C]), c_gen=W.c_gen.put(C, W.rs_gen[C]),
-              c_phase=W.c_phase.put(C, ph("syncing")), **_consume()),
-         sets(**_send("sync", assign=Apply(ASSIGN, W.rs_members[C])))], None,
+              c_phase=W.c_phase.put(C, ph("syncing"))),
+         sets(**_send("sync", assign=Apply(ASSIGN, W.rs_members[C])), **_consume())], None,
         src + "; the leader runs the group's assignor (seed 004)"),
     Row("join: joined as a follower, sync", "ClientReceive", ALL,
         alive & got("join") & err("NONE") & Not(W.rs_leader[C] == W.rs_member[C]),
@@ -158,7 +170,7 @@ CLIENT_ROWS: list[Row] = [
     Row("join: fatal error, the client stops", "ClientReceive", ALL,
         alive & got("join") & Or(err("GROUP_MAX_SIZE_REACHED"), err("INCONSISTENT_GROUP_PROTOCOL"),
                                  err("FENCED_INSTANCE_ID"), err("INVALID_SESSION_TIMEOUT")),
-        [sets(c_phase=W.c_phase.put(C, ph("left")), c_owned=W.c_owned.put(C, empty(PARTITION)), **_consume())],
+        [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_consume())],
         None, src + " (non-retriable errors)"),
     Row("join: unknown member id, rejoin without it", "ClientReceive", ALL,
         alive & got("join") & err("UNKNOWN_MEMBER_ID"),
@@ -177,7 +189,7 @@ CLIENT_ROWS: list[Row] = [
         [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src),
     Row("fenced: another process has this group.instance.id, stop", "ClientReceive", ALL,
         alive & Or(got("sync"), got("heartbeat"), got("commit")) & err("FENCED_INSTANCE_ID"),
-        [sets(c_phase=W.c_phase.put(C, ph("left")), c_owned=W.c_owned.put(C, empty(PARTITION)), **_consume())],
+        [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_consume())],
         None, src + " (FencedInstanceIdException is fatal, KIP-345)"),
     Row("sync: error, rejoin", "ClientReceive", ALL,
         alive & got("sync") & Not(Or(err("NONE"), err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID"))),
@@ -203,8 +215,7 @@ CLIENT_ROWS: list[Row] = [
     Row("commit offsets", "ClientCommit", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
         [sets(**_send("commit"))], None, src + " (commitSync)"),
     Row("leave the group", "ClientLeave", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
-        [sets(c_phase=W.c_phase.put(C, ph("left")), c_owned=W.c_owned.put(C, empty(PARTITION)),
-              **_send("leave"))], None, src + " (close)"),
+        [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_send("leave"))], None, src + " (close)"),
     Row("request timed out, rejoin", "ClientTimeout", ALL,
         (Or(W.c_phase[C] == ph("joining"), W.c_phase[C] == ph("syncing"))) & idle_line,
         [sets(**_rejoin())], None, src + " (request.timeout.ms: a lost request or response)"),
@@ -221,7 +232,7 @@ CLIENT_ROWS: list[Row] = [
               c_gen=W.c_gen.put(C, -1), **_send("join", member=none(MEMBER), gen=lift(-1, INT)))],
         None, "fault: the consumer process is restarted (a static member rejoins with its group.instance.id)"),
     Row("crash", "ClientCrash", ALL, alive & Not(W.c_phase[C] == ph("idle")),
-        [sets(c_phase=W.c_phase.put(C, ph("crashed")), c_owned=W.c_owned.put(C, empty(PARTITION)))],
+        [sets(c_phase=W.c_phase.put(C, ph("crashed")), **_stop())],
         None, "fault: the consumer process dies"),
 ]
 

@@ -20,7 +20,8 @@ TINY = dataclasses.replace(PRESETS["small"], crash=False, expiry=False)
 def test_the_protocol_holds_in_a_tiny_world():
     r = check(TINY)
     assert r.result == "ok" and r.complete
-    assert r.distinct_states > 500
+    assert r.distinct_states > 300          # a floor: the world is not trivially small
+    assert r.coverage["sync: assignment received"] > 0
     assert r.coverage["JoinTimer: join completes, next generation"] > 0
 
 
