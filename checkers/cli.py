@@ -242,7 +242,11 @@ def check_cmd(
 
 @app.command("mutate")
 def mutate_cmd(
-    preset: str = typer.Option("tiny", "--preset", help="the world each mutant is checked in"),
+    preset: str = typer.Option("tiny,small,ci", "--preset",
+                               help="the worlds each mutant is checked in, smallest first, comma-separated: a "
+                                    "mutant goes on to the next only if the ones before did not kill it"),
+    liveness_up_to: str = typer.Option("small", "--liveness-up-to",
+                                       help="check liveness (a fair lasso, no progress) in worlds up to this one"),
     sample: Optional[int] = typer.Option(None, "--sample", help="check a random sample of this many mutants"),
     seed: int = typer.Option(0, "--seed", help="the sample's seed"),
     jobs: int = typer.Option(2, "--jobs", help="worker processes"),
@@ -251,13 +255,17 @@ def mutate_cmd(
     """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
     from .explicit import PRESETS
     from .mutate import mutants, run, summary
-    if preset not in PRESETS:
-        fail_input(f"--preset {preset}: unknown preset; use {', '.join(PRESETS)}")
+    names = [n.strip() for n in preset.split(",") if n.strip()]
+    for name in names + [liveness_up_to]:
+        if name not in PRESETS:
+            fail_input(f"--preset {preset}: unknown preset {name!r}; use {', '.join(PRESETS)}")
+    live = names.index(liveness_up_to) if liveness_up_to in names else -1
+    worlds = [(n, PRESETS[n], k <= live) for k, n in enumerate(names)]
     if jobs < 1:
         fail_input(f"--jobs must be at least 1, got {jobs}")
     total = len(mutants())
     with err.status(f"checking mutants (of {total})...") if not as_json else _null() as status:
-        results = run(PRESETS[preset], sample=sample, seed=seed, jobs=jobs,
+        results = run(worlds, sample=sample, seed=seed, jobs=jobs,
                       progress=(lambda done, n: status.update(f"checked {done} of {n} mutants"))
                       if not as_json else None)
     summ = summary(results)
@@ -269,7 +277,7 @@ def mutate_cmd(
             out.print(f"survived, unexplained  {r['operator']:<13} {r['row']}: {r['detail']}", markup=False)
     out.print(f"{summ['killed']} of {summ['reached']} reached mutants killed (kill rate {summ['kill_rate']}); "
               f"{summ['unreached']} mutants' rows are never reached in --preset {preset}; killed by: "
-              f"{summ['killed_by']}", markup=False)
+              f"{summ['killed_by']}; in world: {summ['killed_in_world']}", markup=False)
     for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):
         out.print(f"  {n} survivors: {reason}", markup=False)
 

@@ -118,39 +118,43 @@ def _show(t: Term) -> str:
 
 
 def run_one(args) -> dict:
-    """Check one mutant (in a worker process: mutants are rebuilt there by index)."""
-    index, cfg = args
+    """Check one mutant in each world in turn until one kills it (in a worker process:
+    mutants are rebuilt there by index).  `worlds`: [(name, WorldConfig, liveness?)]."""
+    index, worlds = args
     from .explicit import check
     m, i, row = mutants()[index]
     rows = list(ROWS)
     rows[i] = row
-    try:
-        res = check(cfg, rows=rows)
-        if res.result == "ok":
-            res = check(cfg, rows=rows, liveness=True)   # a mutant may only break progress
-        outcome = "survived" if res.result == "ok" else "killed"
-        by = res.violation if res.result != "ok" else ""
-        fired = res.coverage.get(row.name, 0)
-        if outcome == "survived" and not fired:
-            outcome = "unreached"
-        out = {**dataclasses.asdict(m), "outcome": outcome, "killed_by": by,
-               "counterexample_length": max(0, len(res.path) - 1), "states": res.distinct_states}
-        if outcome == "survived":
-            out["equivalent"] = explain(out, cfg)
-        return out
-    except E.EngineError as e:
-        return {**dataclasses.asdict(m), "outcome": "killed", "killed_by": f"the table: {e}",
-                "counterexample_length": 0, "states": 0}
+    out = {**dataclasses.asdict(m), "outcome": "unreached", "killed_by": "", "world": "",
+           "counterexample_length": 0, "states": 0}
+    for name, cfg, liveness in worlds:
+        try:
+            res = check(cfg, rows=rows)
+            if res.result == "ok" and liveness:
+                res = check(cfg, rows=rows, liveness=True)   # a mutant may only break progress
+        except E.EngineError as e:
+            return {**out, "outcome": "killed", "killed_by": f"the table: {e}", "world": name}
+        out["states"] += res.distinct_states
+        if res.result != "ok":
+            return {**out, "outcome": "killed", "killed_by": res.violation, "world": name,
+                    "counterexample_length": max(0, len(res.path) - 1)}
+        if res.coverage.get(row.name, 0):
+            out["outcome"], out["world"] = "survived", name
+    if out["outcome"] == "survived":
+        out["equivalent"] = explain(out, worlds[-1][1])
+    return out
 
 
-def run(cfg, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=None) -> list[dict]:
+def run(worlds: list, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=None) -> list[dict]:
+    """`worlds`: [(name, WorldConfig, liveness?)], smallest first: a mutant goes on to the next
+    world only if the ones before did not kill it."""
     all_m = mutants()
     indices = list(range(len(all_m)))
     if sample and sample < len(indices):
         indices = sorted(random.Random(seed).sample(indices, sample))
     results = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for r in pool.map(run_one, [(i, cfg) for i in indices]):
+        for r in pool.map(run_one, [(i, worlds) for i in indices]):
             results.append(r)
             if progress:
                 progress(len(results), len(indices))
@@ -188,8 +192,10 @@ def summary(results: list[dict]) -> dict:
     reached = [r for r in results if r["outcome"] != "unreached"]
     killed = [r for r in reached if r["outcome"] == "killed"]
     by: dict = {}
+    in_world: dict = {}
     for r in killed:
         by[r["killed_by"].split(":")[0]] = by.get(r["killed_by"].split(":")[0], 0) + 1
+        in_world[r["world"]] = in_world.get(r["world"], 0) + 1
     survived = [r for r in reached if r["outcome"] == "survived"]
     why: dict = {}
     for r in survived:
@@ -198,4 +204,5 @@ def summary(results: list[dict]) -> dict:
     return {"mutants": len(results), "reached": len(reached), "killed": len(killed),
             "survived": len(survived), "unreached": len(results) - len(reached),
             "kill_rate": round(len(killed) / len(reached), 3) if reached else None, "killed_by": by,
+            "killed_in_world": in_world,
             "survivors": why}
