@@ -18,22 +18,31 @@ cycle through them proves nothing.
 """
 from __future__ import annotations
 
+import re
 from collections import deque
 
 from groupspec.spec.schema import STATES
 from groupspec.spec import engine as E
 
 STUCK = {STATES.index("PreparingRebalance"), STATES.index("CompletingRebalance")}
-ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets", "coordinator failover")
+# the client rows that are the environment's free choices (a coordinator failover is one too:
+# its label is no client's, so action_class leaves it unfair)
+ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets")
 
 
 def action_class(label: str) -> tuple[str, bool]:
-    """(class, fair?) of a step label: fairness is per client and per timer."""
+    """(class, fair?) of a step label: fairness is per client and per timer.
+
+    A client's step is labelled `c<k>: <client row>`; the environment's choices are
+    the client rows named exactly as in ENVIRONMENT (a prefix would also take
+    "heartbeat or commit: ...", which is the client reading a response), and the
+    coordinator's failover, whose label is no client's.
+    """
     if label.startswith("deliver "):
         return label, True                       # the network delivers each client's request
-    if label.startswith("c") and ": " in label:
+    if is_client(label):
         client, what = label.split(": ", 1)
-        if any(what.startswith(e) for e in ENVIRONMENT):
+        if what in ENVIRONMENT:
             return f"{client}: {what}", False
         return f"{client}: reads its response", True
     if "timer" in label or "delayed join" in label:
@@ -42,7 +51,7 @@ def action_class(label: str) -> tuple[str, bool]:
 
 
 def is_client(label: str) -> bool:
-    return label.startswith("c") and ": " in label
+    return re.match(r"c\d+: ", label) is not None
 
 
 def find_lasso(states: list, edges: list, bounded: set = frozenset()) -> tuple[list[int], list[int]] | None:
