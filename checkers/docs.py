@@ -158,8 +158,9 @@ def invariants_md() -> str:
              "Each invariant: its meaning, its formula in the spec's language (`prev.x` is a variable "
              "before a step), its kind and scope, and where it comes from. *Coordinator* invariants hold "
              "whatever clients send: the runtime checks them after every step in debug mode, and lint "
-             "assumes the *structural* ones. *Closed-world* invariants hold only when clients follow the "
-             "protocol; the model checkers check them.\n"]
+             "assumes the *structural* ones; a *settled* one holds between requests, once the eager "
+             "CompleteJoin that follows a step has run. *Closed-world* invariants hold only when clients "
+             "follow the protocol; the model checkers check them.\n"]
     for inv in INVARIANTS:
         lines.append(invariant_md(inv, "##"))
     return "\n".join(lines) + "\n"
@@ -172,7 +173,8 @@ def vars_table(decls) -> str:
 
 def invariant_md(inv, heading: str) -> str:
     lines = [f"\n{heading} {inv.name}\n\n{inv.meaning}\n",
-             f"- kind: {inv.kind}; scope: {inv.scope}{'; structural' if inv.structural else ''}",
+             f"- kind: {inv.kind}; scope: {inv.scope}{'; structural' if inv.structural else ''}"
+             f"{'; settled (between requests)' if getattr(inv, 'settled', False) else ''}",
              f"- source: {inv.source}"]
     if inv.note:
         lines.append(f"- note: {inv.note}")

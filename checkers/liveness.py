@@ -18,24 +18,34 @@ cycle through them proves nothing.
 """
 from __future__ import annotations
 
+import re
 from collections import deque
 
 from groupspec.spec.schema import STATES
 from groupspec.spec import engine as E
 
 STUCK = {STATES.index("PreparingRebalance"), STATES.index("CompletingRebalance")}
-# the environment's free choices; "heartbeat" also covers a heartbeat given up on in the network
-ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets", "coordinator failover",
-               "request timed out in the network")
+# the client rows that are the environment's free choices (a coordinator failover is one too:
+# its label is no client's, so action_class leaves it unfair); giving up on a request still in
+# the network is the reordering fault's choice
+ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets",
+               "request timed out in the network, rejoin (it arrives late)",
+               "heartbeat or commit timed out in the network (it arrives late)")
 
 
 def action_class(label: str) -> tuple[str, bool]:
-    """(class, fair?) of a step label: fairness is per client and per timer."""
+    """(class, fair?) of a step label: fairness is per client and per timer.
+
+    A client's step is labelled `c<k>: <client row>`; the environment's choices are
+    the client rows named exactly as in ENVIRONMENT (a prefix would also take
+    "heartbeat or commit: ...", which is the client reading a response), and the
+    coordinator's failover, whose label is no client's.
+    """
     if label.startswith("deliver "):
         return label, True                       # the network delivers each client's request
-    if label.startswith("c") and ": " in label:
+    if is_client(label):
         client, what = label.split(": ", 1)
-        if any(what.startswith(e) for e in ENVIRONMENT):
+        if what in ENVIRONMENT:
             return f"{client}: {what}", False
         return f"{client}: reads its response", True
     if "timer" in label or "delayed join" in label:
@@ -44,7 +54,7 @@ def action_class(label: str) -> tuple[str, bool]:
 
 
 def is_client(label: str) -> bool:
-    return label.startswith("c") and ": " in label
+    return re.match(r"c\d+: ", label) is not None
 
 
 def find_lasso(states: list, edges: list, bounded: set = frozenset()) -> tuple[list[int], list[int]] | None:

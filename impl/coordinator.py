@@ -453,6 +453,10 @@ class GroupCoordinator:
             check_step(prev_state, g.state, p, out.outputs, where=where)
         if trigger != "CompleteJoin":
             self._fire_internal(g)
+            if self.debug:
+                from groupspec.spec.invariants import check_settled
+                check_settled(g.state, where=f"in group {g.group_id!r} after row {out.row.name!r} and the "
+                                             f"eager CompleteJoin")
         self._release_slots(g)
 
     def _fire_internal(self, g: Group) -> None:
