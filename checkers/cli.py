@@ -129,7 +129,8 @@ def docs_cmd(out_dir: Path = typer.Option(REPO / "docs", "--out", help="Where to
 
 @app.command("check")
 def check_cmd(
-    preset: str = typer.Option("small", "--preset", help="small (seconds), ci, deep (nightly)"),
+    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults (seconds), static, ci (under "
+                                                         "two minutes), deep (nightly)"),
     clients: Optional[int] = typer.Option(None, "--clients", help="number of consumer clients"),
     topics: Optional[int] = typer.Option(None, "--topics"),
     partitions: Optional[int] = typer.Option(None, "--partitions", help="partitions per topic"),
@@ -242,7 +243,7 @@ def check_cmd(
 
 @app.command("mutate")
 def mutate_cmd(
-    preset: str = typer.Option("tiny,small,ci", "--preset",
+    preset: str = typer.Option("tiny,twogen,small,faults", "--preset",
                                help="the worlds each mutant is checked in, smallest first, comma-separated: a "
                                     "mutant goes on to the next only if the ones before did not kill it"),
     liveness_up_to: str = typer.Option("small", "--liveness-up-to",
