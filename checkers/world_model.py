@@ -76,7 +76,9 @@ PJ, PS, USED, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "use
 G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"], E.STATE_INDEX["generation"]
 G_HB, G_JOIN_TIMER, G_SYNC_TIMER = (E.STATE_INDEX[n] for n in ("hb_armed", "join_timer", "sync_timer"))
 C_PHASE, C_OWNED = CP["c_phase"], CP["c_owned"]
-_CACHE_LIMIT = 1_500_000     # entries per memo table before it is dropped (bounds memory on huge worlds)
+_CACHE_LIMIT = 1_500_000
+# client rows after which the client no longer reads answers to its parked requests
+FORGETS = {r.name for r in CLIENT_ROWS if r.trigger in ("ClientTimeout", "ClientCrash", "ClientRestart")}     # entries per memo table before it is dropped (bounds memory on huge worlds)
 
 
 @dataclass
@@ -216,6 +218,12 @@ class WorldModel:
         for c in range(n):
             C = s[c + 1]
             for step, C2 in self._client_moves(c, C):
+                if step.rows and step.rows[0] in FORGETS and (c in G[PJ] or c in G[PS]):
+                    # the client closed its connection: an answer to its parked request is
+                    # never delivered to it (the coordinator still answers into nothing)
+                    G2 = G[:PJ] + tuple(tuple(NONE if x == c else x for x in G[at]) for at in (PJ, PS)) + G[PS + 1:]
+                    out.append((step, (G2,) + s[1:c + 1] + (C2,) + s[c + 2:]))
+                    continue
                 out.append((step, s[:c + 1] + (C2,) + s[c + 2:]))
             if C[RQ[0]]:
                 got, k = self._delivery(G, c, False, C)
