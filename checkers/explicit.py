@@ -128,11 +128,6 @@ def orbit_size(s: tuple, n_clients: int) -> int:
     return len({permute(s, order) for order in permutations(range(n_clients))})
 
 
-def canonical(s: tuple, cfg: WorldConfig) -> tuple:
-    """The representative of s's orbit under renaming clients."""
-    return Symmetry(cfg).canon(s)
-
-
 @dataclass
 class Result:
     result: str                         # ok | violation | deadlock
@@ -385,7 +380,8 @@ def _path(model: WorldModel, seen: dict, canon, at: int, last=None) -> list:
 # Each worker process owns the states whose group part G hashes to it: it keeps their
 # fingerprints (the visited set is sharded), expands them, and sends the successors it does not
 # own to their owner.  Sharding by G keeps a worker's memo tables (deliveries and timers are
-# keyed by G) to its own share, and a client's step, which keeps G, never leaves the worker.
+# keyed by G) to its own share, and a client's step, which keeps G (unless renaming clients
+# rewrites a parked reference), stays in the worker.
 # States cross in marshal batches (tuples of ints; sub-tuples shared between states are written
 # once), and a worker sends each foreign state once.  Breadth-first, level by level: the main process only relays the
 # batches and sums the counts, so a counterexample is still a shortest one.
@@ -579,7 +575,6 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
             S.coverage_override.update(ask(conn, ("coverage", None)))
         kind, fp, inv, row = result
         seen = _DistributedParents(pipes, ask, S.fp0)
-        S.seen_count = distinct
         if kind == "deadlock":
             S.depth -= 1
             res = finish("deadlock", "deadlock: no action is enabled", fp, seen=seen)

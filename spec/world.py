@@ -118,7 +118,9 @@ def _to_late() -> dict:
     """The request in flight becomes a late one; the client no longer waits for it."""
     return dict(rq_late=W.rq_late.put(C, W.rq[C]), rq_late_member=W.rq_late_member.put(C, W.rq_member[C]),
                 rq_late_gen=W.rq_late_gen.put(C, W.rq_gen[C]), rq_late_assign=W.rq_late_assign.put(C, W.rq_assign[C]),
-                rq=W.rq.put(C, kd("none")))
+                rq=W.rq.put(C, kd("none")), rq_member=W.rq_member.put(C, none(MEMBER)),
+                rq_gen=W.rq_gen.put(C, lift(-1, INT)),
+                rq_assign=W.rq_assign.put(C, W.rq_assign[C].fill(empty(PARTITION))))
 
 
 def _consume() -> dict:
