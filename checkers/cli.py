@@ -243,7 +243,7 @@ def check_cmd(
 
 @app.command("mutate")
 def mutate_cmd(
-    preset: str = typer.Option("tiny,twogen,small,faults", "--preset",
+    preset: str = typer.Option("tiny,twogen,small,faults,static", "--preset",
                                help="the worlds each mutant is checked in, smallest first, comma-separated: a "
                                     "mutant goes on to the next only if the ones before did not kill it"),
     liveness_up_to: str = typer.Option("small", "--liveness-up-to",
@@ -275,10 +275,13 @@ def mutate_cmd(
         return
     for r in results:
         if r["outcome"] == "survived" and not r.get("equivalent"):
-            out.print(f"survived, unexplained  {r['operator']:<13} {r['row']}: {r['detail']}", markup=False)
-    out.print(f"{summ['killed']} of {summ['reached']} reached mutants killed (kill rate {summ['kill_rate']}); "
-              f"{summ['unreached']} mutants' rows are never reached in --preset {preset}; killed by: "
-              f"{summ['killed_by']}; in world: {summ['killed_in_world']}", markup=False)
+            out.print(f"survived, unexplained  {r['operator']:<13} {r['row']}: {r['detail']}\n"
+                      f"    differs {r['differs']}", markup=False)
+    out.print(f"{summ['killed']} of {summ['killed'] + summ['survived']} mutants that behave differently from the "
+              f"table were killed (kill rate {summ['kill_rate']}); {summ['equivalent']} are equivalent in --preset "
+              f"{preset} (proved on every reachable firing; {summ['equivalent_row_never_fires']} of them never fire "
+              f"their row)", markup=False)
+    out.print(f"killed by: {summ['killed_by']}; in world: {summ['killed_in_world']}", markup=False)
     for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):
         out.print(f"  {n} survivors: {reason}", markup=False)
 

@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
 from groupspec.spec.lang import NONE
-from groupspec.spec.world import WORLD_INVARIANTS
-
-from .world_model import Step, WorldConfig, WorldModel
+from .world_model import Step, WorldConfig, WorldModel, world_invariants
 
 from math import factorial
 
@@ -54,6 +52,12 @@ PRESETS: dict[str, WorldConfig] = {
                           waive=(("no-shared-partition", "two processes share one group.instance.id: Kafka "
                                   "fences the old one only at its next heartbeat or commit (KIP-345); "
                                   "no-shared-partition-among-members is what holds"),)),
+    # timely clients, no faults: the group needs one generation per membership change (3 joins,
+    # 3 leaves), so the generation bound is a property (rebalance-budget): a rebalance loop, a
+    # rejoin no client needed, breaks it; no bound cuts this world, so liveness is exact in it
+    "settle": WorldConfig(clients=3, topics=2, partitions=2, max_generation=6, member_ids=6, crash=False,
+                          expiry=False, failover=False, append_failure=False, commits=True, leaves=True,
+                          timely=True, rebalance_budget=True),
     "deep": WorldConfig(clients=3, topics=2, partitions=2, max_generation=3, member_ids=6, crash=True, expiry=True,
                         failover=True, append_failure=True, commits=True, leaves=True),
 }
@@ -165,9 +169,9 @@ def _no_cyclic_gc():
 class _Search:
     """What both searches keep: the visited canonical states with their parents, coverage, counts."""
 
-    def __init__(self, cfg: WorldConfig, symmetry: bool, rows: list | None = None):
+    def __init__(self, cfg: WorldConfig, symmetry: bool, rows: list | None = None, model: WorldModel | None = None):
         self.cfg, self.symmetry = cfg, symmetry
-        self.model = WorldModel(cfg, rows)
+        self.model = model or WorldModel(cfg, rows)
         self.sym = Symmetry(cfg)
         self.canon = self.sym.canon if symmetry else (lambda s: s)
         self.start = time.perf_counter()
@@ -203,18 +207,19 @@ class _Search:
 
 
 def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: int | None = None,
-          deadlock: bool = True, liveness: bool = False, rows: list | None = None) -> Result:
+          deadlock: bool = True, liveness: bool = False, rows: list | None = None,
+          model: WorldModel | None = None) -> Result:
     """Search the world breadth-first, level by level; with `liveness`, also look for a fair
     lasso stuck in a rebalance (the graph is kept, and symmetry is off so that fairness is
-    per client)."""
+    per client).  `model`: a world model to search with (its memo tables stay filled)."""
     with _no_cyclic_gc():
         if liveness:
             return _check_liveness(cfg, max_states, deadlock, rows, progress)
-        return _check(cfg, symmetry, progress, max_states, deadlock, rows)
+        return _check(cfg, symmetry, progress, max_states, deadlock, rows, model)
 
 
-def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: bool, rows) -> Result:
-    S = _Search(cfg, symmetry, rows)
+def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: bool, rows, model=None) -> Result:
+    S = _Search(cfg, symmetry, rows, model)
     model, canon, seen, steps, finish = S.model, S.canon, S.seen, S.steps, S.finish
     successors, violated, orbit = model.successors, model.violated, S.sym.orbit
     bad = violated(S.init)
@@ -223,10 +228,15 @@ def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: boo
     level = [(S.init, S.fp0)]
     generated = 0
     tick = 0
+    pending = None      # a successor that breaks a state invariant, found while expanding this level
     while level:
         nxt = []
         depth = S.depth + 1
         for s, fs in level:
+            # A failure of the expansion itself (a deadlock: a path of `depth - 1` steps; a row
+            # breaking a step invariant: `depth` steps) is at least as short as a broken state
+            # among the successors (`depth` steps), so once one of those is found the rest of the
+            # level is still expanded, for the shorter failures only.
             try:
                 succ = successors(s)
             except InvariantViolation as e:
@@ -235,6 +245,8 @@ def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: boo
             if not succ and deadlock and not model.pruned and not model.is_end(s):
                 S.generated = generated
                 return finish("deadlock", "deadlock: no action is enabled", fs)
+            if pending:
+                continue
             generated += len(succ)
             for step, t in succ:
                 steps[step] = steps.get(step, 0) + 1
@@ -247,8 +259,8 @@ def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: boo
                     S.unreduced += orbit(ct)
                 bad = violated(ct)
                 if bad:
-                    S.generated, S.depth = generated, depth
-                    return finish("violation", bad, ft)
+                    pending = (bad, ft)
+                    break
                 nxt.append((ct, ft))
             tick += 1
             if tick & 1023 == 0:
@@ -257,6 +269,9 @@ def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: boo
                 if max_states and len(seen) >= max_states:
                     S.generated = generated
                     return finish("stopped")
+        if pending:
+            S.generated, S.depth = generated, depth
+            return finish("violation", pending[0], pending[1])
         if nxt:
             S.depth = depth
         level = nxt
@@ -318,7 +333,8 @@ def _check_liveness(cfg: WorldConfig, max_states, deadlock: bool, rows, progress
     flat = [model.flat(s) for s in states_by_id]     # liveness reads the spec's view
     labelled = [[(j, st.action) for j, st in es] for es in edges]
     # the more specific diagnosis first: a fair cycle stuck in a rebalance
-    lasso = find_lasso(flat, labelled, bounded)
+    # timely clients (their heartbeat thread runs) heartbeat again and again: strongly fair
+    lasso = find_lasso(flat, labelled, bounded, strong=("heartbeat",) if cfg.timely else ())
     if lasso is not None:
         stem, loop = lasso
         res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")
@@ -342,9 +358,8 @@ def _lasso_path(states: list, edges: list, ids: list) -> list:
 
 
 def _checked(cfg: WorldConfig) -> list[str]:
-    waived = {name for name, _ in cfg.waive}
     return [i.name for i in INVARIANTS if i.kind in ("state", "step", "output")] + \
-        [i.name for i in WORLD_INVARIANTS if i.name not in waived]
+        [i.name for i in world_invariants(cfg)]
 
 
 def _failing_step(e: InvariantViolation) -> Step:

@@ -57,38 +57,69 @@ def is_client(label: str) -> bool:
     return re.match(r"c\d+: ", label) is not None
 
 
-def find_lasso(states: list, edges: list, bounded: set = frozenset()) -> tuple[list[int], list[int]] | None:
+def find_lasso(states: list, edges: list, bounded: set = frozenset(),
+               strong: tuple = ()) -> tuple[list[int], list[int]] | None:
     """(stem, loop) of state indices, or None.  states[i] is a world tuple; edges[i] a list of (j, label).
 
     States in `bounded` had successors cut off by the world's bounds: a cycle through
     them proves nothing (the cut-off step might leave it), so they are left out.
+    `strong`: environment rows that are strongly fair in this world (a timely client's
+    heartbeat thread): taken eventually if enabled again and again, so a cycle that keeps
+    passing a state where one is enabled without taking it is not fair.
     """
     stuck = [E.get(s, "state") in STUCK and i not in bounded for i, s in enumerate(states)]
-    for comp in _sccs(len(states), edges, stuck):
+    for comp in _fair_components(len(states), edges, stuck, strong):
+        members = set(comp)
+        inner = [(i, j, lab) for i in comp for j, lab in edges[i] if j in members]
+        return _stem(edges, comp[0]), _loop(edges, members, comp[0], inner)
+    return None
+
+
+def _fair_components(n: int, edges: list, keep: list, strong: tuple):
+    """Strongly connected components (of the states with keep[i]) that hold a fair cycle: every
+    weakly fair class enabled in all their states, and every strongly fair class enabled in any
+    of them, labels an edge inside.  A component that starves a strongly fair class may still
+    hold a fair cycle away from the states that enable it: those are dropped and the rest is
+    searched again (the usual refinement for strong fairness)."""
+    def strong_class(label: str) -> str | None:
+        if is_client(label) and label.split(": ", 1)[1] in strong:
+            return label
+        return None
+
+    yield from _fair_within(n, edges, keep, strong_class, None)
+
+
+def _fair_within(n: int, edges: list, keep, strong_class, roots):
+    for comp in _sccs(n, edges, keep, roots):
         members = set(comp)
         inner = [(i, j, lab) for i in comp for j, lab in edges[i] if j in members]
         if not inner:
             continue
         taken = {action_class(lab)[0] for _, _, lab in inner}
+        starved = {i for i in comp for _, lab in edges[i]
+                   if strong_class(lab) is not None and action_class(lab)[0] not in taken}
+        if starved:
+            rest = members - starved
+            yield from _fair_within(n, edges, _Within(rest), strong_class, sorted(rest))
+            continue
         enabled_everywhere = None
         for i in comp:
             fair_here = {action_class(lab)[0] for _, lab in edges[i] if action_class(lab)[1]}
             enabled_everywhere = fair_here if enabled_everywhere is None else enabled_everywhere & fair_here
         if enabled_everywhere and not enabled_everywhere <= taken:
             continue                               # some fair action is starved: not a fair cycle
-        return _stem(edges, comp[0]), _loop(edges, members, comp[0], inner)
-    return None
+        yield comp
 
 
-def _sccs(n: int, edges: list, keep: list):
-    """Tarjan's algorithm, iterative, over the states with keep[i]."""
-    index = [-1] * n
-    low = [0] * n
-    on = [False] * n
+def _sccs(n: int, edges: list, keep: list, roots=None):
+    """Tarjan's algorithm, iterative, over the states with keep[i] (all of them among `roots`)."""
+    index: dict = {}
+    low: dict = {}
+    on: set = set()
     stack: list = []
     counter = 0
-    for root in range(n):
-        if not keep[root] or index[root] != -1:
+    for root in (range(n) if roots is None else roots):
+        if not keep[root] or root in index:
             continue
         work = [(root, 0)]
         while work:
@@ -97,28 +128,39 @@ def _sccs(n: int, edges: list, keep: list):
                 index[v] = low[v] = counter
                 counter += 1
                 stack.append(v)
-                on[v] = True
+                on.add(v)
             succ = [j for j, _ in edges[v] if keep[j]]
             if k < len(succ):
                 w = succ[k]
                 work.append((v, k + 1))
-                if index[w] == -1:
+                if w not in index:
                     work.append((w, 0))
-                elif on[w]:
+                elif w in on:
                     low[v] = min(low[v], index[w])
                 continue
             for w in succ:
-                if on[w]:
+                if w in on:
                     low[v] = min(low[v], low[w])
             if low[v] == index[v]:
                 comp = []
                 while True:
                     w = stack.pop()
-                    on[w] = False
+                    on.discard(w)
                     comp.append(w)
                     if w == v:
                         break
                 yield comp
+
+
+class _Within:
+    """keep[i] for the states of a set."""
+    __slots__ = ("states",)
+
+    def __init__(self, states: set):
+        self.states = states
+
+    def __getitem__(self, i: int) -> bool:
+        return i in self.states
 
 
 def _stem(edges: list, target: int) -> list[int]:

@@ -117,44 +117,140 @@ def _show(t: Term) -> str:
     return text if len(text) < 90 else text[:87] + "..."
 
 
-def run_one(args) -> dict:
-    """Check one mutant in each world in turn until one kills it (in a worker process:
-    mutants are rebuilt there by index).  `worlds`: [(name, WorldConfig, liveness?)]."""
-    index, worlds = args
+# -- telling a mutant from the table ------------------------------------------------------
+# A mutant changes one row, so it behaves differently in a world only where that row's trigger
+# fires.  The reference search of a world keeps every firing of the coordinator's engine
+# (group state, trigger, parameters -> outcomes); if the mutant's rows give the same outcomes on
+# every one of them, its reachable graph is the table's own (by induction from the initial
+# state), so no checker could tell them apart in that world: an equivalent mutant, proved by
+# exhaustion rather than argued.  Only mutants that differ somewhere are searched.
+
+@dataclass
+class Reference:
+    """A world's reachable coordinator firings under the table, by trigger."""
+    name: str
+    cfg: object
+    liveness: bool
+    states: int
+    firings: dict        # trigger -> [(g, params, [(row name, state, outputs)])]
+
+
+def reference(name: str, cfg, liveness: bool) -> Reference:
     from .explicit import check
-    m, i, row = mutants()[index]
+    from .world_model import WorldModel
+    model = WorldModel(cfg)
+    model.keep_firings = True
+    res = check(cfg, model=model)
+    if res.result != "ok":
+        raise RuntimeError(f"world {name!r} is not correct under the table itself ({res.result}: "
+                           f"{res.violation}); mutants cannot be judged in it")
+    firings: dict = {}
+    for (g, trigger, p), outs in model._gcache.items():
+        firings.setdefault(trigger, []).append((g, p, [(o.row.name, o.state, o.outputs) for o in outs]))
+    return Reference(name, cfg, liveness, res.distinct_states, firings)
+
+
+def first_difference(ref: Reference, index: int, row: Row) -> tuple[str | None, bool]:
+    """Where the mutant (row `index` replaced by `row`) first behaves unlike the table in the
+    reference world: a description, or None if nowhere; and whether the row fires there."""
+    from .world_model import SKIPPED_OUTPUTS
+    rows = [row if i == index else r for i, r in enumerate(ROWS) if r.trigger == row.trigger]
+    engine = E.Engine(rows, skip_outputs=SKIPPED_OUTPUTS)
+    fires = False
+    for g, p, want in ref.firings.get(row.trigger, ()):
+        fires = fires or any(name == row.name for name, _, _ in want)
+        try:
+            got = engine.fire(g, row.trigger, list(p))
+        except E.EngineError as e:
+            return f"in {STATES[g[E.STATE_I]]}, {row.trigger}: {e}", True
+        if [(o.state, o.outputs) for o in got] != [(st, outs) for _, st, outs in want]:
+            return _describe(g, row.trigger, want, got), True
+    return None, fires
+
+
+def _describe(g: tuple, trigger: str, want: list, got: list) -> str:
+    """What the mutant does differently on one reachable firing, in the spec's names."""
+    from groupspec.spec.schema import STATE_VARS
+    where = f"in {STATES[g[E.STATE_I]]}, {trigger}"
+    if len(want) != len(got):
+        return f"{where}: {len(got)} outcome(s) instead of {len(want)}"
+    for (name, st, outs), o in zip(want, got):
+        changed = [v.name for v, a, b in zip(STATE_VARS, st, o.state) if a != b]
+        if changed:
+            return f"{where}: {', '.join(changed)} differ"
+        if outs != o.outputs:
+            mine = [f"{x.kind} {x.api} {ERRORS[x.fields['error']] if 'error' in (x.fields or {}) else ''}".strip()
+                    for x in o.outputs]
+            theirs = [f"{x.kind} {x.api} {ERRORS[x.fields['error']] if 'error' in (x.fields or {}) else ''}".strip()
+                      for x in outs]
+            return f"{where}: outputs {mine} instead of {theirs}"
+    return where
+
+
+_REFS: dict = {}          # world name -> Reference, built before the worker processes fork
+_MUTANTS: list = []
+
+
+def run_one(args) -> dict:
+    """Judge one mutant in each world in turn until one kills it (in a worker process: mutants are
+    rebuilt there by index, references inherited from the parent)."""
+    index, names = args
+    from .explicit import check
+    if not _MUTANTS:
+        _MUTANTS.extend(mutants())
+    m, i, row = _MUTANTS[index]
     rows = list(ROWS)
     rows[i] = row
-    out = {**dataclasses.asdict(m), "outcome": "unreached", "killed_by": "", "world": "",
-           "counterexample_length": 0, "states": 0}
-    for name, cfg, liveness in worlds:
+    out = {**dataclasses.asdict(m), "outcome": "equivalent", "killed_by": "", "world": "",
+           "counterexample_length": 0, "states": 0, "fires_in": [], "differs": ""}
+    for name in names:
+        ref = _REFS[name]
+        diff, fires = first_difference(ref, i, row)
+        if fires:
+            out["fires_in"].append(name)
+        if diff is None:
+            continue            # this world cannot tell the mutant from the table
         try:
-            res = check(cfg, rows=rows)
-            if res.result == "ok" and liveness:
-                res = check(cfg, rows=rows, liveness=True)   # a mutant may only break progress
+            res = check(ref.cfg, rows=rows)
+            if res.result == "ok" and ref.liveness:
+                res = check(ref.cfg, rows=rows, liveness=True)   # a mutant may only break progress
         except E.EngineError as e:
             return {**out, "outcome": "killed", "killed_by": f"the table: {e}", "world": name}
         out["states"] += res.distinct_states
         if res.result != "ok":
             return {**out, "outcome": "killed", "killed_by": res.violation, "world": name,
                     "counterexample_length": max(0, len(res.path) - 1)}
-        if res.coverage.get(row.name, 0):
-            out["outcome"], out["world"] = "survived", name
-    if out["outcome"] == "survived":
-        out["equivalent"] = explain(out, worlds[-1][1])
+        if not out["differs"]:
+            out["outcome"], out["world"], out["differs"] = "survived", name, f"{name}: {diff}"
+    if out["outcome"] == "equivalent":
+        out["equivalent"] = (f"the same outcome as the table on every reachable firing of {row.trigger} "
+                             f"in {', '.join(out['fires_in'])}" if out["fires_in"] else
+                             f"its row never fires in {', '.join(names)}: {_unreached_why(row)}")
+    else:
+        out["equivalent"] = explain(out, [_REFS[n].cfg for n in names])
     return out
+
+
+def _unreached_why(row: Row) -> str:
+    """Why a row cannot fire in the closed world, from its trigger."""
+    from .world_model import NOT_IN_WORLD
+    return NOT_IN_WORLD.get(row.trigger, "no reachable state of these worlds meets its condition")
 
 
 def run(worlds: list, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=None) -> list[dict]:
     """`worlds`: [(name, WorldConfig, liveness?)], smallest first: a mutant goes on to the next
     world only if the ones before did not kill it."""
+    import multiprocessing as mp
+    for name, cfg, liveness in worlds:
+        _REFS[name] = reference(name, cfg, liveness)
     all_m = mutants()
     indices = list(range(len(all_m)))
     if sample and sample < len(indices):
         indices = sorted(random.Random(seed).sample(indices, sample))
+    names = [n for n, _, _ in worlds]
     results = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for r in pool.map(run_one, [(i, worlds) for i in indices]):
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork")) as pool:
+        for r in pool.map(run_one, [(i, names) for i in indices], chunksize=4):
             results.append(r)
             if progress:
                 progress(len(results), len(indices))
@@ -169,40 +265,45 @@ STATIC = {"instance_of", "static"}
 PROTOCOL = {"protos", "protocol_type", "protocol"}
 
 
-def explain(r: dict, cfg) -> str:
-    """Why a surviving mutant is equivalent in the world `cfg`, or '' if nothing explains it."""
+def explain(r: dict, cfgs) -> str:
+    """Why a mutant that behaves differently but breaks nothing is still harmless in the worlds
+    `cfgs` (one config or several), or '' if nothing explains it."""
+    cfgs = cfgs if isinstance(cfgs, (list, tuple)) else [cfgs]
     detail, row = r["detail"], r["row"]
     var = detail.split("`")[1] if r["operator"] == "drop-effect" and "`" in detail else ""
     if var in DURATIONS:
         return "time is abstract in the checker: durations never decide what happens"
-    if (var in STATIC or "instance" in detail or "static[" in detail) and not cfg.instances:
-        return "no client has a group.instance.id in this world"
-    if (var in PROTOCOL or "ptype" in detail or "protocol" in detail) and cfg.sizes()["Protocol"] == 1:
-        return "every client offers the same single protocol in this world"
-    if "p.coord" in detail and not cfg.failover:
-        return "the coordinator never loads or moves in this world"
-    if "group_id_ok" in detail:
-        return "clients always send a valid group id"
+    if (var in STATIC or "instance" in detail or "static[" in detail) and not any(c.instances for c in cfgs):
+        return "no client has a group.instance.id in these worlds"
+    if (var in PROTOCOL or "ptype" in detail or "protocol" in detail) and \
+            all(c.sizes()["Protocol"] == 1 for c in cfgs):
+        return "every client offers the same single protocol in these worlds"
     if row.startswith(("LeaveGroup:", "LeaveMember:")) and r["operator"] == "swap-error":
         return "clients ignore the LeaveGroup response (they have left)"
     return ""
 
 
 def summary(results: list[dict]) -> dict:
-    reached = [r for r in results if r["outcome"] != "unreached"]
-    killed = [r for r in reached if r["outcome"] == "killed"]
+    """Killed, proved equivalent, survived (argued harmless, or unexplained); the kill rate is
+    over the mutants that behave differently from the table in some world."""
+    killed = [r for r in results if r["outcome"] == "killed"]
+    equivalent = [r for r in results if r["outcome"] == "equivalent"]
+    survived = [r for r in results if r["outcome"] == "survived"]
     by: dict = {}
     in_world: dict = {}
     for r in killed:
-        by[r["killed_by"].split(":")[0]] = by.get(r["killed_by"].split(":")[0], 0) + 1
+        key = r["killed_by"].split(":")[0]
+        by[key] = by.get(key, 0) + 1
         in_world[r["world"]] = in_world.get(r["world"], 0) + 1
-    survived = [r for r in reached if r["outcome"] == "survived"]
     why: dict = {}
     for r in survived:
         reason = r.get("equivalent") or "unexplained"
         why[reason] = why.get(reason, 0) + 1
-    return {"mutants": len(results), "reached": len(reached), "killed": len(killed),
-            "survived": len(survived), "unreached": len(results) - len(reached),
-            "kill_rate": round(len(killed) / len(reached), 3) if reached else None, "killed_by": by,
-            "killed_in_world": in_world,
-            "survivors": why}
+    never = sum(1 for r in equivalent if not r["fires_in"])
+    differ = len(killed) + len(survived)
+    return {"mutants": len(results), "killed": len(killed), "survived": len(survived),
+            "equivalent": len(equivalent), "equivalent_row_never_fires": never,
+            "equivalent_row_fires": len(equivalent) - never,
+            "survived_unexplained": why.get("unexplained", 0),
+            "kill_rate": round(len(killed) / differ, 3) if differ else None, "killed_by": by,
+            "killed_in_world": in_world, "survivors": why}

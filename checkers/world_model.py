@@ -44,10 +44,11 @@ from groupspec.spec.invariants import InvariantViolation, check_step, compiled a
 from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import Layout, NONE, compile_term, iter_bits
 from groupspec.spec.rows import ECHO
-from groupspec.spec.schema import INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES
+from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES,
+                                   JoinTimer)
 from groupspec.spec.table import completion
 from groupspec.spec.world import (ALL_VARS, CLIENT, CLIENT_ROWS, CLIENT_TRIGGERS, N_GROUP, WORLD_INDEX,
-                                  WORLD_INVARIANTS, WORLD_PARAMS, Kind, Phase)
+                                  WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind, Phase)
 
 NONE_ERR = ERRORS.index("NONE")
 KIND = {name: i for i, name in enumerate(Kind.values)}
@@ -55,6 +56,7 @@ API_KIND = {"JoinGroup": KIND["join"], "SyncGroup": KIND["sync"], "Heartbeat": K
             "OffsetCommit": KIND["commit"], "LeaveGroup": KIND["leave"], "LeaveMember": KIND["leave"]}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
 ABSENT = STATES.index("Absent")
+DELAYED_JOIN = JoinTimer.values.index("delayed")
 PREPARING = STATES.index("PreparingRebalance")
 
 # -- the client-major layout ---------------------------------------------------------------
@@ -67,18 +69,31 @@ assert CLIENT_VARS == list(range(N_GROUP, N_GROUP + N_CV)) and SHARED_VARS == li
 CP = {ALL_VARS[i].name: k for k, i in enumerate(CLIENT_VARS)}          # position in a client's tuple
 GP = {ALL_VARS[i].name: N_GROUP + k for k, i in enumerate(SHARED_VARS)}  # position of a shared var in G
 GP.update({v.name: i for i, v in enumerate(STATE_VARS)})
-RQ = [CP[n] for n in ("rq", "rq_member", "rq_gen", "rq_assign")]
-LATE = [CP[n] for n in ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign")]
+RQ = [CP[n] for n in ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")]
+LATE = [CP[n] for n in ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")]
+NRQ = len(RQ)         # a request's fields: kind, member id, generation, assignment, committed partitions
 RS = CP["rs"]
 assert list(CP)[RS:] == ["rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment"]
-assert RQ == list(range(RQ[0], RQ[0] + 4)) and LATE == list(range(LATE[0], LATE[0] + 4))
+assert RQ == list(range(RQ[0], RQ[0] + NRQ)) and LATE == list(range(LATE[0], LATE[0] + NRQ))
 PJ, PS, USED, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "used_ids", "log_has", "log"))
 G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"], E.STATE_INDEX["generation"]
 G_HB, G_JOIN_TIMER, G_SYNC_TIMER = (E.STATE_INDEX[n] for n in ("hb_armed", "join_timer", "sync_timer"))
-C_PHASE, C_OWNED = CP["c_phase"], CP["c_owned"]
-_CACHE_LIMIT = 1_500_000
+C_PHASE = CP["c_phase"]
+_CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
+# coordinator triggers the closed world never fires, and why
+NOT_IN_WORLD = {
+    "OffsetFetch": "the clients never send OffsetFetch (it reads offsets; no protocol decision depends on it)",
+    "DescribeGroup": "the clients never send DescribeGroups (an admin request)",
+    "ListGroups": "the clients never send ListGroups (an admin request)",
+    "ListGroupsEntry": "the clients never send ListGroups (an admin request)",
+    "DeleteGroup": "the clients never send DeleteGroups (an admin request)",
+    "ExpireOffsets": "offsets never expire in the closed world (no retention clock)",
+    "MarkDead": "the closed world never deletes the group's partition",
+}
+# time is abstract here: timer deadlines (arm/cancel outputs) are not needed
+SKIPPED_OUTPUTS = ("arm", "cancel", "cancel_all", "delete_offsets")
 # client rows after which the client no longer reads answers to its parked requests
-FORGETS = {r.name for r in CLIENT_ROWS if r.trigger in ("ClientTimeout", "ClientCrash", "ClientRestart")}     # entries per memo table before it is dropped (bounds memory on huge worlds)
+FORGETS = {r.name for r in CLIENT_ROWS if r.trigger in ("ClientTimeout", "ClientCrash", "ClientRestart")}
 
 
 @dataclass
@@ -101,6 +116,13 @@ class WorldConfig:
     waive: tuple = ()              # ((invariant, why), ...): invariants this world does not check, and why
     duplication: bool = False      # the network may deliver a request twice
     reordering: bool = False       # a request may be overtaken by its client's later ones (spec/world.py)
+    # Timely clients: every client rejoins within the rebalance timeout and syncs within the session
+    # timeout, so the DelayedJoin completes when all have rejoined (it never expires) and the
+    # pending-sync timer never fires (the initial delay still does).  In such a world without faults
+    # the group needs one generation per membership change, and the generation bound becomes a
+    # property: a successor cut by it is a rebalance no client caused (`rebalance_budget`).
+    timely: bool = False
+    rebalance_budget: bool = False
 
     def sizes(self) -> dict:
         n_inst = max(1, len({i for i in (self.instances or ()) if i is not None}))
@@ -131,8 +153,7 @@ class WorldModel:
         self.cfg = cfg
         self.n = cfg.clients
         self.sizes = cfg.sizes()
-        # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
-        self.group = E.Engine(rows, skip_outputs=("arm", "cancel", "cancel_all", "delete_offsets"))
+        self.group = E.Engine(rows, skip_outputs=SKIPPED_OUTPUTS)
         names = list(E.PARAM_NAMES) + list(WORLD_PARAMS)
         self.space = E.Space(Layout(WORLD_INDEX, {n: i for i, n in enumerate(names)}), names)
         self.clients = E.Engine(CLIENT_ROWS, self.space, total=lambda t: False)
@@ -151,21 +172,24 @@ class WorldModel:
         self._echo = NONE    # the member id of the request being delivered (what a reply echoes)
         _check_locality()
         self._assign_cache: dict = {}
-        self._gcache: dict = {}       # group engine firings
+        self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
+        # keep every firing (mutation testing compares a mutant's rows with them; small worlds only)
+        self.keep_firings = False
         self._moves: dict = {}        # (client, C_i) -> client moves
         self._deliveries: dict = {}   # (G, client, late?, request) -> deliveries
         self._events: dict = {}       # G -> timer and failover steps
         self._ginv: dict = {}         # G -> the coordinator invariant it breaks, or None
         self._winv: dict = {}         # (G, clients' leading variables) -> the invariant broken, or None
         self._inv_width = _invariant_width()
-        waived = {name for name, _ in cfg.waive}
-        self.world_invariants = [(inv, compile_term(inv.formula, Layout(WORLD_INDEX, {})))
-                                 for inv in WORLD_INVARIANTS if inv.name not in waived]
+        self.world_invariants = [(inv, compile_term(inv.formula, Layout(WORLD_INDEX, {n: i for i, n in
+                                                                           enumerate(WORLD_INVARIANT_PARAMS)})))
+                                 for inv in world_invariants(cfg)]
+        self._inv_params = [cfg.max_generation]
         self.group_invariants = [(inv, f) for inv, f in compiled_invariants() if inv.kind == "state"]
         self._init = self.unflat(tuple(_initial(v.type, v.initial, self.sizes) for v in ALL_VARS))
         self._blank = self.flat(self._init)
-        self._no_request = self._init[1][RQ[0]:RQ[0] + 4]
-        self._no_late = self._init[1][LATE[0]:LATE[0] + 4]
+        self._no_request = self._init[1][RQ[0]:RQ[0] + NRQ]
+        self._no_late = self._init[1][LATE[0]:LATE[0] + NRQ]
         self._no_park = self._init[0][PJ]
 
     # -- the world and its two views --------------------------------------------------
@@ -229,13 +253,13 @@ class WorldModel:
                 got, k = self._delivery(G, c, False, C)
                 cut += k
                 for step, G2, patches, keep in got:
-                    C2 = C if keep else C[:RQ[0]] + self._no_request + C[RQ[0] + 4:]
+                    C2 = C if keep else C[:RQ[0]] + self._no_request + C[RQ[0] + NRQ:]
                     out.append((step, _apply(s, G2, c, C2, patches)))
             if C[LATE[0]]:
                 got, k = self._delivery(G, c, True, C)
                 cut += k
                 for step, G2, patches, keep in got:
-                    C2 = C[:LATE[0]] + self._no_late + C[LATE[0] + 4:]
+                    C2 = C[:LATE[0]] + self._no_late + C[LATE[0] + NRQ:]
                     out.append((step, _apply(s, G2, c, C2, patches)))
         got, k = self._group_events(G)
         cut += k
@@ -270,7 +294,7 @@ class WorldModel:
         if self.cfg.loss:
             if C[RQ[0]]:
                 out.append((Step(f"the network loses c{c}'s request", ()),
-                            C[:RQ[0]] + self._no_request + C[RQ[0] + 4:]))
+                            C[:RQ[0]] + self._no_request + C[RQ[0] + NRQ:]))
             if C[RS]:
                 out.append((Step(f"the network loses the response to c{c}", ()), C[:RS] + self._init[1][RS:]))
         return out
@@ -278,13 +302,13 @@ class WorldModel:
     def _delivery(self, G: tuple, c: int, late: bool, C: tuple):
         """Delivering client c's request (or its late one): [(step, G', patches, keep in flight)], cut."""
         at = LATE[0] if late else RQ[0]
-        req = C[at:at + 4]
-        key = (G, c, late, req, C[C_OWNED] if req[0] == KIND["commit"] else 0)
+        req = C[at:at + NRQ]
+        key = (G, c, late, req)
         got = self._deliveries.get(key)
         if got is None:
             if len(self._deliveries) > _CACHE_LIMIT:
                 self._deliveries.clear()
-            got = self._deliveries[key] = self._compute_delivery(G, c, late, req, key[4])
+            got = self._deliveries[key] = self._compute_delivery(G, c, late, req)
         return got
 
     def _group_events(self, G: tuple):
@@ -298,8 +322,11 @@ class WorldModel:
     # -- what the coordinator does (computed once per key) -------------------------------
 
     def _keep(self, results: list) -> tuple[list, int]:
-        """The results within the generation bound, and how many the bound cut off."""
-        kept = [r for r in results if r[1][G_GEN] <= self.cfg.max_generation]
+        """The results within the generation bound, and how many the bound cut off.  With a
+        rebalance budget the bound is a property: one generation past it is kept, for the
+        invariant `rebalance-budget` to report."""
+        bound = self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
+        kept = [r for r in results if r[1][G_GEN] <= bound]
         return kept, len(results) - len(kept)
 
     def _compute_group_events(self, G: tuple):
@@ -309,9 +336,9 @@ class WorldModel:
                 res += self._coordinator(G, "HeartbeatExpiry", {"timer_member": m}, f"session timer of m{m} fires")
             for m in iter_bits(G[G_PENDING]):
                 res += self._coordinator(G, "PendingExpiry", {"timer_member": m}, f"pending timer of m{m} fires")
-        if G[G_JOIN_TIMER] != 0:
+        if G[G_JOIN_TIMER] != 0 and not (self.cfg.timely and G[G_JOIN_TIMER] == DELAYED_JOIN):
             res += self._coordinator(G, "JoinTimer", {}, "the delayed join expires")
-        if G[G_SYNC_TIMER]:
+        if G[G_SYNC_TIMER] and not self.cfg.timely:
             res += self._coordinator(G, "SyncTimer", {}, "the sync timer expires")
         if self.cfg.failover and G[E.STATE_I] != ABSENT:
             res += self._failover(G)
@@ -347,14 +374,14 @@ class WorldModel:
         key = (g, trigger, tuple(p))
         got = self._gcache.get(key)
         if got is None:
-            if len(self._gcache) > _CACHE_LIMIT:
+            if len(self._gcache) > _CACHE_LIMIT and not self.keep_firings:
                 self._gcache.clear()
             got = self._gcache[key] = self.group.fire(g, trigger, p)
         return got
 
     def _eager(self, G: tuple, rows: list, msgs: list, resp: dict) -> list:
         """Kafka re-checks a pending join after every change in PreparingRebalance."""
-        if G[E.STATE_I] == PREPARING and self.group.enabled(G[:N_GROUP], "CompleteJoin", self._base_vector):
+        if G[E.STATE_I] == PREPARING and self._group_fire(G[:N_GROUP], "CompleteJoin", self._base_vector):
             return [(G2, rows + r2, msgs + m2, {**resp, **resp2})
                     for G2, r2, m2, resp2 in self._fire(G, "CompleteJoin", {}, NONE)]
         return [(G, rows, msgs, resp)]
@@ -391,19 +418,28 @@ class WorldModel:
         errors = ["NONE"] + (["NOT_ENOUGH_REPLICAS"] if self.cfg.append_failure and out.api != "offsets" else [])
         for error in errors:
             w2 = list(w)
-            if error == "NONE" and out.api != "offsets":
+            if error == "NONE":
+                # The log keeps the group's last metadata record and every offset commit record: a
+                # coordinator that takes over loads both (GMM.loadGroupsAndOffsets; a group with
+                # offsets and no metadata loads Empty at generation 0, as a blank record does).
                 w2[LOG_HAS] = True
-                w2[LOG] = (f["generation"], f["protocol_type"], f["protocol"], f["leader"], f["members"],
-                           f["instance_of"], f["protos"], f["session_ms"], f["rebalance_ms"], f["assignment"],
-                           w2[E.STATE_INDEX["offsets"]])
+                rec = w2[LOG]
+                if out.api == "offsets":
+                    parts = f["commit_parts"]
+                    offsets = tuple(v if (parts >> p) & 1 else o for p, (o, v) in enumerate(zip(rec[-1], f["commit"])))
+                    w2[LOG] = rec[:-1] + (offsets,)
+                else:
+                    w2[LOG] = (f["generation"], f["protocol_type"], f["protocol"], f["leader"], f["members"],
+                               f["instance_of"], f["protos"], f["session_ms"], f["rebalance_ms"], f["assignment"],
+                               rec[-1])
             trig, params = completion(out.api, f)
             params["error"] = ERRORS.index(error)
             for G3, r3, m3, resp3 in self._fire(tuple(w2), trig, params, sender):
                 results.append((list(G3), rows + r3, msgs + m3, {**resp, **resp3}))
         return results
 
-    def _compute_delivery(self, G: tuple, c: int, late: bool, req: tuple, owned: int):
-        kind, mid, gen, assign = req
+    def _compute_delivery(self, G: tuple, c: int, late: bool, req: tuple):
+        kind, mid, gen, assign, parts = req
         known = mid != NONE and ((G[G_MEMBERS] | G[G_PENDING]) >> mid) & 1
         inst = self.cfg.instances[c] if self.cfg.instances else None
         who = {"member": mid if known else NONE, "member_empty": mid == NONE,
@@ -429,7 +465,7 @@ class WorldModel:
             fired = self._fire(G, "Heartbeat", {**who, "generation": gen}, sender)
         elif kind == KIND["commit"]:
             params = {**who, "generation": gen, "commit": tuple(1 for _ in range(self.sizes[PARTITION])),
-                      "commit_parts": owned}
+                      "commit_parts": parts}
             fired = self._fire(G, "OffsetCommit", params, sender)
         else:
             fired = self._leave(G, who)
@@ -488,7 +524,7 @@ class WorldModel:
             self._ginv[G] = bad
         if not bad:
             f = self.flat(s)
-            bad = next((inv.name for inv, ok in self.world_invariants if not ok(f, [], ())), None)
+            bad = next((inv.name for inv, ok in self.world_invariants if not ok(f, self._inv_params, ())), None)
         if len(self._winv) > _CACHE_LIMIT:
             self._winv.clear()
         self._winv[key] = bad
@@ -500,6 +536,14 @@ class WorldModel:
     def is_end(self, s: tuple) -> bool:
         """A legitimate end: every client has left or crashed."""
         return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"]) for C in s[1:])
+
+
+def world_invariants(cfg: WorldConfig) -> list:
+    """The closed-world invariants a world checks: all but those it waives, and the rebalance
+    budget only where the world makes its generation bound a property."""
+    waived = {name for name, _ in cfg.waive}
+    return [inv for inv in WORLD_INVARIANTS if inv.name not in waived
+            and (inv.name != "rebalance-budget" or cfg.rebalance_budget)]
 
 
 def _invariant_width() -> int:
@@ -559,8 +603,12 @@ def _initial(t, initial, sizes):
     if t.kind == "map":
         return tuple(_initial(t.value, initial, sizes) for _ in range(sizes[t.key]))
     if t.kind == "record":
-        return tuple(_initial(ft, default_of(ft) if ft.kind != "map" else (NONE if ft.value.kind == "dom" else 0),
-                              sizes) for ft in t.args)
+        # a record's fields mirror the group's variables of the same names (GroupRecord): they start
+        # as those do (an empty log has no committed offsets: -1, as the group's `offsets`)
+        group = {v.name: v.initial for v in STATE_VARS}
+        return tuple(_initial(ft, group.get(name, default_of(ft) if ft.kind != "map" else
+                                            (NONE if ft.value.kind == "dom" else 0)), sizes)
+                     for name, ft in zip(t.values, t.args))
     if initial is None:
         return default_of(t)
     return initial

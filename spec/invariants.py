@@ -202,6 +202,43 @@ INVARIANTS: tuple[Invariant, ...] = (
              "(tests/test_planted_bugs.py plants a missed re-check)."),
 )
 
+def _blank(v) -> Term:
+    """The variable `v` holds its initial value (what `reset` writes when the group is dropped)."""
+    var = getattr(V, v.name)
+    return var == (var.fill(v.initial) if v.type.kind == "map" else lift(v.initial, v.type))
+
+
+INVARIANTS += (
+    Invariant(
+        "members-have-session-timers",
+        "Every member of a group the coordinator holds has its session timer armed, or a parked JoinGroup or "
+        "SyncGroup whose answer arms it again: a consumer that dies is always removed in the end.",
+        Implies(Not(_in("Dead")), V.members.subset_of(V.hb_armed | V.awaiting_join | V.awaiting_sync)),
+        "GC.completeAndScheduleNextHeartbeatExpiration (on add, after every response, at join completion and "
+        "on load), GC.onExpireHeartbeat (MemberMetadata.hasSatisfiedHeartbeat: a member awaiting join or sync "
+        "is kept, and its timer is not re-armed until it is answered)"),
+    Invariant(
+        "assignment-of-members-only",
+        "Only members have an assignment: a member's assignment goes with it when it is removed.",
+        V.assignment.keys_where(lambda a: Not(a.is_empty())).subset_of(V.members),
+        "GM.remove (the MemberMetadata, with its assignment, is dropped)"),
+    Invariant(
+        "absent-holds-nothing",
+        "A group the coordinator does not hold has no metadata left: every variable has its initial value, so "
+        "a group created again starts at generation 0 with nothing of the old one.",
+        Implies(V.state == _st("Absent"), And(*[_blank(v) for v in STATE_VARS if v.name != "state"])),
+        "GMM.removeGroupsForPartition (onGroupUnloaded), GMM.getOrMaybeCreateGroup (new GroupMetadata)"),
+    Invariant(
+        "commit-fenced",
+        "Offsets are taken (appended) only from a member of the group at its current generation, or from a "
+        "simple consumer (generation < 0) to a group with no members: a consumer fenced out of the group can "
+        "never commit.",
+        Implies(Not(V.pending_offsets.subset_of(Prev.pending_offsets)),
+                Or(P.member.in_(Prev.members) & (P.generation == Prev.generation),
+                   (P.generation < 0) & Prev.members.is_empty())),
+        "GC.validateOffsetCommit, GC.doCommitOffsets (KIP-98 zombie fencing by generation); seed 001",
+        kind="step"),
+)
 INVARIANT_BY_NAME = {i.name: i for i in INVARIANTS}
 
 

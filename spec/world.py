@@ -44,11 +44,14 @@ WORLD_VARS: tuple[VarDecl, ...] = (
     VarDecl("rq_member", MapOf(CLIENT, Dom(MEMBER)), "that request's member id", NONE),
     VarDecl("rq_gen", MapOf(CLIENT, INT), "that request's generation", -1),
     VarDecl("rq_assign", MapOf(CLIENT, MapOf(MEMBER, SetOf(PARTITION))), "a leader's SyncGroup assignment", 0),
+    VarDecl("rq_parts", MapOf(CLIENT, SetOf(PARTITION)), "the partitions an OffsetCommit commits (those the client "
+            "owned when it sent it)", 0),
     VarDecl("rq_late", MapOf(CLIENT, Kind), "a request the client gave up on, still in the network (reordering)", 0),
     VarDecl("rq_late_member", MapOf(CLIENT, Dom(MEMBER)), "that late request's member id", NONE),
     VarDecl("rq_late_gen", MapOf(CLIENT, INT), "that late request's generation", -1),
     VarDecl("rq_late_assign", MapOf(CLIENT, MapOf(MEMBER, SetOf(PARTITION))), "that late SyncGroup's assignment",
             0),
+    VarDecl("rq_late_parts", MapOf(CLIENT, SetOf(PARTITION)), "that late OffsetCommit's partitions", 0),
     # the response fields come last: the checker stores a client's variables as one tuple and
     # writes a response by replacing its tail
     VarDecl("rs", MapOf(CLIENT, Kind), "the response in flight to a client", 0),
@@ -78,6 +81,10 @@ for _v in ALL_VARS:
     setattr(W, _v.name, Var(_v.name, _v.type))
 
 C = Param("client", Dom(CLIENT))
+# the world's own parameters of its invariants: the generation budget (the bound a rebalance-budget
+# world declares)
+GENERATION_BUDGET = Param("generation_budget", INT)
+WORLD_INVARIANT_PARAMS = ("generation_budget",)
 ASSIGN = Param("assign", Fun(MapOf(MEMBER, SetOf(PARTITION)), SetOf(MEMBER)))
 WORLD_PARAMS = {"client": Dom(CLIENT), "assign": ASSIGN.type}
 
@@ -96,12 +103,14 @@ def er(name: str):
 
 # -- the client table ------------------------------------------------------------------
 
-def _send(kind: str, member=None, gen=None, assign=None) -> dict:
+def _send(kind: str, member=None, gen=None, assign=None, parts=None) -> dict:
     upd = dict(rq=W.rq.put(C, kd(kind)),
                rq_member=W.rq_member.put(C, W.c_member[C] if member is None else member),
                rq_gen=W.rq_gen.put(C, W.c_gen[C] if gen is None else gen))
     if assign is not None:
         upd["rq_assign"] = W.rq_assign.put(C, assign)
+    if parts is not None:
+        upd["rq_parts"] = W.rq_parts.put(C, parts)
     return upd
 
 
@@ -118,9 +127,11 @@ def _to_late() -> dict:
     """The request in flight becomes a late one; the client no longer waits for it."""
     return dict(rq_late=W.rq_late.put(C, W.rq[C]), rq_late_member=W.rq_late_member.put(C, W.rq_member[C]),
                 rq_late_gen=W.rq_late_gen.put(C, W.rq_gen[C]), rq_late_assign=W.rq_late_assign.put(C, W.rq_assign[C]),
+                rq_late_parts=W.rq_late_parts.put(C, W.rq_parts[C]),
                 rq=W.rq.put(C, kd("none")), rq_member=W.rq_member.put(C, none(MEMBER)),
                 rq_gen=W.rq_gen.put(C, lift(-1, INT)),
-                rq_assign=W.rq_assign.put(C, W.rq_assign[C].fill(empty(PARTITION))))
+                rq_assign=W.rq_assign.put(C, W.rq_assign[C].fill(empty(PARTITION))),
+                rq_parts=W.rq_parts.put(C, empty(PARTITION)))
 
 
 def _consume() -> dict:
@@ -215,7 +226,7 @@ CLIENT_ROWS: list[Row] = [
     Row("heartbeat", "ClientHeartbeat", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
         [sets(**_send("heartbeat"))], None, src + " (the heartbeat thread)"),
     Row("commit offsets", "ClientCommit", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
-        [sets(**_send("commit"))], None, src + " (commitSync)"),
+        [sets(**_send("commit", parts=W.c_owned[C]))], None, src + " (commitSync of the partitions it owns)"),
     Row("leave the group", "ClientLeave", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
         [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_send("leave"))], None, src + " (close)"),
     Row("request timed out, rejoin", "ClientTimeout", ALL,
@@ -292,6 +303,26 @@ WORLD_INVARIANTS: tuple[Invariant, ...] = (
                 ForAll(W.offsets.keys_where(lambda v: TRUE()),     # every partition: the keys of a partition map
                        lambda p: Exists(W.members, lambda m: p.in_(W.assignment[m])))),
         "the leader's assignor (RangeAssignor), GC.setAndPropagateAssignment; seed 004", scope="closed-world"),
+    Invariant(
+        "offsets-durable",
+        "While the coordinator holds the group, its committed offsets are exactly those in the log: an "
+        "acknowledged commit is never lost, not even by a coordinator failover, and nothing is committed that "
+        "the log does not hold.",
+        Implies(Not(Or(W.state == lift("Absent", GroupState), W.state == lift("Dead", GroupState))),
+                W.offsets == W.log["offsets"]),
+        "GMM.storeOffsets (the cache is updated only once the append succeeds), GMM.loadGroupsAndOffsets",
+        scope="closed-world",
+        note="The closed world completes appends at once, so between steps nothing is in flight to the log."),
+    Invariant(
+        "rebalance-budget",
+        "In a world of timely clients without faults, the group needs at most one generation per membership "
+        "change (each client joins once and leaves at most once): no rebalance happens that no client caused, "
+        "so there is no endless rebalance loop.",
+        W.generation <= GENERATION_BUDGET,
+        "GC.prepareRebalance is called only for a join of a new member, a rejoin of the leader or with new "
+        "metadata, a leave, an expiry or a failed append; seeds 001, 003", scope="closed-world",
+        note="Checked only in worlds that declare the budget (`timely`, no faults, `rebalance_budget`: preset "
+             "`settle`), whose generation bound is then the property: a rebalance loop reaches it."),
     Invariant(
         "no-shared-member-id",
         "No two live clients hold the same member id.",
