@@ -129,8 +129,8 @@ def docs_cmd(out_dir: Path = typer.Option(REPO / "docs", "--out", help="Where to
 
 @app.command("check")
 def check_cmd(
-    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults (seconds), static, ci (under "
-                                                         "two minutes), deep (nightly)"),
+    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3 "
+                                                         "(seconds), ci (under two minutes), deep (nightly)"),
     clients: Optional[int] = typer.Option(None, "--clients", help="number of consumer clients"),
     topics: Optional[int] = typer.Option(None, "--topics"),
     partitions: Optional[int] = typer.Option(None, "--partitions", help="partitions per topic"),
@@ -145,6 +145,12 @@ def check_cmd(
                                                help="the network may deliver a request twice"),
     reordering: Optional[bool] = typer.Option(None, "--reordering/--no-reordering",
                                               help="a request may be overtaken by its client's later ones"),
+    timely: Optional[bool] = typer.Option(None, "--timely/--no-timely",
+                                          help="clients answer within their timeouts: the DelayedJoin never "
+                                               "expires and the sync timeout never fires"),
+    rebalance_budget: Optional[bool] = typer.Option(None, "--rebalance-budget/--no-rebalance-budget",
+                                                    help="the generation bound is a property (timely clients "
+                                                         "without faults only)"),
     symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
     liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
                                                             "(keeps the graph; turns symmetry off)"),
@@ -166,13 +172,20 @@ def check_cmd(
     overrides = {k: v for k, v in dict(clients=clients, topics=topics, partitions=partitions,
                                        max_generation=max_generation, member_ids=member_ids, crash=crash,
                                        expiry=expiry, failover=failover, append_failure=append_failure,
-                                       loss=loss, duplication=duplication,
-                                       reordering=reordering).items()
+                                       loss=loss, duplication=duplication, reordering=reordering,
+                                       timely=timely, rebalance_budget=rebalance_budget).items()
                  if v is not None}
     for k, v in overrides.items():
         if isinstance(v, int) and not isinstance(v, bool) and v < 1 and k != "max_generation":
             fail_input(f"--{k.replace('_', '-')} must be at least 1, got {v}")
     cfg = dataclasses.replace(PRESETS[preset], **overrides)
+    if cfg.rebalance_budget:
+        faults = [f for f in ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering",
+                              "restart") if getattr(cfg, f)]
+        if faults or not cfg.timely:
+            fail_input("--rebalance-budget holds only for timely clients without faults (a fault or a timeout may "
+                       "cause a rebalance no client asked for); turn on --timely and turn off: "
+                       f"{', '.join('--' + f.replace('_', '-') for f in faults) or 'nothing else'}")
     if no_waivers:
         cfg = dataclasses.replace(cfg, waive=())
     from rich.live import Live
@@ -243,11 +256,11 @@ def check_cmd(
 
 @app.command("mutate")
 def mutate_cmd(
-    preset: str = typer.Option("tiny,twogen,small,faults,static", "--preset",
+    preset: str = typer.Option("tiny,twogen,small,settle,static,faults", "--preset",
                                help="the worlds each mutant is checked in, smallest first, comma-separated: a "
                                     "mutant goes on to the next only if the ones before did not kill it"),
-    liveness_up_to: str = typer.Option("small", "--liveness-up-to",
-                                       help="check liveness (a fair lasso, no progress) in worlds up to this one"),
+    liveness_in: str = typer.Option("tiny,twogen,small,settle,static", "--liveness-in",
+                                    help="the worlds where liveness (a fair lasso, no progress) is checked too"),
     sample: Optional[int] = typer.Option(None, "--sample", help="check a random sample of this many mutants"),
     seed: int = typer.Option(0, "--seed", help="the sample's seed"),
     jobs: int = typer.Option(2, "--jobs", help="worker processes"),
@@ -257,11 +270,12 @@ def mutate_cmd(
     from .explicit import PRESETS
     from .mutate import mutants, run, summary
     names = [n.strip() for n in preset.split(",") if n.strip()]
-    for name in names + [liveness_up_to]:
-        if name not in PRESETS:
-            fail_input(f"--preset {preset}: unknown preset {name!r}; use {', '.join(PRESETS)}")
-    live = names.index(liveness_up_to) if liveness_up_to in names else -1
-    worlds = [(n, PRESETS[n], k <= live) for k, n in enumerate(names)]
+    live = [n.strip() for n in liveness_in.split(",") if n.strip()]
+    for option, given in (("--preset", names), ("--liveness-in", live)):
+        for name in given:
+            if name not in PRESETS:
+                fail_input(f"{option}: unknown preset {name!r}; use {', '.join(PRESETS)}")
+    worlds = [(n, PRESETS[n], n in live) for n in names]
     if jobs < 1:
         fail_input(f"--jobs must be at least 1, got {jobs}")
     total = len(mutants())

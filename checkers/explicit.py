@@ -40,8 +40,8 @@ PRESETS: dict[str, WorldConfig] = {
     "faults": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=True,
                           expiry=True, failover=True, append_failure=True, commits=True, leaves=True),
     # every fault but reordering, two generations, two topics of two partitions: the largest world
-    # measured to fit CI's two minutes (2.7M states, 48 s with 2 workers); a third client alone
-    # takes it past 30M states (see the README, "Model checking the closed world")
+    # measured to fit CI's two minutes (3.4M states, 90-96 s with 2 workers); a third client takes it
+    # far past 25M states (README, "Why ci has 2 clients"): CI runs settle3 for 3 clients
     "ci": WorldConfig(clients=2, topics=2, partitions=2, max_generation=2, member_ids=4, crash=True, expiry=True,
                       failover=True, append_failure=True, commits=True, leaves=True),
     # static membership (KIP-345): two consumer processes configured with the same group.instance.id
@@ -52,12 +52,16 @@ PRESETS: dict[str, WorldConfig] = {
                           waive=(("no-shared-partition", "two processes share one group.instance.id: Kafka "
                                   "fences the old one only at its next heartbeat or commit (KIP-345); "
                                   "no-shared-partition-among-members is what holds"),)),
-    # timely clients, no faults: the group needs one generation per membership change (3 joins,
-    # 3 leaves), so the generation bound is a property (rebalance-budget): a rebalance loop, a
-    # rejoin no client needed, breaks it; no bound cuts this world, so liveness is exact in it
-    "settle": WorldConfig(clients=3, topics=2, partitions=2, max_generation=6, member_ids=6, crash=False,
+    # timely clients, no faults: the group needs one generation per membership change (a join and
+    # a leave per client), so the generation bound is a property (rebalance-budget): a rebalance
+    # loop, a rejoin no client needed, breaks it; no bound cuts these worlds, so liveness is exact
+    # in them (a livelock within one generation is a lasso)
+    "settle": WorldConfig(clients=2, topics=2, partitions=2, max_generation=4, member_ids=4, crash=False,
                           expiry=False, failover=False, append_failure=False, commits=True, leaves=True,
                           timely=True, rebalance_budget=True),
+    "settle3": WorldConfig(clients=3, topics=2, partitions=2, max_generation=6, member_ids=6, crash=False,
+                           expiry=False, failover=False, append_failure=False, commits=True, leaves=True,
+                           timely=True, rebalance_budget=True),
     "deep": WorldConfig(clients=3, topics=2, partitions=2, max_generation=3, member_ids=6, crash=True, expiry=True,
                         failover=True, append_failure=True, commits=True, leaves=True),
 }

@@ -33,6 +33,10 @@ ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets",
                "heartbeat or commit timed out in the network (it arrives late)")
 
 
+# client rows that are faults: no progress may depend on them
+CLIENT_FAULTS = ("crash", "restart after a crash")
+
+
 def action_class(label: str) -> tuple[str, bool]:
     """(class, fair?) of a step label: fairness is per client and per timer.
 
@@ -212,13 +216,16 @@ def find_no_progress(states: list, edges: list, bounded: set, is_end, stable) ->
     Good states: some client is stable, every client has stopped (`is_end`), or a bound
     cut the state's successors (what lies beyond is unknown, so it is not blamed).  A
     state that cannot reach a good state is a dead end for the group: Kafka's protocol
-    promises a consumer that keeps trying eventually gets an assignment.
+    promises a consumer that keeps trying eventually gets an assignment.  Paths through a
+    client's crash or restart do not count: a group that gets unstuck only if its
+    consumers die is stuck (otherwise crashing every client would excuse any state).
     """
     n = len(states)
     preds: list = [[] for _ in range(n)]
     for i, es in enumerate(edges):
-        for j, _ in es:
-            preds[j].append(i)
+        for j, label in es:
+            if not (is_client(label) and label.split(": ", 1)[1] in CLIENT_FAULTS):
+                preds[j].append(i)
     good = [stable(s) or is_end(s) or i in bounded for i, s in enumerate(states)]
     can = list(good)
     queue = deque(i for i in range(n) if good[i])

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
-from groupspec.spec.invariants import InvariantViolation, check_step, compiled as compiled_invariants
+from groupspec.spec.invariants import InvariantViolation, check_state, check_step, compiled as compiled_invariants
 from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import Layout, NONE, compile_term, iter_bits
 from groupspec.spec.rows import ECHO
@@ -167,7 +167,12 @@ class WorldModel:
         self._base_vector = [None] * len(names)
         for k, v in self.base.items():
             self._base_vector[self.space.param_index[k]] = v
-        self.triggers = [t for t in CLIENT_TRIGGERS if _enabled_by(t, cfg)]
+        # per client: a static member (group.instance.id) never sends LeaveGroup when it closes
+        # (AbstractCoordinator.maybeLeaveGroup: only dynamic members leave; a static member's
+        # membership ends only by session expiry, KIP-345)
+        inst = cfg.instances or (None,) * cfg.clients
+        self.triggers = [[t for t in CLIENT_TRIGGERS if _enabled_by(t, cfg)
+                          and not (t == "ClientLeave" and inst[c] is not None)] for c in range(cfg.clients)]
         self.pruned = 0      # successors of the last state cut off by a bound
         self._echo = NONE    # the member id of the request being delivered (what a reply echoes)
         _check_locality()
@@ -287,7 +292,7 @@ class WorldModel:
         flat = tuple(flat)
         p = self.params(client=c)
         out = []
-        for trig in self.triggers:
+        for trig in self.triggers[c]:
             for o in self.clients.fire(flat, trig, p):
                 C2 = tuple(o.state[N_GROUP + k][c] for k in range(N_CV))
                 out.append((Step(f"c{c}: {o.row.name}", (o.row.name,)), C2))
@@ -360,7 +365,11 @@ class WorldModel:
         rest = list(G[N_GROUP:])
         for o in outcomes:
             try:
+                # after every row, as the runtime checks them: a world step may chain rows
+                # (unload then load, an append and its completion), and a row's broken state
+                # must not hide behind the next row's
                 check_step(g, o.state, p, o.outputs, where=f"after row {o.row.name!r}")
+                check_state(o.state, where=f"after row {o.row.name!r}")
             except InvariantViolation as e:
                 e.row = o.row.name      # the counterexample's last step names the row that broke it
                 raise
@@ -454,7 +463,8 @@ class WorldModel:
             free = [m for m in range(self.sizes[MEMBER]) if not (G[USED] >> m) & 1]
             if mid == NONE and not free:
                 return [], 1     # the world's member-id budget is spent: a bound, not a behaviour
-            params = {**who, "fresh": free[0] if free else NONE, "require_known": True, "session_ms": 10_000,
+            # KafkaApis.handleJoinGroupRequest: requireKnownMemberId = version >= 4 && no group.instance.id
+            params = {**who, "fresh": free[0] if free else NONE, "require_known": inst is None, "session_ms": 10_000,
                       "rebalance_ms": 10_000, "req_ptype": 0, "req_ptype_empty": False, "req_protos": 0}
             fired = self._fire(G, "JoinGroup", params, sender)
         elif kind == KIND["sync"]:

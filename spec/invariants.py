@@ -212,16 +212,25 @@ INVARIANTS += (
     Invariant(
         "members-have-session-timers",
         "Every member of a group the coordinator holds has its session timer armed, or a parked JoinGroup or "
-        "SyncGroup whose answer arms it again: a consumer that dies is always removed in the end.",
-        Implies(Not(_in("Dead")), V.members.subset_of(V.hb_armed | V.awaiting_join | V.awaiting_sync)),
+        "SyncGroup whose answer arms it again (a new member always has its timer: the new-member timeout, "
+        "KIP-394): a consumer that dies is always removed in the end.",
+        Implies(Not(_in("Dead")), V.members.subset_of(V.hb_armed | ((V.awaiting_join | V.awaiting_sync)
+                                                                    - V.new_members))),
         "GC.completeAndScheduleNextHeartbeatExpiration (on add, after every response, at join completion and "
         "on load), GC.onExpireHeartbeat (MemberMetadata.hasSatisfiedHeartbeat: a member awaiting join or sync "
         "is kept, and its timer is not re-armed until it is answered)"),
     Invariant(
-        "assignment-of-members-only",
-        "Only members have an assignment: a member's assignment goes with it when it is removed.",
-        V.assignment.keys_where(lambda a: Not(a.is_empty())).subset_of(V.members),
-        "GM.remove (the MemberMetadata, with its assignment, is dropped)"),
+        "metadata-of-members-only",
+        "Only members have member metadata (group.instance.id, protocols, timeouts, assignment) or are expected "
+        "to sync: what the coordinator knows of a member goes with it when it is removed, and no SyncGroup is "
+        "awaited while PreparingRebalance or Empty.",
+        And(V.assignment.keys_where(lambda a: Not(a.is_empty())).subset_of(V.members),
+            V.instance_of.keys_where(lambda i: i.is_some()).subset_of(V.members),
+            V.protos.keys_where(lambda x: x.is_some()).subset_of(V.members),
+            V.pending_sync.subset_of(V.members),
+            Implies(_in("PreparingRebalance", "Empty"), V.pending_sync.is_empty())),
+        "GM.remove (the MemberMetadata is dropped), GM.removePendingSyncMember, GC.prepareRebalance "
+        "(removeSyncExpiration clears the pending-sync members)"),
     Invariant(
         "absent-holds-nothing",
         "A group the coordinator does not hold has no metadata left: every variable has its initial value, so "
@@ -236,7 +245,7 @@ INVARIANTS += (
         Implies(Not(V.pending_offsets.subset_of(Prev.pending_offsets)),
                 Or(P.member.in_(Prev.members) & (P.generation == Prev.generation),
                    (P.generation < 0) & Prev.members.is_empty())),
-        "GC.validateOffsetCommit, GC.doCommitOffsets (KIP-98 zombie fencing by generation); seed 001",
+        "GC.validateOffsetCommit, GC.doCommitOffsets (the member id and generation fence a removed consumer); seed 001",
         kind="step"),
 )
 INVARIANT_BY_NAME = {i.name: i for i in INVARIANTS}

@@ -188,3 +188,46 @@ def test_reordering_finds_a_stale_sync_that_in_order_delivery_cannot():
 def test_the_table_holds_under_reordering():
     world = dataclasses.replace(PRESETS["tiny"], max_generation=2, member_ids=3, reordering=True)
     assert check(world).result == "ok"
+
+
+def _with(name: str, **changes):
+    return [dataclasses.replace(r, **changes) if r.name == name else r for r in T.ROWS]
+
+
+def test_a_rebalance_loop_breaks_the_rebalance_budget_of_a_timely_world():
+    """A heartbeat in Stable answered REBALANCE_IN_PROGRESS sends a settled group round and
+    round: in a timely world without faults the group would need more generations than
+    membership changes."""
+    from groupspec.spec.lang import lift
+    from groupspec.spec.rows import Out
+    from groupspec.spec.schema import Error
+    row = T.ROW_BY_NAME["Heartbeat: during Stable"]
+    steps = [dataclasses.replace(st, fields={**st.fields, "error": lift("REBALANCE_IN_PROGRESS", Error)})
+             if isinstance(st, Out) and st.kind == "reply" else st for st in row.steps]
+    settle = PRESETS["settle"]
+    assert check(settle).result == "ok"
+    r = check(settle, rows=_with(row.name, steps=steps))
+    assert r.result == "violation" and r.violation == "rebalance-budget"
+    assert len(r.path) - 1 == r.depth
+    assert any("rebalance in progress, rejoin" in st.action for st, _ in r.path[1:])
+
+
+def test_timely_worlds_hold_their_liveness_with_a_fair_heartbeat():
+    assert check(PRESETS["settle"], liveness=True).result == "ok"
+
+
+def test_an_acknowledged_commit_that_is_not_kept_is_caught():
+    """Drop the offsets update of a stored commit: the client was told NONE, the log has the
+    offsets, the coordinator's cache does not."""
+    name = "StoreOffsetsDone: offsets stored"
+    row = T.ROW_BY_NAME[name]
+    steps = [dataclasses.replace(st, updates={k: v for k, v in st.updates.items() if k != "offsets"})
+             if hasattr(st, "updates") else st for st in row.steps]
+    r = check(PRESETS["faults"], rows=_with(name, steps=steps))
+    assert r.result == "violation" and r.violation == "offsets-durable"
+
+
+def test_the_rebalance_budget_is_refused_with_faults():
+    out = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "check", "--preset", "settle", "--crash"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "--crash" in out.stderr and "Traceback" not in out.stderr
