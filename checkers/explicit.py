@@ -243,8 +243,8 @@ def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: boo
             # level is still expanded, for the shorter failures only.
             try:
                 succ = successors(s)
-            except InvariantViolation as e:
-                S.generated = generated
+            except InvariantViolation as e:      # the failing step is the path's last: `depth` steps
+                S.generated, S.depth = generated, depth
                 return finish("violation", e.invariant.name, fs, last=_failing_step(e))
             if not succ and deadlock and not model.pruned and not model.is_end(s):
                 S.generated = generated
@@ -597,8 +597,7 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
         if kind == "deadlock":
             S.depth -= 1
             res = finish("deadlock", "deadlock: no action is enabled", fp, seen=seen)
-        elif kind == "violation" and row:
-            S.depth -= 1
+        elif kind == "violation" and row:      # the failing step is the path's last
             res = finish("violation", inv, fp, last=Step(f"row {row!r} breaks {inv}", (row,)), seen=seen)
         elif kind == "violation":
             res = finish("violation", inv, fp, seen=seen)

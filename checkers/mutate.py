@@ -276,7 +276,7 @@ def _scenarios_catch(rows: list) -> str:
     A survivor of the checker that a scenario catches changes an answer no safety property is
     about (an error code the clients recover from alike); the scenario pins it."""
     from groupspec.impl import coordinator
-    from .cli import default_scenario_paths
+    from .cli import REPO, default_scenario_paths
     from .scenarios.model import load_file
     from .scenarios.report import scenario_files
     from .scenarios.runner import run_scenario
@@ -289,12 +289,20 @@ def _scenarios_catch(rows: list) -> str:
             try:
                 r = run_scenario(sc, "spec")
             except Exception as e:          # a mutant may break what the coordinator relies on
-                return f"{sc.file}: {sc.name} (the coordinator fails: {type(e).__name__}: {e})"
+                return f"{_rel(sc.file, REPO)}: {sc.name} (the coordinator fails: {type(e).__name__}: {e})"
             if r.result != "pass":
-                return f"{sc.file}: {sc.name}"
+                return f"{_rel(sc.file, REPO)}: {sc.name}"
     finally:
         coordinator._ENGINE = saved
     return ""
+
+
+def _rel(path, root) -> str:
+    from pathlib import Path
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def _unreached_why(row: Row) -> str:

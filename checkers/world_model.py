@@ -181,10 +181,14 @@ class WorldModel:
         # keep every firing (mutation testing compares a mutant's rows with them; small worlds only)
         self.keep_firings = False
         self._moves: dict = {}        # (client, C_i) -> client moves
-        self._deliveries: dict = {}   # (G, client, late?, request) -> deliveries
-        self._events: dict = {}       # G -> timer and failover steps
-        self._ginv: dict = {}         # G -> the coordinator invariant it breaks, or None
-        self._winv: dict = {}         # (G, clients' leading variables) -> the invariant broken, or None
+        # G is hashed once per state, into a number the other memo tables are keyed by (CPython does
+        # not cache a tuple's hash, and G is the biggest part of a state); numbers are never reused
+        self._gids: dict = {}         # G -> its number
+        self._next_gid = 0
+        self._deliveries: dict = {}   # (G's number, client, late?, request) -> deliveries
+        self._events: dict = {}       # G's number -> timer and failover steps
+        self._ginv: dict = {}         # G's number -> the coordinator invariant it breaks, or None
+        self._winv: dict = {}         # (G's number, clients' leading variables) -> the invariant broken, or None
         self._inv_width = _invariant_width()
         self.world_invariants = [(inv, compile_term(inv.formula, Layout(WORLD_INDEX, {n: i for i, n in
                                                                            enumerate(WORLD_INVARIANT_PARAMS)})))
@@ -243,6 +247,7 @@ class WorldModel:
         out: list = []
         cut = 0
         G = s[0]
+        gi = self._gid(G)
         n = self.n
         for c in range(n):
             C = s[c + 1]
@@ -255,18 +260,18 @@ class WorldModel:
                     continue
                 out.append((step, s[:c + 1] + (C2,) + s[c + 2:]))
             if C[RQ[0]]:
-                got, k = self._delivery(G, c, False, C)
+                got, k = self._delivery(G, gi, c, False, C)
                 cut += k
                 for step, G2, patches, keep in got:
                     C2 = C if keep else C[:RQ[0]] + self._no_request + C[RQ[0] + NRQ:]
                     out.append((step, _apply(s, G2, c, C2, patches)))
             if C[LATE[0]]:
-                got, k = self._delivery(G, c, True, C)
+                got, k = self._delivery(G, gi, c, True, C)
                 cut += k
                 for step, G2, patches, keep in got:
                     C2 = C[:LATE[0]] + self._no_late + C[LATE[0] + NRQ:]
                     out.append((step, _apply(s, G2, c, C2, patches)))
-        got, k = self._group_events(G)
+        got, k = self._group_events(G, gi)
         cut += k
         for step, G2, patches in got:
             out.append((step, _apply(s, G2, -1, None, patches)))
@@ -304,11 +309,20 @@ class WorldModel:
                 out.append((Step(f"the network loses the response to c{c}", ()), C[:RS] + self._init[1][RS:]))
         return out
 
-    def _delivery(self, G: tuple, c: int, late: bool, C: tuple):
+    def _gid(self, G: tuple) -> int:
+        i = self._gids.get(G)
+        if i is None:
+            if len(self._gids) > _CACHE_LIMIT:
+                self._gids.clear()
+            i = self._gids[G] = self._next_gid
+            self._next_gid += 1
+        return i
+
+    def _delivery(self, G: tuple, gi: int, c: int, late: bool, C: tuple):
         """Delivering client c's request (or its late one): [(step, G', patches, keep in flight)], cut."""
         at = LATE[0] if late else RQ[0]
         req = C[at:at + NRQ]
-        key = (G, c, late, req)
+        key = (gi, c, late, req)
         got = self._deliveries.get(key)
         if got is None:
             if len(self._deliveries) > _CACHE_LIMIT:
@@ -316,12 +330,12 @@ class WorldModel:
             got = self._deliveries[key] = self._compute_delivery(G, c, late, req)
         return got
 
-    def _group_events(self, G: tuple):
-        got = self._events.get(G)
+    def _group_events(self, G: tuple, gi: int):
+        got = self._events.get(gi)
         if got is None:
             if len(self._events) > _CACHE_LIMIT:
                 self._events.clear()
-            got = self._events[G] = self._compute_group_events(G)
+            got = self._events[gi] = self._compute_group_events(G)
         return got
 
     # -- what the coordinator does (computed once per key) -------------------------------
@@ -521,17 +535,18 @@ class WorldModel:
         Both verdicts are memoized on what the invariants read: the coordinator's on G, the
         closed world's on G and each client's first `_inv_width` variables."""
         G = s[0]
-        key = (G, tuple(C[:self._inv_width] for C in s[1:]))
+        gi = self._gid(G)
+        key = (gi, tuple(C[:self._inv_width] for C in s[1:]))
         bad = self._winv.get(key, 0)
         if bad != 0:
             return bad
-        bad = self._ginv.get(G, 0)
+        bad = self._ginv.get(gi, 0)
         if bad == 0:
             g = G[:N_GROUP]
             bad = next((inv.name for inv, f in self.group_invariants if not f(g, [], ())), None)
             if len(self._ginv) > _CACHE_LIMIT:
                 self._ginv.clear()
-            self._ginv[G] = bad
+            self._ginv[gi] = bad
         if not bad:
             f = self.flat(s)
             bad = next((inv.name for inv, ok in self.world_invariants if not ok(f, self._inv_params, ())), None)
