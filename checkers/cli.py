@@ -178,14 +178,10 @@ def check_cmd(
     for k, v in overrides.items():
         if isinstance(v, int) and not isinstance(v, bool) and v < 1 and k != "max_generation":
             fail_input(f"--{k.replace('_', '-')} must be at least 1, got {v}")
-    cfg = dataclasses.replace(PRESETS[preset], **overrides)
-    if cfg.rebalance_budget:
-        faults = [f for f in ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering",
-                              "restart") if getattr(cfg, f)]
-        if faults or not cfg.timely:
-            fail_input("--rebalance-budget holds only for timely clients without faults (a fault or a timeout may "
-                       "cause a rebalance no client asked for); turn on --timely and turn off: "
-                       f"{', '.join('--' + f.replace('_', '-') for f in faults) or 'nothing else'}")
+    try:
+        cfg = dataclasses.replace(PRESETS[preset], **overrides)
+    except ValueError as e:      # a world that contradicts itself (WorldConfig says which flags)
+        fail_input(str(e))
     if no_waivers:
         cfg = dataclasses.replace(cfg, waive=())
     from rich.live import Live

@@ -72,9 +72,7 @@ def find_lasso(states: list, edges: list, bounded: set = frozenset(),
     passing a state where one is enabled without taking it is not fair.
     """
     stuck = [E.get(s, "state") in STUCK and i not in bounded for i, s in enumerate(states)]
-    for comp in _fair_components(len(states), edges, stuck, strong):
-        members = set(comp)
-        inner = [(i, j, lab) for i in comp for j, lab in edges[i] if j in members]
+    for comp, members, inner in _fair_components(len(states), edges, stuck, strong):
         return _stem(edges, comp[0]), _loop(edges, members, comp[0], inner)
     return None
 
@@ -85,15 +83,14 @@ def _fair_components(n: int, edges: list, keep: list, strong: tuple):
     of them, labels an edge inside.  A component that starves a strongly fair class may still
     hold a fair cycle away from the states that enable it: those are dropped and the rest is
     searched again (the usual refinement for strong fairness)."""
-    def strong_class(label: str) -> str | None:
-        if is_client(label) and label.split(": ", 1)[1] in strong:
-            return label
-        return None
+    def is_strong(label: str) -> bool:
+        return is_client(label) and label.split(": ", 1)[1] in strong
 
-    yield from _fair_within(n, edges, keep, strong_class, None)
+    yield from _fair_within(n, edges, keep, is_strong, None)
 
 
-def _fair_within(n: int, edges: list, keep, strong_class, roots):
+def _fair_within(n: int, edges: list, keep, is_strong, roots):
+    """(component, its states, its inner edges) for each fair component among `roots`."""
     for comp in _sccs(n, edges, keep, roots):
         members = set(comp)
         inner = [(i, j, lab) for i in comp for j, lab in edges[i] if j in members]
@@ -101,10 +98,10 @@ def _fair_within(n: int, edges: list, keep, strong_class, roots):
             continue
         taken = {action_class(lab)[0] for _, _, lab in inner}
         starved = {i for i in comp for _, lab in edges[i]
-                   if strong_class(lab) is not None and action_class(lab)[0] not in taken}
+                   if is_strong(lab) and action_class(lab)[0] not in taken}
         if starved:
             rest = members - starved
-            yield from _fair_within(n, edges, _Within(rest), strong_class, sorted(rest))
+            yield from _fair_within(n, edges, _Within(rest), is_strong, sorted(rest))
             continue
         enabled_everywhere = None
         for i in comp:
@@ -112,7 +109,7 @@ def _fair_within(n: int, edges: list, keep, strong_class, roots):
             enabled_everywhere = fair_here if enabled_everywhere is None else enabled_everywhere & fair_here
         if enabled_everywhere and not enabled_everywhere <= taken:
             continue                               # some fair action is starved: not a fair cycle
-        yield comp
+        yield comp, members, inner
 
 
 def _sccs(n: int, edges: list, keep: list, roots=None):

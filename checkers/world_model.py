@@ -124,6 +124,17 @@ class WorldConfig:
     timely: bool = False
     rebalance_budget: bool = False
 
+    FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart")
+
+    def __post_init__(self):
+        if self.rebalance_budget:
+            faults = [f for f in self.FAULTS if getattr(self, f)]
+            if faults or not self.timely:
+                raise ValueError(
+                    "--rebalance-budget holds only for timely clients without faults (a fault or a timeout may "
+                    "cause a rebalance no client asked for); turn on --timely and turn off: "
+                    f"{', '.join('--' + f.replace('_', '-') for f in faults) or 'nothing else'}")
+
     def sizes(self) -> dict:
         n_inst = max(1, len({i for i in (self.instances or ()) if i is not None}))
         return {MEMBER: self.member_ids, INSTANCE: n_inst, PARTITION: self.topics * self.partitions, PROTOCOL: 1,
