@@ -15,6 +15,7 @@ the `on_response` callback given to `send`.
 from __future__ import annotations
 
 import itertools
+import logging
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -31,7 +32,9 @@ from groupspec.spec.table import completion
 from .clock import ManualClock, Timers
 from .lifecycle import GroupLifecycle, move
 from .requests import InvalidRequest, check as check_request
-from .storage import InMemoryLog, MetadataLog, replay
+from .storage import InMemoryLog, MetadataLog, StorageError, replay
+
+logger = logging.getLogger("groupspec.coordinator")
 
 TIMER_TRIGGER = {"heartbeat": "HeartbeatExpiry", "pending-member": "PendingExpiry",
                  "join": "JoinTimer", "initial-join": "JoinTimer", "sync": "SyncTimer"}
@@ -465,6 +468,7 @@ class GroupCoordinator:
             self._fire(g, "CompleteJoin", {})
 
     def _apply(self, g: Group, outputs: list, p: list) -> None:
+        tombstones: list[dict] = []      # one batch, as GMM.cleanupGroupMetadata appends them
         for o in outputs:
             k = o.kind
             if k == "reply":
@@ -488,17 +492,27 @@ class GroupCoordinator:
             elif k == "append":
                 self._append(g, o)
             elif k == "tombstone":
-                self.log.write({"type": "group_tombstone", "group": g.group_id})
+                tombstones.append({"type": "group_tombstone", "group": g.group_id})
             elif k == "delete_offsets":
                 for i in iter_bits(o.fields["parts"]):
-                    self.log.write({"type": "offset_tombstone", "group": g.group_id,
-                                    "partition": self.domains[PARTITION].values[i]})
+                    tombstones.append({"type": "offset_tombstone", "group": g.group_id,
+                                       "partition": self.domains[PARTITION].values[i]})
                     g.commit_ts.pop(i, None)
+        if tombstones:
+            self._write_tombstones(tombstones)
         # a member's id becomes known once the member exists
         s = g.state
         for m in iter_bits(E.get(s, "members") | E.get(s, "pending")):
             if g.ids[m] is not None:
                 g.slot_of[g.ids[m]] = m
+
+    def _write_tombstones(self, batch: list[dict]) -> None:
+        """Kafka removes the group or offsets from its cache whatever the append does, and only
+        logs a failed tombstone append (GMM.cleanupGroupMetadata); so do we."""
+        try:
+            self.log.append(batch)
+        except StorageError as e:
+            logger.warning("tombstones not written (a reload may bring them back): %s", e)
 
     def _drop_orphans(self, g: Group) -> None:
         """A parked request whose member stopped waiting without an answer stays unanswered
@@ -541,8 +555,12 @@ class GroupCoordinator:
     def _complete(self, a: PendingAppend, error: str) -> None:
         g = self._group(a.group)
         if error == "NONE":
-            for r in a.record:
-                self.log.write(r)
+            try:
+                if a.record:
+                    self.log.append(a.record)      # one batch: a commit's partitions are written whole
+            except StorageError as e:
+                logger.warning("append failed, answered as Kafka's KAFKA_STORAGE_ERROR: %s", e)
+                error = "KAFKA_STORAGE_ERROR"
         if a.request is not None:
             rid, cb, mid = a.request
             if a.kind == "offsets" and error == "NONE":

@@ -39,6 +39,7 @@ def test_a_restarted_coordinator_loads_the_group_from_its_file(tmp_path):
     mid = stable_group(a)
     assert a.send("OffsetCommit", dict(group="g", member=mid, generation=1, offsets={"t-0": 42}))["errors"] == \
         {"t-0": "NONE"}
+    a.log.close()                                               # the first coordinator goes away
     b = GroupCoordinator(CFG, log=FileLog(log), debug=True)   # a new process, the same file
     b.begin_load()
     assert b.send("Heartbeat", dict(group="g", member=mid, generation=1))["error"] == "NONE"  # loading: blind NONE

@@ -1,0 +1,397 @@
+"""The durable metadata log, tested as storage engines are tested.
+
+* every way a write can be cut short (the file truncated at every byte offset),
+  then recovery and more appends: nothing acknowledged after recovery is lost;
+* corruption at random offsets: detected by the checksum, reported with its
+  position, and recovery keeps a valid prefix (point-in-time) or every valid
+  batch (skip-corrupt), never a corrupt one;
+* malformed content with a valid checksum, and unusable paths: refused or
+  reported with a clear message, never an exception from deep inside;
+* a failed append (disk full) leaves the file as it was and is answered with
+  Kafka's error, not acknowledged;
+* crash injection: a coordinator process committing offsets and storing
+  generations is SIGKILLed at random points, the tail of its log is torn at
+  random, and after recovery every acknowledged write is served and nothing
+  unacknowledged is (a commit is all its partitions or none).
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import multiprocessing as mp
+import os
+import random
+import signal
+import time
+import zlib
+
+import pytest
+
+from groupspec.impl import storage
+from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.storage import (MAGIC, FileLog, LogCorrupt, LogOpenError, StorageError, encode, replay)
+
+
+def offset(p: str, v: int, group: str = "g") -> dict:
+    return {"type": "offset", "group": group, "partition": p, "offset": v, "commit_ts": 0}
+
+
+def commit(v: int, parts=("t-0", "t-1", "t-2")) -> list[dict]:
+    return [offset(p, v) for p in parts]
+
+
+def batches_of(path) -> list[tuple[int, int]]:
+    """(start, end) byte ranges of each batch line (end includes the newline)."""
+    data = path.read_bytes()
+    out, pos = [], len(MAGIC)
+    while pos < len(data):
+        nl = data.index(b"\n", pos)
+        out.append((pos, nl + 1))
+        pos = nl + 1
+    return out
+
+
+def written(path, n: int) -> list[list[dict]]:
+    with FileLog(path) as log:
+        batches = [commit(i) for i in range(1, n + 1)]
+        for b in batches:
+            log.append(b)
+    return batches
+
+
+def flat(batches) -> list[dict]:
+    return [r for b in batches for r in b]
+
+
+# -- the format and its round trip ------------------------------------------------------
+
+def test_a_batch_round_trips_and_a_commit_is_one_line(tmp_path):
+    path = tmp_path / "log"
+    batches = written(path, 3)
+    assert path.read_bytes().startswith(MAGIC)
+    assert len(batches_of(path)) == 3                      # three partitions, one line each commit
+    with FileLog(path) as log:
+        assert log.recovery.clean and log.recovery.batches == 3
+        assert list(log.records()) == flat(batches)
+        assert replay(log)["g"].offsets == {p: {"offset": 3, "commit_ts": 0} for p in ("t-0", "t-1", "t-2")}
+
+
+# -- torn writes: every offset ------------------------------------------------------------
+
+def test_a_write_cut_at_any_byte_recovers_to_the_whole_batches_and_later_appends_survive(tmp_path):
+    path = tmp_path / "log"
+    batches = written(path, 4)
+    data = path.read_bytes()
+    ends = [e for _, e in batches_of(path)]
+    for cut in range(len(data) + 1):
+        path.write_bytes(data[:cut])
+        with FileLog(path) as log:
+            whole = sum(e <= cut for e in ends)
+            assert list(log.records()) == flat(batches[:whole]), cut
+            torn = cut > len(MAGIC) and cut not in ends
+            assert (log.recovery.torn_tail is not None) == torn, cut
+            log.append(commit(99))                         # acknowledged after the restart
+        with FileLog(path) as log:                        # ... and still there at the next one
+            assert list(log.records()) == flat(batches[:whole] + [commit(99)]), cut
+            assert log.recovery.clean
+
+
+def test_a_tail_of_zeros_left_by_a_crash_is_truncated(tmp_path):
+    path = tmp_path / "log"
+    batches = written(path, 2)
+    with open(path, "ab") as f:
+        f.write(b"\0" * 4096)
+    with FileLog(path) as log:
+        assert log.recovery.torn_tail.length == 4096
+        assert list(log.records()) == flat(batches)
+
+
+# -- corruption ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(40))
+def test_corruption_is_detected_reported_and_never_served(tmp_path, seed, caplog):
+    rnd = random.Random(seed)
+    path = tmp_path / "log"
+    batches = written(path, 8)
+    ranges = batches_of(path)
+    data = bytearray(path.read_bytes())
+    at = rnd.randrange(len(MAGIC), len(data))
+    data[at] = (data[at] + rnd.randrange(1, 256)) % 256    # a different byte
+    hit = next(k for k, (s, e) in enumerate(ranges) if s <= at < e)
+    # the batch hit is lost; hitting its newline merges it with the next one
+    lost = {hit} | ({hit + 1} if at == ranges[hit][1] - 1 and hit + 1 < len(ranges) else set())
+
+    path.write_bytes(bytes(data))
+    with pytest.raises(LogCorrupt, match=rf"line {hit + 2} \(byte {ranges[hit][0]},"):
+        FileLog(path, recovery="strict")
+    assert path.read_bytes() == bytes(data)                # strict changes nothing
+
+    with caplog.at_level(logging.WARNING, logger="groupspec.storage"):
+        log = FileLog(path, recovery="skip-corrupt")
+    with log:
+        kept = [b for k, b in enumerate(batches) if k not in lost]
+        assert list(log.records()) == flat(kept)
+        assert log.recovery.corrupt and log.recovery.corrupt[0].offset == ranges[hit][0]
+    assert f"corrupt batch at line {hit + 2} (byte {ranges[hit][0]}" in caplog.text
+
+    with FileLog(path) as log:                             # point-in-time: the prefix before it
+        assert list(log.records()) == flat(batches[:hit])
+        rec = log.recovery
+        assert rec.valid_batches_dropped == len(batches) - hit - len(lost)
+        saved = open(rec.saved_to, "rb").read()
+        assert path.read_bytes() + saved == bytes(data)    # nothing destroyed: the cut-off part is saved
+        log.append(commit(100))
+    with FileLog(path) as log:
+        assert log.recovery.clean and list(log.records()) == flat(batches[:hit] + [commit(100)])
+
+
+def line(payload: bytes) -> bytes:
+    """A line whose checksum is right, whatever its payload: what only a buggy writer or a hand
+    edit could leave."""
+    return b"%08x %d " % (zlib.crc32(payload), len(payload)) + payload + b"\n"
+
+
+@pytest.mark.parametrize("payload, reason", [
+    (b"\xff\xfe not utf-8", "not a JSON batch"),
+    (b"42", "not a non-empty list"),
+    (b"[]", "not a non-empty list"),
+    (b"[42]", "a record must be a JSON object, not int"),
+    (b"[[1, 2]]", "a record must be a JSON object, not list"),
+    (b'[{"group": "g", "partition": "t-0", "offset": 1, "commit_ts": 0}]', "unknown record type"),
+    (b'[{"type": "offset", "partition": "t-0", "offset": 1, "commit_ts": 0}]', "'group' is missing"),
+    (b'[{"type": "offset", "group": "g", "partition": "t-0", "commit_ts": 0}]', "'offset' is missing"),
+    (b'[{"type": "offset", "group": "g", "partition": "t-0", "offset": "x", "commit_ts": 0}]', "'offset'"),
+    (b'[{"type": "offset", "group": "g", "partition": "t-0", "offset": NaN, "commit_ts": 0}]', "NaN"),
+    (b'[{"type": "offset", "group": "g", "partition": "t-0", "offset": true, "commit_ts": 0}]', "'offset'"),
+    (b'[{"type": "offset", "group": "g", "partition": "t0", "offset": 1, "commit_ts": 0}]', "'partition'"),
+    (b'[{"type": "offset", "group": "g", "partition": "t-0", "offset": 99999999999999999999, "commit_ts": 0}]',
+     "'offset'"),
+    (b'[{"type": "group", "group": "g", "generation": 1, "protocol_type": "consumer", "protocol": "range", '
+     b'"leader": "m", "members": [{"member": "m"}], "ts": 0}]', "member field 'instance'"),
+    (b"[" * 100_000 + b"]" * 100_000, "not a JSON batch"),
+])
+def test_malformed_content_with_a_valid_checksum_is_reported_with_its_position(tmp_path, payload, reason):
+    path = tmp_path / "log"
+    batches = written(path, 2)
+    with open(path, "ab") as f:
+        f.write(line(payload))
+        f.write(encode(commit(3)))
+    with pytest.raises(LogCorrupt, match="line 4"):
+        FileLog(path, recovery="strict")
+    with FileLog(path, recovery="skip-corrupt") as log:
+        assert reason in log.recovery.corrupt[0].reason
+        assert list(log.records()) == flat(batches + [commit(3)])
+
+
+def test_a_record_the_coordinator_would_not_write_is_refused_before_it_reaches_the_file(tmp_path):
+    with FileLog(tmp_path / "log") as log:
+        for bad in ([], [{"type": "offset", "group": "g"}], [offset("t-0", float("nan"))]):
+            with pytest.raises(ValueError):
+                log.append(bad)
+        assert list(log.records()) == []
+
+
+# -- paths --------------------------------------------------------------------------------
+
+def test_unusable_paths_are_refused_when_the_log_is_opened(tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "legacy.jsonl").write_text('{"type": "offset", "group": "g"}\n')
+    os.mkfifo(tmp_path / "fifo")
+    cases = [(tmp_path, "is a directory"),
+             (tmp_path / "file" / "log", "cannot create its folder"),
+             (tmp_path / "legacy.jsonl", "not a groupspec log"),
+             (tmp_path / "fifo", "not a regular file")]
+    for path, message in cases:
+        with pytest.raises(LogOpenError, match=message) as e:
+            FileLog(path)
+        assert str(path) in str(e.value) and "\n" not in str(e.value)
+    assert (tmp_path / "legacy.jsonl").read_text() == '{"type": "offset", "group": "g"}\n'   # untouched
+
+
+def test_one_writer_at_a_time(tmp_path):
+    with FileLog(tmp_path / "log"):
+        with pytest.raises(LogOpenError, match="another process"):
+            FileLog(tmp_path / "log")
+    FileLog(tmp_path / "log").close()                      # released on close
+
+
+# -- a failed append ----------------------------------------------------------------------
+
+def test_a_full_disk_fails_the_append_whole_and_the_commit_is_not_acknowledged(tmp_path, monkeypatch):
+    path = tmp_path / "log"
+    log = FileLog(path)
+    c = GroupCoordinator({"group.min.session.timeout.ms": 10}, log=log)
+    ok = c.send("OffsetCommit", dict(group="g", member="", generation=-1, offsets={"t-0": 1, "t-1": 1}))
+    assert ok["errors"] == {"t-0": "NONE", "t-1": "NONE"}
+    before = path.read_bytes()
+    real_write = os.write
+
+    def half_then_full(fd, data):                          # the disk fills mid-batch
+        real_write(fd, bytes(data[:len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(storage.os, "write", half_then_full)
+    failed = c.send("OffsetCommit", dict(group="g", member="", generation=-1, offsets={"t-0": 2, "t-1": 2}))
+    # KAFKA_STORAGE_ERROR from the append, as GroupMetadataManager maps it for OffsetCommit
+    assert failed["errors"] == {"t-0": "NOT_COORDINATOR", "t-1": "NOT_COORDINATOR"}
+    assert path.read_bytes() == before                     # the half batch was taken back
+    with pytest.raises(StorageError, match="No space left"):
+        log.append(commit(3))
+    monkeypatch.setattr(storage.os, "write", real_write)
+    log.close()
+    c2 = GroupCoordinator({"group.min.session.timeout.ms": 10}, log=FileLog(path))
+    c2.begin_load()
+    c2.load()
+    assert c2.snapshot("g")["offsets"] == {"t-0": 1, "t-1": 1}
+
+
+# -- crash injection ----------------------------------------------------------------------
+
+CFG = {"group.min.session.timeout.ms": 10, "group.initial.rebalance.delay.ms": 0}
+PARTS = ("t-0", "t-1", "t-2")
+
+
+def _call(c, api: str, **req) -> dict:
+    """A request's response, whether answered at once or (parked) by the end of the call."""
+    got = {}
+    return c.send(api, req, on_response=got.update) or got
+
+
+def _join(c, member=""):
+    return _call(c, "JoinGroup", group="g", member=member, client="c", session_timeout_ms=30_000,
+                 rebalance_timeout_ms=30_000, protocol_type="consumer", protocols=["range"])
+
+
+def _worker(path: str, ack_fd: int, first: int) -> None:
+    """A coordinator process: commits of every partition at once, and generations of group g,
+    each acknowledged on the pipe only once its response says it is stored."""
+    c = GroupCoordinator(CFG, log=FileLog(path))
+    c.begin_load()
+    c.load()
+    loaded = c.snapshot("g")
+    if loaded:                                     # the member of the last stored generation goes on
+        mid = loaded["leader"]
+    else:
+        mid = _join(c)["member"]
+        _join(c, mid)
+        c.advance(0)
+    os.write(ack_fd, b"ready\n")
+    i = first
+    while True:
+        r = c.send("OffsetCommit", dict(group="offsets", member="", generation=-1, offsets={p: i for p in PARTS}))
+        if set(r["errors"].values()) == {"NONE"}:
+            os.write(ack_fd, b"c %d\n" % i)
+        i += 1
+        if i % 3 == 0:                             # a new generation; its record is acknowledged by sync
+            gen = _join(c, mid)["generation"]
+            r = _call(c, "SyncGroup", group="g", member=mid, generation=gen, assignments={mid: [_part(gen)]})
+            if r["error"] == "NONE":
+                os.write(ack_fd, b"g %d\n" % gen)
+
+
+def _part(gen: int) -> str:
+    return f"t-{gen % 3}"
+
+
+def _run_and_kill(path, first: int, rnd: random.Random) -> list[tuple]:
+    """Start a worker, SIGKILL it at a random moment, return what it acknowledged."""
+    r, w = os.pipe()
+    p = mp.get_context("fork").Process(target=_worker, args=(str(path), w, first), daemon=True)
+    p.start()
+    os.close(w)
+    acks, buf = [], b""
+    deadline = time.monotonic() + 20
+    while b"ready\n" not in buf and time.monotonic() < deadline:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        buf += chunk
+    assert b"ready\n" in buf, "the worker did not start"
+    time.sleep(rnd.uniform(0, 0.15))
+    os.kill(p.pid, signal.SIGKILL)
+    p.join()
+    assert p.exitcode == -signal.SIGKILL, f"the worker stopped by itself (exit code {p.exitcode})"
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        buf += chunk
+    os.close(r)
+    for ln in buf.decode().splitlines():
+        kind, *rest = ln.split()
+        if kind == "c":
+            acks.append(("c", int(rest[0])))
+        elif kind == "g":
+            acks.append(("g", int(rest[0])))
+    return acks
+
+
+def _tear(path, rnd: random.Random) -> None:
+    """What a crash mid-write can leave: a prefix of the next batch, or zeros, without a newline."""
+    with open(path, "ab") as f:
+        if rnd.random() < 0.5:
+            full = encode(commit(10**9))
+            f.write(full[:rnd.randrange(1, len(full) - 1)])
+        else:
+            f.write(b"\0" * rnd.randrange(1, 512))
+
+
+def _served(path):
+    """What a coordinator that loads the log serves (the commit value, group g), and the history
+    the log holds: each commit value with the partitions it was stored for, each generation stored."""
+    log = FileLog(path)
+    history: dict[int, set] = {}
+    gens = []
+    for r in log.records():
+        if r["type"] == "offset":
+            history.setdefault(r["offset"], set()).add(r["partition"])
+        elif r["type"] == "group":
+            gens.append(r["generation"])
+    c = GroupCoordinator(CFG, log=log)
+    c.begin_load()
+    c.load()
+    offs = (c.snapshot("offsets") or {}).get("offsets", {})
+    log.close()
+    assert all(parts == set(PARTS) for parts in history.values()), f"a commit stored in part: {history}"
+    return (next(iter(offs.values())) if offs else None), c.snapshot("g"), set(history), gens
+
+
+def _trial(tmp_path, seed: int) -> None:
+    """Crash, tear the tail, recover, go on, crash again: after each crash every acknowledged
+    write is in the log and served, and beyond them at most the one write that was in flight."""
+    rnd = random.Random(seed)
+    path = tmp_path / f"log-{seed}"
+    commit_v, gen = None, None                    # what the last recovery served
+    acked, in_flight = set(), set()               # commit values, over every round
+    acked_gens, in_flight_gens = set(), set()
+    for _ in range(3):
+        acks = _run_and_kill(path, (commit_v or 0) + 1, rnd)
+        if rnd.random() < 0.7:
+            _tear(path, rnd)
+        served_v, g, stored, stored_gens = _served(path)
+        commits = [a[1] for a in acks if a[0] == "c"]
+        acked.update(commits)
+        last = commits[-1] if commits else commit_v
+        in_flight.add((last or 0) + 1)
+        assert acked <= stored <= acked | in_flight, (sorted(acked - stored), sorted(stored - acked - in_flight))
+        assert served_v in (last, (last or 0) + 1), f"acknowledged {last}, served {served_v}"
+        gens = [a[1] for a in acks if a[0] == "g"]
+        acked_gens.update(gens)
+        last_gen = gens[-1] if gens else gen
+        in_flight_gens.add((last_gen or 0) + 1)
+        assert acked_gens <= set(stored_gens) <= acked_gens | in_flight_gens, (acked_gens, stored_gens)
+        if last_gen is not None:
+            assert g is not None and g["generation"] in (last_gen, last_gen + 1), (last_gen, g)
+        if g is not None:
+            assert g["state"] == "Stable" and list(g["assignment"].values()) == [[_part(g["generation"])]], g
+        commit_v, gen = served_v, (g["generation"] if g else None)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_crash_injection_loses_nothing_acknowledged(tmp_path, seed):
+    _trial(tmp_path, seed)
+
+
+@pytest.mark.slow
+def test_crash_injection_many_trials(tmp_path):
+    for seed in range(1000, 1300):
+        _trial(tmp_path, seed)
