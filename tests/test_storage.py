@@ -8,7 +8,9 @@
 * malformed content with a valid checksum, and unusable paths: refused or
   reported with a clear message, never an exception from deep inside;
 * a failed append (disk full) leaves the file as it was and is answered with
-  Kafka's error, not acknowledged;
+  Kafka's error, not acknowledged; an I/O error at every call of each system
+  call the log makes, in turn, is one clear error and loses nothing
+  acknowledged; a file changed under an open log is not written after;
 * crash injection: a coordinator process committing offsets and storing
   generations is SIGKILLed at random points, the tail of its log is torn at
   random, and after recovery every acknowledged write is served and nothing
@@ -16,12 +18,16 @@
 """
 from __future__ import annotations
 
+import copy
 import errno
+import gc
 import logging
 import multiprocessing as mp
 import os
+import pickle
 import random
 import signal
+import sys
 import time
 import zlib
 
@@ -132,8 +138,13 @@ def test_corruption_is_detected_reported_and_never_served(tmp_path, seed, caplog
         kept = [b for k, b in enumerate(batches) if k not in lost]
         assert list(log.records()) == flat(kept)
         assert log.recovery.corrupt and log.recovery.corrupt[0].offset == ranges[hit][0]
+        # rewritten without the corrupt bytes, which are saved beside it
+        assert path.read_bytes() == MAGIC + b"".join(map(encode, kept))
+        cut = ranges[min(lost)][0], ranges[max(lost)][1]
+        assert open(log.recovery.saved_to, "rb").read() == bytes(data[cut[0]:cut[1]])
     assert f"corrupt batch at line {hit + 2} (byte {ranges[hit][0]}" in caplog.text
 
+    path.write_bytes(bytes(data))                          # the same corruption, recovered point-in-time
     with FileLog(path) as log:                             # point-in-time: the prefix before it
         assert list(log.records()) == flat(batches[:hit])
         rec = log.recovery
@@ -242,6 +253,325 @@ def test_a_full_disk_fails_the_append_whole_and_the_commit_is_not_acknowledged(t
     c2.begin_load()
     c2.load()
     assert c2.snapshot("g")["offsets"] == {"t-0": 1, "t-1": 1}
+
+
+# -- a failed append, and a file changed under the log --------------------------------------
+
+def _fail_half(real_write):
+    def write(fd, data):                                   # half the batch reaches the file, then EIO
+        real_write(fd, bytes(data[:len(data) // 2]))
+        raise OSError(errno.EIO, "Input/output error")
+    return write
+
+
+def _eio(*args):
+    raise OSError(errno.EIO, "Input/output error")
+
+
+def test_a_failed_append_whose_take_back_fails_too_does_not_cost_the_next_append(tmp_path, monkeypatch):
+    # the half batch stays in the file; an append written after it would be read back merged with
+    # it, as one corrupt line, and lost at the next open although it was acknowledged
+    path = tmp_path / "log"
+    log = FileLog(path)
+    log.append(commit(1))
+    real_write, real_truncate = os.write, os.ftruncate
+    monkeypatch.setattr(storage.os, "write", _fail_half(real_write))
+    monkeypatch.setattr(storage.os, "ftruncate", _eio)
+    with pytest.raises(StorageError):
+        log.append(commit(2))
+    monkeypatch.setattr(storage.os, "write", real_write)
+    with pytest.raises(StorageError, match="could not be taken back"):
+        log.append(commit(3))                              # still cannot cut it: refused, not written after it
+    monkeypatch.setattr(storage.os, "ftruncate", real_truncate)
+    log.append(commit(4))                                  # the half batch is cut first, then this is written
+    log.close()
+    with FileLog(path) as log:
+        assert log.recovery.clean and list(log.records()) == flat([commit(1), commit(4)])
+
+
+def test_a_write_that_makes_no_progress_fails_the_append_instead_of_hanging(tmp_path, monkeypatch):
+    calls = []
+
+    def no_progress(fd, data):
+        calls.append(1)
+        assert len(calls) < 100, "the append loops on a write that writes nothing"
+        return 0
+    with FileLog(tmp_path / "log") as log:
+        monkeypatch.setattr(storage.os, "write", no_progress)
+        with pytest.raises(StorageError):
+            log.append(commit(1))
+
+
+@pytest.mark.parametrize("change", ["removed", "replaced", "truncated", "appended"])
+def test_a_log_file_changed_by_someone_else_while_open_is_not_written_after(tmp_path, change):
+    # an append acknowledged into a removed or replaced file, or after bytes this log did not write,
+    # is not what the next open serves: refuse it (and reading), with a clear error
+    path = tmp_path / "log"
+    log = FileLog(path)
+    log.append(commit(1))
+    log.append(commit(2))
+    if change == "removed":
+        path.unlink()
+    elif change == "replaced":
+        other = tmp_path / "other"
+        written(other, 1)
+        os.replace(other, path)
+    elif change == "truncated":
+        os.truncate(path, batches_of(path)[1][0] + 10)
+    else:
+        with open(path, "ab") as f:
+            f.write(encode(commit(9)))
+    with pytest.raises(StorageError) as e:
+        log.append(commit(3))
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(StorageError):
+        log.records()
+    log.close()
+    with FileLog(path) as log:                             # nothing the first log acknowledged after the change
+        assert commit(3)[0] not in list(log.records())
+
+def test_every_folder_the_log_creates_is_made_durable(tmp_path, monkeypatch):
+    # a new file's name is durable once its folder is fsync'ed; a new folder's once its parent is
+    synced = []
+    real = storage._fsync_dir
+    monkeypatch.setattr(storage, "_fsync_dir", lambda d: (synced.append(str(d)), real(d)))
+    FileLog(tmp_path / "a" / "b" / "log").close()
+    assert {str(tmp_path), str(tmp_path / "a"), str(tmp_path / "a" / "b")} <= set(synced)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere" / "log")   # created through a dangling symlink
+    synced.clear()
+    FileLog(tmp_path / "link").close()
+    assert str(tmp_path / "elsewhere") in synced
+
+
+def test_a_file_log_cannot_be_copied(tmp_path):
+    # a copy would share the open file: closing either (or its garbage collection) closes the other's,
+    # and the descriptor number may then name another file
+    with FileLog(tmp_path / "log") as log:
+        for copier in (copy.copy, copy.deepcopy, pickle.dumps):
+            with pytest.raises(TypeError, match="cannot be copied"):
+                copier(log)
+        log.append(commit(1))
+
+
+# -- opening and recovering: every failure a one-line LogOpenError ----------------------------
+
+def _corrupt_second(path) -> int:
+    """Flip a byte of the second batch; returns its offset (where point-in-time cuts)."""
+    at = batches_of(path)[1][0]
+    data = bytearray(path.read_bytes())
+    data[at + 20] ^= 1
+    path.write_bytes(bytes(data))
+    return at
+
+
+def test_the_bytes_recovery_cuts_off_never_overwrite_a_file(tmp_path):
+    path = tmp_path / "log"
+    batches = written(path, 3)
+    at = _corrupt_second(path)
+    data = path.read_bytes()
+    taken = tmp_path / f"log.corrupt-{at}"                # what an earlier recovery (or anyone) saved there
+    taken.write_bytes(b"saved by an earlier recovery")
+    link = tmp_path / f"log.corrupt-{at}.1"              # and a symlink to a file of someone else's
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"not the log's")
+    link.symlink_to(victim)
+    with FileLog(path) as log:
+        assert list(log.records()) == flat(batches[:1])
+        saved = log.recovery.saved_to
+    assert taken.read_bytes() == b"saved by an earlier recovery" and victim.read_bytes() == b"not the log's"
+    assert saved not in (str(taken), str(link)) and path.read_bytes() + open(saved, "rb").read() == data
+    # recovery run again after a crash between saving and truncating: its own file is reused, not copied
+    path.write_bytes(data)
+    with FileLog(path) as log:
+        assert log.recovery.saved_to == saved
+    assert sorted(p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name) == sorted(
+        {taken.name, link.name, os.path.basename(saved)})
+
+
+@pytest.mark.parametrize("syscall, which", [("write", "new"), ("fsync", "new"), ("ftruncate", "new"),
+                                             ("fsync", "torn"), ("ftruncate", "torn"), ("pread", "torn")])
+def test_recovery_that_cannot_read_or_write_is_a_one_line_open_error(tmp_path, monkeypatch, syscall, which):
+    # a new log's header, a torn tail's truncation: recovery writes, and the disk may refuse
+    path = tmp_path / which
+    if which == "torn":
+        written(path, 2)
+        with open(path, "ab") as f:
+            f.write(b"0badc0de 12 [")
+    monkeypatch.setattr(storage.os, syscall, _eio)
+    with pytest.raises(LogOpenError, match="Input/output error") as e:
+        FileLog(path)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.undo()
+    with FileLog(path) as log:                             # usable once the disk is
+        assert len(list(log.records())) == (6 if which == "torn" else 0)
+    with FileLog(path) as log:
+        assert log.recovery.clean
+
+
+def test_a_corrupt_log_whose_cut_off_bytes_cannot_be_saved_is_refused_untouched(tmp_path):
+    path = tmp_path / ("L" * 250)                          # no room for ".corrupt-<offset>" in the name
+    written(path, 2)
+    _corrupt_second(path)
+    data = path.read_bytes()
+    with pytest.raises(LogOpenError, match="File name too long") as e:
+        FileLog(path)
+    assert "\n" not in str(e.value) and path.read_bytes() == data
+
+
+def test_a_log_longer_than_one_read_returns_is_read_whole(tmp_path, monkeypatch):
+    # pread may return fewer bytes than asked (Linux: at most 2 GiB a call); the rest is not a torn tail
+    path = tmp_path / "log"
+    batches = written(path, 6)
+    real_pread = os.pread
+    monkeypatch.setattr(storage.os, "pread", lambda fd, n, at: real_pread(fd, min(n, 100), at))
+    with FileLog(path) as log:
+        assert log.recovery.clean and list(log.records()) == flat(batches)
+    assert len(batches_of(path)) == 6
+
+
+def test_a_bad_recovery_mode_is_refused_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    leftovers = []
+    monkeypatch.setattr(sys, "unraisablehook", leftovers.append)
+    with pytest.raises(ValueError, match="recovery mode 'paranoid'"):
+        FileLog(tmp_path / "log", recovery="paranoid")
+    gc.collect()
+    assert leftovers == []                                 # no "Exception ignored in __del__" traceback
+
+
+def test_paths_with_odd_characters(tmp_path):
+    odd = tmp_path / "grüße ✓ 'x' $y"
+    batches = written(odd, 2)
+    with FileLog(odd) as log:
+        assert list(log.records()) == flat(batches)
+    newline = tmp_path / "a\nb"
+    newline.mkdir()
+    for path, message in ((newline, "is a directory"), (tmp_path / "nul\0", "NUL")):
+        with pytest.raises(LogOpenError, match=message) as e:
+            FileLog(path)
+        assert "\n" not in str(e.value)
+    written(newline / "log", 1)                            # a usable path, shown on one line
+    with open(newline / "log", "ab") as f:
+        f.write(b"torn")
+    with FileLog(newline / "log") as log:
+        assert all("\n" not in m for m in log.recovery.messages())
+
+
+def test_a_lock_that_fails_for_another_reason_is_not_blamed_on_another_writer(tmp_path, monkeypatch):
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(storage.fcntl, "flock", no_locks)
+    with pytest.raises(LogOpenError, match="No locks available") as e:
+        FileLog(tmp_path / "log")
+    assert "another process" not in str(e.value)
+
+
+def test_batches_acknowledged_after_skipping_corruption_survive_a_reopen_in_any_mode(tmp_path):
+    # skip-corrupt keeps serving past a corrupt batch; if the batch stayed in the file, the next
+    # open in point-in-time mode (the default) would cut there and drop what was acknowledged since
+    path = tmp_path / "log"
+    batches = written(path, 3)
+    at = _corrupt_second(path)
+    bad = path.read_bytes()[at:batches_of(path)[1][1]]
+    with FileLog(path, recovery="skip-corrupt") as log:
+        assert list(log.records()) == flat([batches[0], batches[2]])
+        assert open(log.recovery.saved_to, "rb").read() == bad       # the corrupt batch, saved beside
+        log.append(commit(4))                                         # acknowledged
+    for mode in ("point-in-time", "strict", "skip-corrupt"):
+        with FileLog(path, recovery=mode) as log:
+            assert log.recovery.clean, mode
+            assert list(log.records()) == flat([batches[0], batches[2], commit(4)]), mode
+
+
+def test_a_forked_child_neither_writes_the_parents_log_nor_keeps_it_locked(tmp_path):
+    path = tmp_path / "log"
+    log = FileLog(path)
+    log.append(commit(1))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                           # the child: try to write, then linger
+        try:
+            try:
+                log.append(commit(2))
+                answer = b"appended"
+            except BaseException as e:
+                answer = f"refused: {type(e).__name__}: {e}".encode()
+            os.write(w, answer)
+            time.sleep(5)
+        finally:
+            os._exit(0)
+    try:
+        os.close(w)
+        answer = os.read(r, 4096).decode()
+        log.close()
+        with FileLog(path) as again:                       # the child still runs: the lock is free all the same
+            assert list(again.records()) == commit(1)
+        assert answer.startswith("refused") and "fork" in answer, answer
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(r)
+
+
+SYSCALLS = ("open", "fstat", "stat", "pread", "write", "fsync", "ftruncate", "rename")
+
+
+@pytest.mark.parametrize("syscall, mode", [(s, m) for s in SYSCALLS for m in ("point-in-time", "skip-corrupt")
+                                           # but for calls the scenario never makes
+                                           if (s, m) not in {("rename", "point-in-time"), ("ftruncate", "skip-corrupt")}])
+def test_a_disk_error_at_any_call_is_one_clear_error_and_loses_nothing_acknowledged(tmp_path, monkeypatch,
+                                                                                   syscall, mode):
+    """A log to recover (a corrupt batch, a torn tail), opened, appended to three times and read,
+    with an I/O error at the k-th call of one system call, for every k: each error is a one-line
+    LogOpenError or StorageError, and the next open serves every acknowledged batch."""
+    def scenario(path, acked):
+        with FileLog(path, recovery=mode) as log:
+            for v in (10, 11, 12):
+                try:
+                    log.append(commit(v))
+                    acked.append(v)
+                except StorageError as e:
+                    assert str(path) in str(e) and "\n" not in str(e)
+            list(log.records())
+
+    original = tmp_path / "original"
+    written(original, 3)
+    _corrupt_second(original)
+    with open(original, "ab") as f:
+        f.write(encode(commit(7))[:30])
+    kept = {1, 3} if mode == "skip-corrupt" else {1}
+    real = getattr(os, syscall)
+    calls = 0
+
+    def failing(*args, **kw):
+        nonlocal calls
+        calls += 1
+        if calls == fail_at:
+            if syscall == "write":                         # half the bytes reach the file first
+                real(args[0], bytes(args[1][:len(args[1]) // 2]))
+            raise OSError(errno.EIO, "Input/output error")
+        return real(*args, **kw)
+
+    fail_at, k = 0, 0
+    while True:
+        k += 1
+        path = tmp_path / f"log-{k}"
+        path.write_bytes(original.read_bytes())
+        acked = []
+        calls, fail_at = 0, k
+        monkeypatch.setattr(storage.os, syscall, failing)
+        try:
+            scenario(path, acked)
+        except (LogOpenError, StorageError) as e:
+            assert "\n" not in str(e), (k, e)
+        finally:
+            monkeypatch.undo()
+        if calls < k:                                      # the k-th call never came: every k is done
+            break
+        with FileLog(path, recovery=mode) as log:
+            served = {r["offset"] for r in log.records()}
+        assert kept | set(acked) <= served <= kept | {10, 11, 12}, (k, sorted(acked), sorted(served))
+    assert k > 1                                           # it failed at least one call
 
 
 # -- crash injection ----------------------------------------------------------------------
