@@ -725,3 +725,38 @@ def test_crash_injection_loses_nothing_acknowledged(tmp_path, seed):
 def test_crash_injection_many_trials(tmp_path):
     for seed in range(1000, 1300):
         _trial(tmp_path, seed)
+
+
+# -- records the coordinator builds from requests the log refuses ------------------------------
+
+def test_a_request_whose_record_the_log_refuses_is_answered_not_raised(tmp_path):
+    # JoinGroup's rebalance timeout and OffsetCommit's offset decode as any integer, but the log
+    # holds int32 timeouts and int64 offsets: the append fails (as ReplicaManager answers an
+    # unexpected error, UNKNOWN_SERVER_ERROR) instead of a ValueError from deep inside send
+    c = GroupCoordinator(CFG, log=FileLog(tmp_path / "log"))
+    mid = _call(c, "JoinGroup", group="g", member="", client="c", session_timeout_ms=30_000,
+                rebalance_timeout_ms=1 << 31, protocol_type="consumer", protocols=["range"])["member"]
+    got = {}
+    c.send("JoinGroup", dict(group="g", member=mid, client="c", session_timeout_ms=30_000,
+                             rebalance_timeout_ms=1 << 31, protocol_type="consumer", protocols=["range"]),
+           on_response=got.update)
+    c.advance(0)
+    sync = _call(c, "SyncGroup", group="g", member=mid, generation=got["generation"], assignments={mid: ["t-0"]})
+    assert sync["error"] == "UNKNOWN_SERVER_ERROR"
+    r = c.send("OffsetCommit", dict(group="o", member="", generation=-1, offsets={"t-0": 1 << 63, "t-1": 5}))
+    assert r["errors"] == {"t-0": "UNKNOWN_SERVER_ERROR", "t-1": "UNKNOWN_SERVER_ERROR"}
+    r = c.send("OffsetCommit", dict(group="o", member="", generation=-1, offsets={"t-1": 5}))
+    assert r["errors"] == {"t-1": "NONE"}                 # the coordinator goes on
+    assert [rec["offset"] for rec in c.log.records()] == [5]
+
+
+def test_unicode_and_control_characters_in_ids_round_trip(tmp_path):
+    c = GroupCoordinator(CFG, log=FileLog(tmp_path / "log"))
+    gid = "grüppe ✓\n\u2028\ud800\0"
+    assert c.send("OffsetCommit", dict(group=gid, member="", generation=-1, offsets={"tö\u2028pic-0": 3}))["errors"] \
+        == {"tö\u2028pic-0": "NONE"}
+    c.log.close()
+    c2 = GroupCoordinator(CFG, log=FileLog(tmp_path / "log"))
+    c2.begin_load()
+    c2.load()
+    assert c2.snapshot(gid)["offsets"] == {"tö\u2028pic-0": 3}
