@@ -6,6 +6,7 @@ fails, 2 bad input (with a one-line message saying what and where).
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -34,8 +35,17 @@ def default_scenario_paths() -> list[Path]:
 
 
 def fail_input(message: str) -> None:
-    err.print(f"groupspec: {message}", markup=False, highlight=False, soft_wrap=True)
+    err.print(f"groupspec: {_one_line(message)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+class Terminated(BaseException):
+    """SIGTERM: raised in the main process so that every `finally` runs (the search's workers are
+    stopped, the progress display closed); not an Exception, so no `except Exception` keeps it."""
 
 
 @scenario_app.command("run")
@@ -317,11 +327,37 @@ def _row_names() -> set[str]:
     return {r.name for r in ROWS}
 
 
+# Click's usage errors (typer vendors click: its base class is reached through a public one)
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main() -> None:
+    """Run the CLI: usage errors are one line (exit 2); SIGTERM and SIGINT stop the run cleanly
+    (the search's worker processes with it) with exit codes 143 and 130."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(130)
+        code = app(standalone_mode=False, prog_name="groupspec")
+    except _CLICK_ERROR as e:   # a usage error: an unknown option, a value of the wrong type, no command
+        ctx = getattr(e, "ctx", None)
+        where = ctx.command_path if ctx else "groupspec"
+        if type(e).__name__ == "NoArgsIsHelpError":
+            text = ctx.get_help()       # typer's rich help prints itself and returns ""
+            if text:
+                err.print(text, markup=False, highlight=False)
+        else:
+            err.print(f"{where}: {_one_line(e.format_message())} (`{where} --help` lists the options)",
+                      markup=False, highlight=False, soft_wrap=True)
+        code = e.exit_code
+    except (KeyboardInterrupt, typer.Abort):
+        code = 130
+    except Terminated:
+        err.print("groupspec: terminated (SIGTERM); the run was stopped", markup=False, highlight=False)
+        code = 143
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

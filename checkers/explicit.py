@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import gc
 import marshal
+import os
+import signal
 import time
 from contextlib import contextmanager
 from collections import Counter, deque
@@ -65,6 +67,32 @@ PRESETS: dict[str, WorldConfig] = {
     "deep": WorldConfig(clients=3, topics=2, partitions=2, max_generation=3, member_ids=6, crash=True, expiry=True,
                         failover=True, append_failure=True, commits=True, leaves=True),
 }
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked worker: end when the parent process ends, however it ends.
+
+    On Linux the kernel sends the worker SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG):
+    immediate, even while the worker is deep in a search step or blocked on a pipe, and costs
+    the worker nothing.  Elsewhere a daemon thread polls the parent's pid twice a second.  A
+    SIGTERM to the worker itself ends it at once (the default action; the parent's handler,
+    inherited by the fork, is for the parent)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) != 0:   # PR_SET_PDEATHSIG
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError):       # pragma: no cover - not Linux
+        import threading
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:              # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:     # pragma: no cover - not Linux
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 class Symmetry:
@@ -493,8 +521,9 @@ class _Shard:
         return cov
 
 
-def _shard_main(conn, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows) -> None:
+def _shard_main(conn, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows, parent: int) -> None:
     gc.disable()
+    die_with_parent(parent)
     try:
         shard = _Shard(wid, n, cfg, symmetry, rows)
         conn.send(("ready", len(shard.seen)))
@@ -539,7 +568,8 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
     pipes, procs = [], []
     for wid in range(workers):
         here, there = ctx.Pipe()
-        p = ctx.Process(target=_shard_main, args=(there, wid, workers, cfg, symmetry, rows), daemon=True)
+        p = ctx.Process(target=_shard_main, args=(there, wid, workers, cfg, symmetry, rows, os.getpid()),
+                        daemon=True)
         p.start()
         pipes.append(here)
         procs.append(p)
@@ -554,6 +584,7 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
         except EOFError:     # pragma: no cover
             raise RuntimeError("a search worker died") from None
 
+    finished = False
     try:
         for conn in pipes:
             conn.recv()
@@ -605,14 +636,19 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
             res = finish(kind, seen=seen)
         res.distinct_states = distinct
         res.unreduced_states = unreduced if symmetry else distinct
+        finished = True
         return res
     finally:
-        for conn in pipes:
+        # on the way out of an interrupt (SIGINT, SIGTERM) or a failure the workers may be in the
+        # middle of a level: they are killed, not asked
+        for conn in pipes if finished else ():
             try:
                 conn.send(("stop", None))
             except OSError:    # pragma: no cover
                 pass
         for p in procs:
+            if not finished:
+                p.kill()
             p.join(timeout=5)
             if p.is_alive():   # pragma: no cover
                 p.kill()

@@ -39,3 +39,71 @@ def test_join_with_many_protocols_is_linear_in_them():
     # the count inside the quantifier over the candidates
     small, large = _join_calls(50), _join_calls(400)
     assert large <= 10 * small, (small, large)
+
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# -- signals: the workers stop with their parent -------------------------------------------------
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(d.name))
+    return kids
+
+
+def _running(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("verb", [["check", "--preset", "ci", "--workers", "2"],
+                                  ["mutate", "--preset", "tiny", "--jobs", "2"]], ids=["check", "mutate"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_workers_stop_with_their_parent(verb, sig):
+    proc = subprocess.Popen([sys.executable, "-m", "groupspec.checkers.cli", *verb], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    kids: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(_children(proc.pid)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        kids = _children(proc.pid)
+        assert len(kids) >= 2, "the workers did not start"
+        time.sleep(0.5)                           # the workers are busy
+        proc.send_signal(sig)
+        code = proc.wait(timeout=15)
+        stderr = proc.stderr.read()
+        if sig == signal.SIGTERM:
+            assert code == 143 and "Traceback" not in stderr, stderr
+            assert stderr.strip().splitlines()[-1] == "groupspec: terminated (SIGTERM); the run was stopped"
+        deadline = time.monotonic() + 5
+        while any(_running(k) for k in kids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [k for k in kids if _running(k)], "worker processes outlived their parent"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for k in kids:
+            if _running(k):
+                os.kill(k, signal.SIGKILL)
