@@ -6,10 +6,12 @@ fails, 2 bad input (with a one-line message saying what and where).
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
@@ -48,12 +50,74 @@ class Terminated(BaseException):
     stopped, the progress display closed); not an Exception, so no `except Exception` keeps it."""
 
 
+def output_path(option: str, given: str, kind: str, files: tuple = ()) -> Path:
+    """Check now, before any work, that `given` (the value of `option`) can be written: a file
+    (`kind` "file"), or a folder to write `files` into ("dir"); refuse in one line, exit 2.
+
+    Missing folders are created when the output is written; what must hold now is that the
+    nearest existing one is a writable folder (probed with an unnamed temporary file, so
+    permissions, a read-only file system and a full device all show) and that nothing in the
+    way is a file where a folder is needed or the other way round."""
+    what = "a file name" if kind == "file" else "a folder"
+    if not given.strip():
+        fail_input(f"{option} is empty; give {what}")
+    path = Path(given)
+    where = f"{option} {path}"
+    if kind == "file":
+        if path.is_dir():
+            fail_input(f"{where}: is a folder; give a file name (e.g. {path / 'report.xml'})")
+        if path.exists():
+            _probe(where, lambda: open(path, "ab").close(), path)
+            return path
+    else:
+        if path.exists() and not path.is_dir():
+            fail_input(f"{where}: is not a folder; give a folder (it is created if missing)")
+        for name in files:
+            if (path / name).is_dir():
+                fail_input(f"{where}: {path / name} is a folder, and a file of that name is written there; "
+                           f"move it away or give another folder")
+    folder = path if kind == "dir" else path.parent
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail_input(f"{where}: {existing} is a file, so no folder can be made under it; give another place")
+    _probe(where, lambda: tempfile.TemporaryFile(dir=existing).close(), existing)
+    return path
+
+
+def _probe(where: str, attempt: Callable[[], None], place: Path) -> None:
+    try:
+        attempt()
+    except OSError as e:
+        fail_input(f"{where}: cannot write in {place} ({e.strerror or e}); give another place or fix its "
+                   f"permissions")
+    try:
+        st = os.statvfs(place)
+    except OSError:                      # pragma: no cover - a file system without statvfs
+        return
+    free = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    if st.f_blocks and not free:
+        fail_input(f"{where}: the device holding {place} is full (no space left); free some space or give "
+                   f"another place")
+
+
+def write_outputs(option: str, path: Path, write: Callable[[], None]) -> None:
+    """Write an output at the end of a run (its path was checked before the run); a failure
+    now (a device filled up meanwhile) is one line and exit 2, after the result was printed."""
+    try:
+        write()
+    except OSError as e:
+        fail_input(f"{option} {path}: writing failed ({e.strerror or e}); the result above is complete, "
+                   f"what it wrote there is not: free some space or give another place")
+
+
 @scenario_app.command("run")
 def scenario_run(
     paths: Optional[List[Path]] = typer.Argument(None, help="Scenario files or folders (default: the project's suite)."),
     target: str = typer.Option("spec", "--target", "-t", help="spec, runtime, or both"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML for CI."),
+    junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML for CI."),
     coverage: bool = typer.Option(False, "--coverage", help="Report table rows no scenario reached."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only failures and the summary."),
 ) -> None:
@@ -63,7 +127,8 @@ def scenario_run(
 
     targets = list(TARGETS) if target == "both" else [target]
     if any(t not in TARGETS for t in targets):
-        fail_input(f"--target {target}: unknown target; use spec, runtime or both")
+        fail_input(f"--target {target!r}: unknown target; use spec, runtime or both")
+    junit_path = output_path("--junit", junit, "file") if junit is not None else None
     paths = paths or default_scenario_paths()
     if not paths:
         fail_input("no scenario paths given and no default suite found (tests/scenarios)")
@@ -78,8 +143,6 @@ def scenario_run(
         show = None if as_json else (lambda r, t=t: None if quiet and r.result == "pass" else
                                      out.print(f"[{t}] {line(r)}", markup=False, highlight=False, soft_wrap=True))
         runs.append(run_files(files, t, on_result=show))
-    if junit:
-        write_junit(runs, junit)
     fired = set().union(*(r.fired() for r in runs))
     missing = uncovered(fired) if coverage else []
     if as_json:
@@ -96,6 +159,8 @@ def scenario_run(
             out.print(f"row coverage: {total - len(missing)} of {total} rows reached", markup=False)
             for name in missing:
                 out.print(f"  never reached: {name}", markup=False, highlight=False, soft_wrap=True)
+    if junit_path:
+        write_outputs("--junit", junit_path, lambda: write_junit(runs, junit_path))
     if any(r.errors for r in runs):
         raise typer.Exit(2)
     if any(r.failed for r in runs):
@@ -122,14 +187,21 @@ def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON 
 
 
 @app.command("docs")
-def docs_cmd(out_dir: Path = typer.Option(REPO / "docs", "--out", help="Where to write."),
+def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Where to write."),
              as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON.")) -> None:
     """Write the design-review artifacts: state diagram, the table, the invariant catalog."""
-    from .docs import write_docs
+    from .docs import FILES, DocsError, dot_program, write_docs
     try:
-        files = write_docs(out_dir)
+        dot_program()
+    except DocsError as e:
+        fail_input(str(e))
+    folder = output_path("--out", out_dir, "dir", FILES)
+    try:
+        files = write_docs(folder)
+    except DocsError as e:
+        fail_input(str(e))
     except OSError as e:
-        fail_input(f"{out_dir}: cannot write ({e.strerror})")
+        fail_input(f"--out {folder}: writing failed ({e.strerror or e}); free some space or give another place")
     if as_json:
         print(json.dumps({"written": [str(f) for f in files]}))
     else:
@@ -167,7 +239,7 @@ def check_cmd(
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
     workers: int = typer.Option(2, "--workers", help="processes expanding states (1: a single process)"),
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
+    out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Explore every reachable state of a bounded closed world; report the shortest violation."""
@@ -178,7 +250,7 @@ def check_cmd(
     if workers < 1:
         fail_input(f"--workers must be at least 1, got {workers}")
     if preset not in PRESETS:
-        fail_input(f"--preset {preset}: unknown preset; use {', '.join(PRESETS)}")
+        fail_input(f"--preset {preset!r}: unknown preset; use {', '.join(PRESETS)}")
     overrides = {k: v for k, v in dict(clients=clients, topics=topics, partitions=partitions,
                                        max_generation=max_generation, member_ids=member_ids, crash=crash,
                                        expiry=expiry, failover=failover, append_failure=append_failure,
@@ -194,6 +266,7 @@ def check_cmd(
         fail_input(str(e))
     if no_waivers:
         cfg = dataclasses.replace(cfg, waive=())
+    out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
     from rich.live import Live
     from rich.text import Text
     live = None if as_json else Live(Text("starting"), console=err, transient=True)
@@ -209,6 +282,8 @@ def check_cmd(
             res = check_parallel(cfg, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
         else:
             res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
+    except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
+        fail_input(f"the search stopped: {e}")
     finally:
         if live:
             live.stop()
@@ -232,11 +307,6 @@ def check_cmd(
         doc["counterexample"] = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation)}
         if res.loop_start >= 0:
             doc["counterexample"]["loop_starts_at_step"] = res.loop_start
-        if out_dir:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            (out_dir / "counterexample.itf.json").write_text(json.dumps(doc["counterexample"]["itf"], indent=1))
-            (out_dir / "counterexample.mmd").write_text(mermaid(res.path, model, res.violation, res.loop_start))
-            (out_dir / "counterexample.md").write_text(_steps_md(doc["counterexample"]["steps"], res.violation))
     if as_json:
         print(json.dumps(doc, indent=2))
     else:
@@ -254,10 +324,23 @@ def check_cmd(
                       f"without it)", markup=False)
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
-        if res.path and out_dir:
-            out.print(f"counterexample written to {out_dir}", markup=False)
+    if res.path and out_path:
+        texts = {"counterexample.itf.json": json.dumps(doc["counterexample"]["itf"], indent=1),
+                 "counterexample.mmd": mermaid(res.path, model, res.violation, res.loop_start),
+                 "counterexample.md": _steps_md(doc["counterexample"]["steps"], res.violation)}
+
+        def write():
+            out_path.mkdir(parents=True, exist_ok=True)
+            for name, text in texts.items():
+                (out_path / name).write_text(text, encoding="utf-8")
+        write_outputs("--out", out_path, write)
+        if not as_json:
+            out.print(f"counterexample written to {out_path}", markup=False)
     if res.result in ("violation", "deadlock", "lasso", "no-progress"):
         raise typer.Exit(1)
+
+
+CE_FILES = ("counterexample.itf.json", "counterexample.mmd", "counterexample.md")
 
 
 @app.command("mutate")

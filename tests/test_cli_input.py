@@ -41,6 +41,10 @@ def test_join_with_many_protocols_is_linear_in_them():
     assert large <= 10 * small, (small, large)
 
 
+# -- bad flags: one line on stderr, exit 2, before any work --------------------------------------
+
+import errno
+import json
 import os
 import signal
 import subprocess
@@ -50,8 +54,84 @@ from pathlib import Path
 
 import pytest
 
+from groupspec.checkers import cli as CLI
 
 ROOT = Path(__file__).resolve().parent.parent
+FINDINGS = str(ROOT / "tests" / "scenarios" / "findings.yaml")
+
+
+def run_cli(monkeypatch, capsys, *args):
+    """`groupspec ARGS` in this process: (exit code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["groupspec", *args])
+    saved = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as e:
+            CLI.main()
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def refused(monkeypatch, capsys, *args) -> str:
+    code, out, err = run_cli(monkeypatch, capsys, *args)
+    assert code == 2, (args, code, out, err)
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err, (args, out, err)
+    return err
+
+
+# -- output paths: checked before the work, a write failure at the end is one line -------------
+
+def test_output_paths_checked_before_the_work(monkeypatch, capsys, tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    (tmp_path / "ce" / "counterexample.md").mkdir(parents=True)
+    cases = [
+        (["scenario", "run", FINDINGS, "--junit", str(tmp_path)], "is a folder; give a file name"),
+        (["scenario", "run", FINDINGS, "--junit", f"{a_file}/x.xml"], "is a file, so no folder can be made"),
+        (["scenario", "run", FINDINGS, "--junit", ""], "--junit is empty; give a file name"),
+        (["check", "--out", str(a_file)], "is not a folder"),
+        (["check", "--out", str(a_file / "sub")], "is a file, so no folder can be made"),
+        (["check", "--out", str(tmp_path / "ce")], "counterexample.md is a folder"),
+        (["docs", "--out", str(a_file)], "is not a folder"),
+        (["docs", "--out", ""], "--out is empty; give a folder"),
+    ]
+    for args, message in cases:
+        assert message in refused(monkeypatch, capsys, *args), args
+    # a full device is refused before the work too
+    real = os.statvfs
+    monkeypatch.setattr(os, "statvfs", lambda p: os.statvfs_result((4096, 4096, 100, 0, 0, 10, 0, 0, 0, 255)))
+    assert "is full (no space left)" in refused(monkeypatch, capsys, "check", "--preset", "tiny", "--out",
+                                                 str(tmp_path / "new"))
+    monkeypatch.setattr(os, "statvfs", real)
+    if os.geteuid() != 0:       # root writes anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        assert "cannot write in" in refused(monkeypatch, capsys, "check", "--out", str(ro / "x"))
+
+
+def test_a_failed_write_at_the_end_still_prints_the_result(monkeypatch, capsys, tmp_path):
+    # /dev/full: every write fails with ENOSPC
+    code, out, err = run_cli(monkeypatch, capsys, "scenario", "run", FINDINGS, "--target", "runtime", "--json",
+                             "--junit", "/dev/full")
+    assert code == 2 and json.loads(out)["passed"] > 0
+    assert err.count("\n") == 1 and "writing failed (No space left on device)" in err
+    # a device that fills up during a search: the counterexample is printed, writing it fails
+
+    def full(self, *a, **k):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(Path, "write_text", full)
+    code, out, err = run_cli(monkeypatch, capsys, "check", "--preset", "static", "--no-waivers", "--workers", "1",
+                             "--json", "--out", str(tmp_path / "ce"))
+    assert code == 2 and json.loads(out)["result"] == "violation" and json.loads(out)["counterexample"]
+    assert err.count("\n") == 1 and f"--out {tmp_path / 'ce'}: writing failed (No space left on device)" in err
+
+
+def test_docs_without_graphviz_says_how_to_get_it(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    err = refused(monkeypatch, capsys, "docs", "--out", str(tmp_path / "docs"))
+    assert "`dot` is not on PATH" in err and "apt-get install graphviz" in err
+    assert not (tmp_path / "docs").exists()
 
 
 # -- signals: the workers stop with their parent -------------------------------------------------
