@@ -69,6 +69,57 @@ PRESETS: dict[str, WorldConfig] = {
 }
 
 
+# What a world may ask for: the CLI refuses more, saying why (measured on this kind of machine).
+WORLD_LIMITS = {
+    # every client multiplies the states about sixfold per level: 3 clients with faults do not
+    # finish in hours (`deep`), 4 without faults pass 500,000 states at depth 34, and 8 reach
+    # only depth 23 by then
+    "clients": (8, "the states grow about sixfold per client and level: 4 clients without faults "
+                   "already pass 500,000 states, and 8 reach only depth 23 by then"),
+    # a member id is an entry of every per-member map of every state, and a new one may be issued
+    # at each join: on `small`, 64 ids run at 12k states/s against 32k with 3, and the states grow
+    "member_ids": (64, "each id is an entry of every per-member map of every state and may be issued "
+                       "at any join (the presets use 3 to 6; 64 already run at a third of their speed)"),
+    # every state holds each partition's committed offset; the partitions do not add states
+    "partitions_total": (1024, "every state holds each partition's committed offset (topics x "
+                               "partitions), and more partitions add no behaviour to the world"),
+    # Kafka's generationId is an int32
+    "max_generation": (2**31 - 1, "Kafka's generation id is an int32"),
+}
+
+
+def world_problem(cfg: WorldConfig) -> str | None:
+    """What in `cfg` the checker cannot serve, as a message naming the option, or None."""
+    for name, least in (("clients", 1), ("topics", 1), ("partitions", 1), ("member_ids", 1),
+                        ("max_generation", 1)):
+        value = getattr(cfg, name)
+        if value < least:
+            why = " (with 0 no join can complete: the first generation is 1)" if name == "max_generation" else ""
+            return f"--{name.replace('_', '-')} must be at least {least}, got {value}{why}"
+    for name in ("clients", "member_ids", "max_generation"):
+        limit, why = WORLD_LIMITS[name]
+        if getattr(cfg, name) > limit:
+            return f"--{name.replace('_', '-')} {getattr(cfg, name):,}: at most {limit:,}, because {why}"
+    limit, why = WORLD_LIMITS["partitions_total"]
+    if cfg.topics * cfg.partitions > limit:
+        return (f"--topics {cfg.topics:,} x --partitions {cfg.partitions:,}: at most {limit:,} partitions in "
+                f"all, because {why}")
+    if cfg.instances is not None and len(cfg.instances) != cfg.clients:
+        return (f"--clients {cfg.clients}: this preset gives its {len(cfg.instances)} clients their "
+                f"group.instance.ids, so it needs exactly {len(cfg.instances)} clients")
+    return None
+
+
+def worker_limit() -> int:
+    """The most worker processes the checkers start: twice the CPUs this process may use (a
+    worker is CPU-bound; more only share the same CPUs and multiply the memory)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):       # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return 2 * max(1, cpus)
+
+
 def die_with_parent(parent: int) -> None:
     """In a forked worker: end when the parent process ends, however it ends.
 

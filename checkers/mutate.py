@@ -312,6 +312,11 @@ def _unreached_why(row: Row) -> str:
     return NOT_IN_WORLD.get(row.trigger, "no reachable state of these worlds meets its condition")
 
 
+# Worlds a mutant cannot be judged in: each needs a complete reference search
+UNFIT_WORLDS = {"deep": "the deep world's search does not finish (it is the nightly search), so there is no "
+                        "reference to compare the mutants with; use the smaller worlds"}
+
+
 def run(worlds: list, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=None) -> list[dict]:
     """`worlds`: [(name, WorldConfig, liveness?)], smallest first: a mutant goes on to the next
     world only if the ones before did not kill it."""

@@ -55,6 +55,7 @@ from pathlib import Path
 import pytest
 
 from groupspec.checkers import cli as CLI
+from groupspec.checkers.explicit import worker_limit
 
 ROOT = Path(__file__).resolve().parent.parent
 FINDINGS = str(ROOT / "tests" / "scenarios" / "findings.yaml")
@@ -78,6 +79,50 @@ def refused(monkeypatch, capsys, *args) -> str:
     assert code == 2, (args, code, out, err)
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err, (args, out, err)
     return err
+
+
+BAD = [
+    # check: world bounds and flags
+    (["check", "--max-generation", "0"], "--max-generation must be at least 1, got 0"),
+    (["check", "--max-generation", str(2**31)], "at most 2,147,483,647, because Kafka's generation id is an int32"),
+    (["check", "--max-states", "0"], "--max-states must be at least 1, got 0"),
+    (["check", "--max-states", "-3"], "--max-states must be at least 1, got -3"),
+    (["check", "--workers", "0"], "--workers must be at least 1, got 0"),
+    (["check", "--workers", "1000"], f"--workers 1,000: at most {worker_limit()} here"),
+    (["check", "--clients", "0"], "--clients must be at least 1, got 0"),
+    (["check", "--clients", "40"], "--clients 40: at most 8, because the states grow"),
+    (["check", "--clients", str(10**23)], "at most 8"),
+    (["check", "--member-ids", "100000"], "--member-ids 100,000: at most 64"),
+    (["check", "--topics", "100", "--partitions", "100"], "at most 1,024 partitions in all"),
+    (["check", "--preset", "static", "--clients", "3"], "needs exactly 2 clients"),
+    (["check", "--preset", ""], "--preset '': unknown preset"),
+    (["check", "--liveness", "--workers", "2"], "--workers 2 with --liveness"),
+    (["check", "--rebalance-budget"], "--rebalance-budget holds only for timely clients"),
+    # usage errors are one line too, --json or not
+    (["check", "--clients", "x", "--json"], "groupspec check: Invalid value for '--clients'"),
+    (["check", "--bogus"], "No such option: --bogus"),
+    (["nonsense"], "No such command 'nonsense'"),
+    # mutate
+    (["mutate", "--preset", ""], "--preset '' names no world"),
+    (["mutate", "--preset", " , "], "names no world"),
+    (["mutate", "--preset", "tiny,tiny"], "--preset names tiny more than once"),
+    (["mutate", "--preset", "deep"], "--preset deep: the deep world's search does not finish"),
+    (["mutate", "--preset", "tiny", "--liveness-in", "small"], "--liveness-in names small, which --preset does not"),
+    (["mutate", "--preset", "tiny", "--sample", "-1"], "--sample must be between 1 and the"),
+    (["mutate", "--preset", "tiny", "--sample", "0"], "--sample must be between 1 and the"),
+    (["mutate", "--preset", "tiny", "--sample", "1000000"], "got 1,000,000"),
+    (["mutate", "--preset", "tiny", "--jobs", "1000"], f"--jobs 1,000: at most {worker_limit()} here"),
+    (["mutate", "--preset", "tiny", "--jobs", "0", "--json"], "--jobs must be at least 1, got 0"),
+    # scenario run
+    (["scenario", "run", FINDINGS, "--target", ""], "--target '': unknown target"),
+    (["scenario", "run", ""], "a scenario path is empty"),
+    (["scenario", "run", FINDINGS, "--junit", FINDINGS], "is one of the scenario files to run"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_flags_are_refused_in_one_line(monkeypatch, capsys, args, message):
+    assert message in refused(monkeypatch, capsys, *args)
 
 
 # -- output paths: checked before the work, a write failure at the end is one line -------------
@@ -125,6 +170,14 @@ def test_a_failed_write_at_the_end_still_prints_the_result(monkeypatch, capsys, 
                              "--json", "--out", str(tmp_path / "ce"))
     assert code == 2 and json.loads(out)["result"] == "violation" and json.loads(out)["counterexample"]
     assert err.count("\n") == 1 and f"--out {tmp_path / 'ce'}: writing failed (No space left on device)" in err
+
+
+def test_a_full_standard_output_is_one_line():
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "scenario", "run", FINDINGS],
+                              stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "groupspec: No space left on device (writing the standard output)\n"
 
 
 def test_docs_without_graphviz_says_how_to_get_it(monkeypatch, capsys, tmp_path):
