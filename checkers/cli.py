@@ -5,10 +5,14 @@ fails, 2 bad input (with a one-line message saying what and where).
 """
 from __future__ import annotations
 
+import errno
 import json
+import os
+import signal
 import sys
+import tempfile
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
@@ -34,16 +38,89 @@ def default_scenario_paths() -> list[Path]:
 
 
 def fail_input(message: str) -> None:
-    err.print(f"groupspec: {message}", markup=False, highlight=False, soft_wrap=True)
+    err.print(f"groupspec: {_one_line(message)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+class Terminated(BaseException):
+    """SIGTERM: raised in the main process so that every `finally` runs (the search's workers are
+    stopped, the progress display closed); not an Exception, so no `except Exception` keeps it."""
+
+
+def output_path(option: str, given: str, kind: str, files: tuple = ()) -> Path:
+    """Check now, before any work, that `given` (the value of `option`) can be written: a file
+    (`kind` "file"), or a folder to write `files` into ("dir"); refuse in one line, exit 2.
+
+    Missing folders are created when the output is written; what must hold now is that the
+    nearest existing one is a writable folder (probed with an unnamed temporary file, so
+    permissions, a read-only file system and a full device all show) and that nothing in the
+    way is a file where a folder is needed or the other way round."""
+    what = "a file name" if kind == "file" else "a folder"
+    if not given.strip():
+        fail_input(f"{option} is empty; give {what}")
+    path = Path(given)
+    where = f"{option} {path}"
+    if kind == "file":
+        if path.is_dir():
+            fail_input(f"{where}: is a folder; give a file name (e.g. {path / 'report.xml'})")
+        if path.exists():
+            _probe(where, lambda: open(path, "ab").close(), path)
+            return path
+    else:
+        if path.exists() and not path.is_dir():
+            fail_input(f"{where}: is not a folder; give a folder (it is created if missing)")
+        for name in files:
+            if (path / name).is_dir():
+                fail_input(f"{where}: {path / name} is a folder, and a file of that name is written there; "
+                           f"move it away or give another folder")
+    folder = path if kind == "dir" else path.parent
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail_input(f"{where}: {existing} is a file, so no folder can be made under it; give another place")
+    _probe(where, lambda: tempfile.TemporaryFile(dir=existing).close(), existing)
+    return path
+
+
+def _probe(where: str, attempt: Callable[[], None], place: Path) -> None:
+    try:
+        attempt()
+    except OSError as e:
+        fail_input(f"{where}: cannot write in {place} ({e.strerror or e}); give another place or fix its "
+                   f"permissions")
+    try:
+        st = os.statvfs(place)
+    except OSError:                      # pragma: no cover - a file system without statvfs
+        return
+    free = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    if st.f_blocks and not free:
+        fail_input(f"{where}: the device holding {place} is full (no space left); free some space or give "
+                   f"another place")
+
+
+def write_outputs(option: str, path: Path, write: Callable[[], None], after_result: bool = True) -> None:
+    """Write an output (its path was checked before the run); a failure now (a device filled up
+    meanwhile) is one line and exit 2, after the result was printed if `after_result`."""
+    try:
+        write()
+    except OSError as e:
+        done = "the result above is complete, what it wrote there is not" if after_result else \
+            "what it wrote there is incomplete"
+        fail_input(f"{option} {path}: writing failed ({e.strerror or e}); {done}: free some space or give "
+                   f"another place")
 
 
 @scenario_app.command("run")
 def scenario_run(
-    paths: Optional[List[Path]] = typer.Argument(None, help="Scenario files or folders (default: the project's suite)."),
+    paths: Optional[List[str]] = typer.Argument(None, help="Scenario files or folders (default: the project's suite)."),
     target: str = typer.Option("spec", "--target", "-t", help="spec, runtime, or both"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML for CI."),
+    junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML for CI."),
     coverage: bool = typer.Option(False, "--coverage", help="Report table rows no scenario reached."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only failures and the summary."),
 ) -> None:
@@ -53,8 +130,11 @@ def scenario_run(
 
     targets = list(TARGETS) if target == "both" else [target]
     if any(t not in TARGETS for t in targets):
-        fail_input(f"--target {target}: unknown target; use spec, runtime or both")
-    paths = paths or default_scenario_paths()
+        fail_input(f"--target {target!r}: unknown target; use spec, runtime or both")
+    junit_path = output_path("--junit", junit, "file") if junit is not None else None
+    if any(not p.strip() for p in paths or ()):
+        fail_input("a scenario path is empty (\"\"); give a file or folder")
+    paths = [Path(p) for p in paths] if paths else default_scenario_paths()
     if not paths:
         fail_input("no scenario paths given and no default suite found (tests/scenarios)")
     for p in paths:
@@ -63,13 +143,14 @@ def scenario_run(
     files = scenario_files(paths)
     if not files:
         fail_input(f"no scenario files (.yaml, .yml, .json) under {', '.join(map(str, paths))}")
+    if junit_path and junit_path.resolve() in {Path(f).resolve() for f in files}:
+        fail_input(f"--junit {junit_path}: is one of the scenario files to run, and would be overwritten; "
+                   f"give another file name")
     runs = []
     for t in targets:
         show = None if as_json else (lambda r, t=t: None if quiet and r.result == "pass" else
                                      out.print(f"[{t}] {line(r)}", markup=False, highlight=False, soft_wrap=True))
         runs.append(run_files(files, t, on_result=show))
-    if junit:
-        write_junit(runs, junit)
     fired = set().union(*(r.fired() for r in runs))
     missing = uncovered(fired) if coverage else []
     if as_json:
@@ -86,6 +167,8 @@ def scenario_run(
             out.print(f"row coverage: {total - len(missing)} of {total} rows reached", markup=False)
             for name in missing:
                 out.print(f"  never reached: {name}", markup=False, highlight=False, soft_wrap=True)
+    if junit_path:
+        write_outputs("--junit", junit_path, lambda: write_junit(runs, junit_path))
     if any(r.errors for r in runs):
         raise typer.Exit(2)
     if any(r.failed for r in runs):
@@ -112,14 +195,20 @@ def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON 
 
 
 @app.command("docs")
-def docs_cmd(out_dir: Path = typer.Option(REPO / "docs", "--out", help="Where to write."),
+def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Where to write."),
              as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON.")) -> None:
     """Write the design-review artifacts: state diagram, the table, the invariant catalog."""
-    from .docs import write_docs
+    from .docs import FILES, DocsError, dot_program, write_docs
     try:
-        files = write_docs(out_dir)
-    except OSError as e:
-        fail_input(f"{out_dir}: cannot write ({e.strerror})")
+        dot_program()
+    except DocsError as e:
+        fail_input(str(e))
+    folder = output_path("--out", out_dir, "dir", FILES)
+    files: list = []
+    try:
+        write_outputs("--out", folder, lambda: files.extend(write_docs(folder)), after_result=False)
+    except DocsError as e:
+        fail_input(str(e))
     if as_json:
         print(json.dumps({"written": [str(f) for f in files]}))
     else:
@@ -155,35 +244,41 @@ def check_cmd(
     liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
                                                             "(keeps the graph; turns symmetry off)"),
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
-    workers: int = typer.Option(2, "--workers", help="processes expanding states (1: a single process)"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="processes expanding states (default 2; "
+                                                                   "1: a single process)"),
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
+    out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Explore every reachable state of a bounded closed world; report the shortest violation."""
     import dataclasses
     from .counterexample import mermaid, step_table, to_itf
-    from .explicit import PRESETS, check, check_parallel
+    from .explicit import PRESETS, check, check_parallel, world_problem
     from .world_model import WorldModel
-    if workers < 1:
-        fail_input(f"--workers must be at least 1, got {workers}")
     if preset not in PRESETS:
-        fail_input(f"--preset {preset}: unknown preset; use {', '.join(PRESETS)}")
+        fail_input(f"--preset {preset!r}: unknown preset; use {', '.join(PRESETS)}")
+    if liveness and workers is not None and workers != 1:
+        fail_input(f"--workers {workers} with --liveness: the liveness search keeps the whole state graph in one "
+                   f"process; leave out --workers")
+    workers = 1 if liveness else _bounded_workers("--workers", 2 if workers is None else workers)
+    if max_states is not None and max_states < 1:
+        fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
     overrides = {k: v for k, v in dict(clients=clients, topics=topics, partitions=partitions,
                                        max_generation=max_generation, member_ids=member_ids, crash=crash,
                                        expiry=expiry, failover=failover, append_failure=append_failure,
                                        loss=loss, duplication=duplication, reordering=reordering,
                                        timely=timely, rebalance_budget=rebalance_budget).items()
                  if v is not None}
-    for k, v in overrides.items():
-        if isinstance(v, int) and not isinstance(v, bool) and v < 1 and k != "max_generation":
-            fail_input(f"--{k.replace('_', '-')} must be at least 1, got {v}")
     try:
         cfg = dataclasses.replace(PRESETS[preset], **overrides)
     except ValueError as e:      # a world that contradicts itself (WorldConfig says which flags)
         fail_input(str(e))
+    problem = world_problem(cfg)
+    if problem:
+        fail_input(problem)
     if no_waivers:
         cfg = dataclasses.replace(cfg, waive=())
+    out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
     from rich.live import Live
     from rich.text import Text
     live = None if as_json else Live(Text("starting"), console=err, transient=True)
@@ -195,10 +290,12 @@ def check_cmd(
     if live:
         live.start()
     try:
-        if workers > 1 and not liveness:
+        if workers > 1:
             res = check_parallel(cfg, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
         else:
             res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
+    except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
+        fail_input(f"the search stopped: {e}")
     finally:
         if live:
             live.stop()
@@ -213,7 +310,7 @@ def check_cmd(
            "unreduced_states": res.unreduced_states,
            "symmetry_reduction": round(res.unreduced_states / max(1, res.distinct_states), 2),
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
-           "workers": workers if not liveness else 1,
+           "workers": workers,
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
            "waived": [{"invariant": n, "why": w} for n, w in cfg.waive],
            "coverage": {"fired": fired, "never_fired": never,
@@ -222,11 +319,6 @@ def check_cmd(
         doc["counterexample"] = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation)}
         if res.loop_start >= 0:
             doc["counterexample"]["loop_starts_at_step"] = res.loop_start
-        if out_dir:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            (out_dir / "counterexample.itf.json").write_text(json.dumps(doc["counterexample"]["itf"], indent=1))
-            (out_dir / "counterexample.mmd").write_text(mermaid(res.path, model, res.violation, res.loop_start))
-            (out_dir / "counterexample.md").write_text(_steps_md(doc["counterexample"]["steps"], res.violation))
     if as_json:
         print(json.dumps(doc, indent=2))
     else:
@@ -244,10 +336,33 @@ def check_cmd(
                       f"without it)", markup=False)
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
-        if res.path and out_dir:
-            out.print(f"counterexample written to {out_dir}", markup=False)
+    if res.path and out_path:
+        texts = {"counterexample.itf.json": json.dumps(doc["counterexample"]["itf"], indent=1),
+                 "counterexample.mmd": mermaid(res.path, model, res.violation, res.loop_start),
+                 "counterexample.md": _steps_md(doc["counterexample"]["steps"], res.violation)}
+
+        def write():
+            out_path.mkdir(parents=True, exist_ok=True)
+            for name, text in texts.items():
+                (out_path / name).write_text(text, encoding="utf-8")
+        write_outputs("--out", out_path, write)
+        if not as_json:
+            out.print(f"counterexample written to {out_path}", markup=False)
     if res.result in ("violation", "deadlock", "lasso", "no-progress"):
         raise typer.Exit(1)
+
+
+CE_FILES = ("counterexample.itf.json", "counterexample.mmd", "counterexample.md")
+
+
+def _bounded_workers(option: str, n: int) -> int:
+    from .explicit import worker_limit
+    if n < 1:
+        fail_input(f"{option} must be at least 1, got {n}")
+    if n > worker_limit():
+        fail_input(f"{option} {n:,}: at most {worker_limit()} here (twice the {worker_limit() // 2} CPUs this "
+                   f"process may use: each worker keeps one CPU busy, more only share them and add memory)")
+    return n
 
 
 @app.command("mutate")
@@ -255,8 +370,10 @@ def mutate_cmd(
     preset: str = typer.Option("tiny,twogen,small,settle,static,faults", "--preset",
                                help="the worlds each mutant is checked in, smallest first, comma-separated: a "
                                     "mutant goes on to the next only if the ones before did not kill it"),
-    liveness_in: str = typer.Option("tiny,twogen,small,settle,static", "--liveness-in",
-                                    help="the worlds where liveness (a fair lasso, no progress) is checked too"),
+    liveness_in: Optional[str] = typer.Option(None, "--liveness-in",
+                                              help="the worlds where liveness (a fair lasso, no progress) is "
+                                                   "checked too [default: those of tiny, twogen, small, settle, "
+                                                   "static that --preset lists]"),
     sample: Optional[int] = typer.Option(None, "--sample", help="check a random sample of this many mutants"),
     seed: int = typer.Option(0, "--seed", help="the sample's seed"),
     jobs: int = typer.Option(2, "--jobs", help="worker processes"),
@@ -264,17 +381,26 @@ def mutate_cmd(
 ) -> None:
     """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
     from .explicit import PRESETS
-    from .mutate import mutants, run, summary
-    names = [n.strip() for n in preset.split(",") if n.strip()]
-    live = [n.strip() for n in liveness_in.split(",") if n.strip()]
-    for option, given in (("--preset", names), ("--liveness-in", live)):
-        for name in given:
-            if name not in PRESETS:
-                fail_input(f"{option}: unknown preset {name!r}; use {', '.join(PRESETS)}")
+    from .mutate import UNFIT_WORLDS, mutants, run, summary
+    names = _preset_list("--preset", preset)
+    if not names:
+        fail_input(f"--preset {preset!r} names no world; give one or more of {', '.join(PRESETS)}, comma-separated")
+    if liveness_in is None:
+        live = [n for n in ("tiny", "twogen", "small", "settle", "static") if n in names]
+    else:
+        live = _preset_list("--liveness-in", liveness_in)
+        if [n for n in live if n not in names]:
+            fail_input(f"--liveness-in names {', '.join(n for n in live if n not in names)}, which --preset does "
+                       f"not list; liveness is checked only in worlds the mutants meet")
+    for name in names:
+        if name in UNFIT_WORLDS:
+            fail_input(f"--preset {name}: {UNFIT_WORLDS[name]}")
     worlds = [(n, PRESETS[n], n in live) for n in names]
-    if jobs < 1:
-        fail_input(f"--jobs must be at least 1, got {jobs}")
+    _bounded_workers("--jobs", jobs)
     total = len(mutants())
+    if sample is not None and not 1 <= sample <= total:
+        fail_input(f"--sample must be between 1 and the {total:,} mutants, got {sample:,} (leave it out to check "
+                   f"them all)")
     with err.status(f"checking mutants (of {total})...") if not as_json else _null() as status:
         results = run(worlds, sample=sample, seed=seed, jobs=jobs,
                       progress=(lambda done, n: status.update(f"checked {done} of {n} mutants"))
@@ -294,6 +420,19 @@ def mutate_cmd(
     out.print(f"killed by: {summ['killed_by']}; in world: {summ['killed_in_world']}", markup=False)
     for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):
         out.print(f"  {n} survivors: {reason}", markup=False)
+
+
+def _preset_list(option: str, given: str) -> list[str]:
+    """A comma-separated list of presets, each known and named once."""
+    from .explicit import PRESETS
+    names = [n.strip() for n in given.split(",") if n.strip()]
+    for name in names:
+        if name not in PRESETS:
+            fail_input(f"{option}: unknown preset {name!r}; use {', '.join(PRESETS)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        fail_input(f"{option} names {', '.join(twice)} more than once; name each world once")
+    return names
 
 
 def _steps_md(steps: list, violation: str) -> str:
@@ -317,11 +456,47 @@ def _row_names() -> set[str]:
     return {r.name for r in ROWS}
 
 
+# Click's usage errors (typer vendors click: its base class is reached through a public one)
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main() -> None:
+    """Run the CLI: usage errors are one line (exit 2); SIGTERM and SIGINT stop the run cleanly
+    (the search's worker processes with it) with exit codes 143 and 130."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(130)
+        code = app(standalone_mode=False, prog_name="groupspec")
+        sys.stdout.flush()              # a full or closed stdout shows here, not at exit
+    except OSError as e:                # stdout on a full device, say (a closed pipe ends quietly)
+        code = 1 if e.errno == errno.EPIPE else 2
+        if code == 2:
+            where = f" ({e.filename})" if e.filename else " (writing the standard output)"
+            err.print(f"groupspec: {e.strerror or e}{where}", markup=False, highlight=False)
+        try:
+            sys.stdout = open(os.devnull, "w")      # nothing more to flush at exit
+        except OSError:                 # pragma: no cover
+            pass
+    except _CLICK_ERROR as e:   # a usage error: an unknown option, a value of the wrong type, no command
+        ctx = getattr(e, "ctx", None)
+        where = ctx.command_path if ctx else "groupspec"
+        if type(e).__name__ == "NoArgsIsHelpError":
+            text = ctx.get_help()       # typer's rich help prints itself and returns ""
+            if text:
+                err.print(text, markup=False, highlight=False)
+        else:
+            err.print(f"{where}: {_one_line(e.format_message())} (`{where} --help` lists the options)",
+                      markup=False, highlight=False, soft_wrap=True)
+        code = e.exit_code
+    except (KeyboardInterrupt, typer.Abort):
+        code = 130
+    except Terminated:
+        err.print("groupspec: terminated (SIGTERM); the run was stopped", markup=False, highlight=False)
+        code = 143
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -209,7 +209,25 @@ def lifecycle_dot() -> str:
     return re.sub(r"(initial|atomic)_\d+", r"\1", graph.to_string())
 
 
+FILES = ("table.md", "states.md", "invariants.md", "world.md", "lifecycle.dot", "lifecycle.svg")
+
+
+class DocsError(Exception):
+    """What keeps the docs from being drawn, in words for the user."""
+
+
+def dot_program() -> str:
+    """graphviz's `dot`, which draws lifecycle.svg; a DocsError saying how to get it if missing."""
+    dot = shutil.which("dot")
+    if not dot:
+        raise DocsError("graphviz's `dot` is not on PATH, and the state diagram lifecycle.svg is drawn with it: "
+                        "install graphviz (apt-get install graphviz) or put the folder holding `dot` on PATH")
+    return dot
+
+
 def write_docs(out: Path) -> list[Path]:
+    """Write FILES into `out`.  `dot` is looked for first, so that nothing is written without it."""
+    dot = dot_program()
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (("table.md", table_md()), ("states.md", states_md()), ("invariants.md", invariants_md()),
@@ -217,9 +235,10 @@ def write_docs(out: Path) -> list[Path]:
         p = out / name
         p.write_text(text, encoding="utf-8")
         written.append(p)
-    dot = shutil.which("dot")
-    if dot:
-        svg = out / "lifecycle.svg"
-        subprocess.run([dot, "-Tsvg", str(out / "lifecycle.dot"), "-o", str(svg)], check=True)
-        written.append(svg)
+    svg = out / "lifecycle.svg"
+    done = subprocess.run([dot, "-Tsvg", str(out / "lifecycle.dot"), "-o", str(svg)], capture_output=True, text=True)
+    if done.returncode:
+        why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise DocsError(f"{dot} could not draw {svg} from lifecycle.dot: {why}")
+    written.append(svg)
     return written

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import gc
 import marshal
+import os
+import signal
 import time
 from contextlib import contextmanager
 from collections import Counter, deque
@@ -65,6 +67,83 @@ PRESETS: dict[str, WorldConfig] = {
     "deep": WorldConfig(clients=3, topics=2, partitions=2, max_generation=3, member_ids=6, crash=True, expiry=True,
                         failover=True, append_failure=True, commits=True, leaves=True),
 }
+
+
+# What a world may ask for: the CLI refuses more, saying why (measured on this kind of machine).
+WORLD_LIMITS = {
+    # every client multiplies the states about sixfold per level: 3 clients with faults do not
+    # finish in hours (`deep`), 4 without faults pass 500,000 states at depth 34, and 8 reach
+    # only depth 23 by then
+    "clients": (8, "the states grow about sixfold per client and level: 4 clients without faults "
+                   "already pass 500,000 states, and 8 reach only depth 23 by then"),
+    # a member id is an entry of every per-member map of every state, and a new one may be issued
+    # at each join: on `small`, 64 ids run at 12k states/s against 32k with 3, and the states grow
+    "member_ids": (64, "each id is an entry of every per-member map of every state and may be issued "
+                       "at any join (the presets use 3 to 6; 64 already run at a third of their speed)"),
+    # every state holds each partition's committed offset; the partitions do not add states
+    "partitions_total": (1024, "every state holds each partition's committed offset (topics x "
+                               "partitions), and more partitions add no behaviour to the world"),
+    # Kafka's generationId is an int32
+    "max_generation": (2**31 - 1, "Kafka's generation id is an int32"),
+}
+
+
+def world_problem(cfg: WorldConfig) -> str | None:
+    """What in `cfg` the checker cannot serve, as a message naming the option, or None."""
+    for name, least in (("clients", 1), ("topics", 1), ("partitions", 1), ("member_ids", 1),
+                        ("max_generation", 1)):
+        value = getattr(cfg, name)
+        if value < least:
+            why = " (with 0 no join can complete: the first generation is 1)" if name == "max_generation" else ""
+            return f"--{name.replace('_', '-')} must be at least {least}, got {value}{why}"
+    for name in ("clients", "member_ids", "max_generation"):
+        limit, why = WORLD_LIMITS[name]
+        if getattr(cfg, name) > limit:
+            return f"--{name.replace('_', '-')} {getattr(cfg, name):,}: at most {limit:,}, because {why}"
+    limit, why = WORLD_LIMITS["partitions_total"]
+    if cfg.topics * cfg.partitions > limit:
+        return (f"--topics {cfg.topics:,} x --partitions {cfg.partitions:,}: at most {limit:,} partitions in "
+                f"all, because {why}")
+    if cfg.instances is not None and len(cfg.instances) != cfg.clients:
+        return (f"--clients {cfg.clients}: this preset gives its {len(cfg.instances)} clients their "
+                f"group.instance.ids, so it needs exactly {len(cfg.instances)} clients")
+    return None
+
+
+def worker_limit() -> int:
+    """The most worker processes the checkers start: twice the CPUs this process may use (a
+    worker is CPU-bound; more only share the same CPUs and multiply the memory)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):       # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return 2 * max(1, cpus)
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked worker: end when the parent process ends, however it ends.
+
+    On Linux the kernel sends the worker SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG):
+    immediate, even while the worker is deep in a search step or blocked on a pipe, and costs
+    the worker nothing.  Elsewhere a daemon thread polls the parent's pid twice a second.  A
+    SIGTERM to the worker itself ends it at once (the default action; the parent's handler,
+    inherited by the fork, is for the parent)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) != 0:   # PR_SET_PDEATHSIG
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError):       # pragma: no cover - not Linux
+        import threading
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:              # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:     # pragma: no cover - not Linux
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 class Symmetry:
@@ -493,8 +572,9 @@ class _Shard:
         return cov
 
 
-def _shard_main(conn, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows) -> None:
+def _shard_main(conn, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows, parent: int) -> None:
     gc.disable()
+    die_with_parent(parent)
     try:
         shard = _Shard(wid, n, cfg, symmetry, rows)
         conn.send(("ready", len(shard.seen)))
@@ -539,7 +619,8 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
     pipes, procs = [], []
     for wid in range(workers):
         here, there = ctx.Pipe()
-        p = ctx.Process(target=_shard_main, args=(there, wid, workers, cfg, symmetry, rows), daemon=True)
+        p = ctx.Process(target=_shard_main, args=(there, wid, workers, cfg, symmetry, rows, os.getpid()),
+                        daemon=True)
         p.start()
         pipes.append(here)
         procs.append(p)
@@ -554,6 +635,7 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
         except EOFError:     # pragma: no cover
             raise RuntimeError("a search worker died") from None
 
+    finished = False
     try:
         for conn in pipes:
             conn.recv()
@@ -605,14 +687,19 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
             res = finish(kind, seen=seen)
         res.distinct_states = distinct
         res.unreduced_states = unreduced if symmetry else distinct
+        finished = True
         return res
     finally:
-        for conn in pipes:
+        # on the way out of an interrupt (SIGINT, SIGTERM) or a failure the workers may be in the
+        # middle of a level: they are killed, not asked
+        for conn in pipes if finished else ():
             try:
                 conn.send(("stop", None))
             except OSError:    # pragma: no cover
                 pass
         for p in procs:
+            if not finished:
+                p.kill()
             p.join(timeout=5)
             if p.is_alive():   # pragma: no cover
                 p.kill()

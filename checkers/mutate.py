@@ -21,6 +21,7 @@ too small to show the bug.
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -311,6 +312,11 @@ def _unreached_why(row: Row) -> str:
     return NOT_IN_WORLD.get(row.trigger, "no reachable state of these worlds meets its condition")
 
 
+# Worlds a mutant cannot be judged in: each needs a complete reference search
+UNFIT_WORLDS = {"deep": "the deep world's search does not finish (it is the nightly search), so there is no "
+                        "reference to compare the mutants with; use the smaller worlds"}
+
+
 def run(worlds: list, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=None) -> list[dict]:
     """`worlds`: [(name, WorldConfig, liveness?)], smallest first: a mutant goes on to the next
     world only if the ones before did not kill it."""
@@ -323,12 +329,30 @@ def run(worlds: list, sample: int | None = None, seed: int = 0, jobs: int = 2, p
         indices = sorted(random.Random(seed).sample(indices, sample))
     names = [n for n, _, _ in worlds]
     results = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork")) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"),
+                               initializer=_pool_worker, initargs=(os.getpid(),))
+    try:
         for r in pool.map(run_one, [(i, names) for i in indices], chunksize=4):
             results.append(r)
             if progress:
                 progress(len(results), len(indices))
+    except BaseException:
+        # interrupted (SIGINT, SIGTERM) or failed: the workers are in the middle of mutants, and
+        # shutting the pool down would wait for them; kill them (the pool keeps them in _processes)
+        for proc in list((pool._processes or {}).values()):
+            proc.kill()
+        pool.shutdown(wait=True, cancel_futures=True)    # quick: the pool sees its workers dead
+        raise
+    pool.shutdown()
     return results
+
+
+def _pool_worker(parent: int) -> None:
+    """A pool worker ends with the parent; Ctrl-C is the parent's to handle (it kills the pool)."""
+    import signal
+    from .explicit import die_with_parent
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 # Why a surviving mutant may be equivalent in a world: each reason names what the world

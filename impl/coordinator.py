@@ -120,6 +120,8 @@ class GroupCoordinator:
         self.coord = "active"
         self.groups: dict[str, Group] = {}
         self.domains = {d: Interner() for d in (INSTANCE, PARTITION, PROTOCOL, PROTOLIST, PTYPE)}
+        self._protocol_lists: dict[int, tuple] = {}     # PROTOLIST index -> (PROTOCOL indices, their set)
+        self._votes: dict[tuple, int] = {}              # (PROTOLIST index, candidates) -> the vote
         self.hold = False
         self.fail_next: str | None = None
         self.appends: deque[PendingAppend] = deque()   # held appends, oldest first
@@ -648,19 +650,28 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ rendering
 
+    def _protocol_list(self, pl: int) -> tuple:
+        """Protocol list `pl` as (its protocols' indices in the member's order, their set).  The
+        table asks for a list's names once per member per candidate: interned lists never change,
+        so each is translated once (else a JoinGroup is quadratic in its number of protocols)."""
+        got = self._protocol_lists.get(pl)
+        if got is None:
+            order = tuple(self.domains[PROTOCOL](name) for name, _ in self.domains[PROTOLIST].values[pl])
+            got = self._protocol_lists[pl] = (order, mask_of(order))
+        return got
+
     def _proto_names(self, pl: int) -> int:
-        if pl == NONE:
-            return 0
-        return mask_of([self.domains[PROTOCOL](name) for name, _ in self.domains[PROTOLIST].values[pl]])
+        return 0 if pl == NONE else self._protocol_list(pl)[1]
 
     def _vote(self, pl: int, candidates: int) -> int:
+        """MemberMetadata.vote: the member's first protocol among the candidates."""
         if pl == NONE:
             return NONE
-        for name, _ in self.domains[PROTOLIST].values[pl]:
-            i = self.domains[PROTOCOL](name)
-            if (candidates >> i) & 1:
-                return i
-        return NONE
+        got = self._votes.get((pl, candidates))
+        if got is None:
+            got = next((i for i in self._protocol_list(pl)[0] if (candidates >> i) & 1), NONE)
+            self._votes[(pl, candidates)] = got
+        return got
 
     def _id(self, g: Group, slot: int) -> str:
         if slot == NONE or slot >= len(g.ids) or g.ids[slot] is None:

@@ -615,22 +615,100 @@ def _bigor(values):
     return acc
 
 
+_UNSET = object()     # a memo slot not computed yet
+
+
+def _memo_set(memo: list, i: int, value):
+    memo[i] = value
+    return value
+
+
+_BINDERS = ("forall", "exists", "filter", "sum", "maxover", "bigunion", "keys_where", "put_all")
+
+
 class _Source:
-    """Generates one Python expression per term."""
+    """Generates one Python expression per term.
+
+    A subterm inside a quantifier's body that does not depend on the quantified
+    variables (nor on those of the quantifiers around it) has one value per call:
+    when it is costly (it holds a quantifier or applies a function) it is computed
+    at most once per call, on first use, into a memo slot.  Without that, a term
+    like the protocol vote's candidates, used inside a count inside a quantifier
+    over the candidates, would be recomputed for every element of every loop: a
+    JoinGroup's cost would grow with the cube of its number of protocols.
+    """
 
     HELPERS = {"_bits": None, "_get": _get, "_in": _in, "_single": _single, "_lowest": _lowest,
-               "_put": None, "_put_all": _put_all, "_bigor": _bigor, "NONE": NONE}
+               "_put": None, "_put_all": _put_all, "_bigor": _bigor, "NONE": NONE,
+               "_U": _UNSET, "_ms": _memo_set}
 
     def __init__(self, layout: Layout):
         self.layout = layout
         self.consts: dict[str, Any] = {}
         self.names: dict[int, str] = {}
+        self.slots: dict[int, int] = {}          # id(term) -> memo slot
+        self._free: dict[int, frozenset] = {}    # id(term) -> ids of the bound variables free in it
+        self._costly: dict[int, bool] = {}
 
     def function(self, t: Term, depth: int = 0) -> Callable:
         self.depth = depth
+        self.shared = self._shared(t)
         expr = self.go(t)
+        if self.slots:
+            expr = f"(lambda _m: {expr})([_U] * {len(self.slots)})"
         ns = dict(self.HELPERS, _bits=_bits, _put=_put, **self.consts)
         return eval(f"lambda s, p, b: {expr}", ns)  # noqa: S307 - source generated from our own terms
+
+    def free(self, n: Term) -> frozenset:
+        got = self._free.get(id(n))
+        if got is None:
+            if n.op == "bound":
+                got = frozenset((id(n),))
+            else:
+                got = frozenset().union(*(self.free(a) for a in n.args))
+                if n.op in _BINDERS:
+                    got -= {id(n.data)}
+            self._free[id(n)] = got
+        return got
+
+    def costly(self, n: Term) -> bool:
+        got = self._costly.get(id(n))
+        if got is None:
+            got = self._costly[id(n)] = n.op in _BINDERS or n.op == "apply" or any(self.costly(a) for a in n.args)
+        return got
+
+    @staticmethod
+    def _shared(t: Term) -> set:
+        """The subterms used in more than one place of `t` (a term is a DAG: one object, many uses)."""
+        parents: dict[int, int] = {}
+        stack = [t]
+        while stack:
+            n = stack.pop()
+            for a in n.args:
+                k = parents.get(id(a), 0)
+                parents[id(a)] = k + 1
+                if not k:
+                    stack.append(a)
+        return {i for i, k in parents.items() if k > 1}
+
+    def hoisted(self, n: Term) -> str | None:
+        """A memo slot's read for `n` if it is costly and either inside a quantifier it does not
+        depend on or used in more than one place."""
+        if n.op in ("named", "bound", "const", "var", "param", "choose") or not self.costly(n):
+            return None
+        if not self.names and id(n) not in self.shared:
+            return None
+        if any(v in self.names for v in self.free(n)):
+            return None
+        i = self.slots.get(id(n))
+        if i is None:
+            i = self.slots[id(n)] = len(self.slots)
+        saved, self.names = self.names, {}     # generated as at the top: nothing of the loops is in it
+        try:
+            expr = self.expr(n)
+        finally:
+            self.names = saved
+        return f"(_m[{i}] if _m[{i}] is not _U else _ms(_m, {i}, {expr}))"
 
     def const(self, v) -> str:
         if isinstance(v, (bool, int)) and not isinstance(v, bool) or isinstance(v, bool):
@@ -654,7 +732,11 @@ class _Source:
             else:
                 self.names[id(var)] = saved
 
-    def go(self, n: Term) -> str:  # noqa: C901 - one case per operator
+    def go(self, n: Term) -> str:
+        memo = self.hoisted(n)
+        return memo if memo is not None else self.expr(n)
+
+    def expr(self, n: Term) -> str:  # noqa: C901 - one case per operator
         op, a = n.op, n.args
         g = self.go
         if op == "const":

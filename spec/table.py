@@ -256,21 +256,29 @@ def drop_from_group(m: Term, src: str, choice: str) -> list:
 
 # -- the vote and join completion (GM.selectProtocol, GC.onCompleteJoin) ----------------
 
-def candidates(ms: Term) -> Term:
-    """Protocols every member of ms supports."""
+def candidates(ms: Term, protos_of=lambda m: V.protos[m]) -> Term:
+    """Protocols every member of ms supports (`protos_of(m)`: member m's protocol list)."""
     from .lang import Lowest
     first = Lowest(ms)
-    return Filter(names_of(V.protos[first]), lambda p: ForAll(ms, lambda m: p.in_(names_of(V.protos[m]))))
+    return Filter(names_of(protos_of(first)), lambda p: ForAll(ms, lambda m: p.in_(names_of(protos_of(m)))))
+
+
+def most_voted(ms: Term, protos_of=lambda m: V.protos[m]) -> Term:
+    """GM.selectProtocol: the candidates with the most votes, each member voting for its first
+    candidate (ties: Kafka's map order, left open).  The most votes are counted once (the
+    compiled term computes a quantifier-free part once per call), so the vote is linear in
+    the number of candidates, not quadratic."""
+    cands = candidates(ms, protos_of)
+
+    def votes(p):
+        return Count(ms, lambda m: Apply(P.vote, protos_of(m), cands) == p)
+    most = MaxOver(cands, votes)
+    return Filter(cands, lambda p: votes(p) == most)
 
 
 def vote_winners(ms: Term) -> Term:
     """The candidate protocols with the most votes (ties: Kafka's map order, left open)."""
-    cands = candidates(ms)
-
-    def votes(p):
-        return Count(ms, lambda m: Apply(P.vote, V.protos[m], cands) == p)
-    return named(f"the protocols most members of {show(ms)} vote for (GM.selectProtocol)",
-                 Filter(cands, lambda p: ForAll(cands, lambda q: votes(q) <= votes(p))))
+    return named(f"the protocols most members of {show(ms)} vote for (GM.selectProtocol)", most_voted(ms))
 
 
 # Members that stay at join completion: those that rejoined, and static members
@@ -590,17 +598,11 @@ def _winners_after_replace() -> Term:
     replaced by the request's; written with the same vote as join completion.
     """
     old = V.static[P.instance]
-    ms = V.members
+
     def protos_of(m):
         return If(m == old, P.req_protos, V.protos[m])
-    from .lang import Lowest
-    first = Lowest(ms)
-    cands = Filter(names_of(protos_of(first)), lambda p: ForAll(ms, lambda m: p.in_(names_of(protos_of(m)))))
-
-    def votes(p):
-        return Count(ms, lambda m: Apply(P.vote, protos_of(m), cands) == p)
     return named("the protocols the vote would pick with the rejoining member's protocols",
-                 Filter(cands, lambda p: ForAll(cands, lambda q: votes(q) <= votes(p))))
+                 most_voted(V.members, protos_of))
 
 
 def _join_known_member(g: Chain, st: str) -> list[Row]:

@@ -203,6 +203,27 @@ def test_bad_input(assign):
         assign({"t": "3"}, {"a": ["t"]})
 
 
+@pytest.mark.parametrize("assign", [range_assign, roundrobin_assign])
+def test_bounds_refused_before_any_work(assign):
+    # 10**8 partitions once hung building the lists; a topic beyond Kafka's int32 is refused as such
+    with pytest.raises(ValueError, match=r"100,000,000 partitions together, more than the 1,000,000"):
+        assign({"t": 10**8}, {"a": ["t"]})
+    with pytest.raises(ValueError, match=r"more than a topic can have: Kafka holds it in an int32"):
+        assign({"t": 2**31}, {"a": ["t"]})
+    # the total counts the subscribed topics only, with metadata
+    assert len(assign({"t": 600_000, "v": 10**8}, {"a": ["t"], "b": ["t", "w"]})["a"]) == 300_000
+    with pytest.raises(ValueError, match="1,200,000 partitions"):
+        assign({"t": 600_000, "u": 600_000}, {"a": ["t", "u"]})
+
+
+def test_roundrobin_skips_many_members_without_a_walk():
+    # 2,000 members, the last alone on u: Kafka's skip loop passes 1,999 members per partition
+    # of u; the bisection finds the subscriber directly (the walk took tens of seconds here)
+    subs = {f"m{i:04}": ["t"] for i in range(1999)} | {"m1999": ["t", "u"]}
+    got = roundrobin_assign({"t": 2000, "u": 20_000}, subs)
+    assert len(got["m1999"]) == 1 + 20_000 and all(len(got[f"m{i:04}"]) == 1 for i in range(1999))
+
+
 def test_assignors_registry():
     assert ASSIGNORS == {"range": range_assign, "roundrobin": roundrobin_assign}
 
