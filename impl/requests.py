@@ -223,7 +223,7 @@ def check(api: Any, req: Any, forms: Forms = no_forms) -> None:
             raise InvalidRequest(f"{api} has no field {brief(name)}; its fields: {', '.join(allowed)}")
     for name in required:
         if name not in req:
-            raise InvalidRequest(f"{api} needs a `{name}`")
+            raise InvalidRequest(f"{api} needs a '{name}'")
     for name, value in req.items():
         problem = FIELDS[name].problem(value, name, forms)
         if problem:
@@ -231,5 +231,5 @@ def check(api: Any, req: Any, forms: Forms = no_forms) -> None:
     version = req.get("version")
     lo, hi = ACCEPTED_VERSIONS[api]
     if isinstance(version, int) and not lo <= version <= hi:
-        raise InvalidRequest(f"{api}: `version` {version} is not one Kafka 3.9 defines for {api} "
+        raise InvalidRequest(f"{api}: 'version' {version} is not one Kafka 3.9 defines for {api} "
                              f"({lo} to {hi}); leave it out for the newest")
