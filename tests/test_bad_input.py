@@ -403,3 +403,14 @@ def test_matching_a_set_is_not_exponential():
         match(expected, got, {}, "members")
     match([{"not": "z"}] * 24 + ["m3"], got, {}, "members")
     assert time.perf_counter() - t < 2
+
+
+def test_a_bug_of_ours_is_one_error_line_and_the_other_files_still_run(tmp_path, monkeypatch):
+    from groupspec.checkers.scenarios import report
+    write(tmp_path, "a", "scenario: boom\nsteps:\n  - advance_ms: 1\n")
+    write(tmp_path, "b", "scenario: fine\nsteps:\n  - advance_ms: 1\n")
+    real = report.run_scenario
+    monkeypatch.setattr(report, "run_scenario", lambda sc, t: 1 / 0 if sc.name == "boom" else real(sc, t))
+    r = invoke("scenario", "run", str(tmp_path))
+    assert r.exit_code == 2 and "internal error while running the scenario (ZeroDivisionError" in r.stdout
+    assert "pass   " + str(tmp_path / "b.yaml") in r.stdout

@@ -57,24 +57,34 @@ def scenario_files(paths: list[Path]) -> list[Path]:
 
 
 def run_files(files: list[Path], target: str, on_result=None) -> Run:
+    """Run every scenario of every file; a file that cannot be read is one `error` and the others still run."""
     run = Run(target)
     start = time.perf_counter()
+
+    def report(r: Result) -> None:
+        run.results.append(r)
+        if on_result:
+            on_result(r)
     for f in files:
         try:
             scenarios: list[Scenario] = load_file(f)
         except ScenarioError as e:
-            r = Result(str(f), e.scenario or "(file)", "error", e.step, message=e.message)
-            run.results.append(r)
-            if on_result:
-                on_result(r)
+            report(Result(str(f), e.scenario or "(file)", "error", e.step, message=e.message))
+            continue
+        except Exception as e:        # a bug of ours: said in one line, and the other files still run
+            report(Result(str(f), "(file)", "error", message=_internal(e, "reading the file")))
             continue
         for sc in scenarios:
-            r = run_scenario(sc, target)
-            run.results.append(r)
-            if on_result:
-                on_result(r)
+            try:
+                report(run_scenario(sc, target))
+            except Exception as e:    # as above
+                report(Result(sc.file, sc.name, "error", message=_internal(e, "running the scenario")))
     run.seconds = time.perf_counter() - start
     return run
+
+
+def _internal(e: Exception, doing: str) -> str:
+    return f"internal error while {doing} ({type(e).__name__}: {clip(str(e), 200)}); please report it with the file"
 
 
 def line(r: Result) -> str:
