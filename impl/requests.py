@@ -70,6 +70,8 @@ class Scalar(Shape):
             return None
         if self.unknown and isinstance(value, str):     # a name from a fixed list, misspelt
             return f"'{path}': unknown {self.unknown} {brief(value)} ({self.what})"
+        if isinstance(value, bool) and self.test("x"):  # a string wanted: YAML 1.1 turned `no`, `on`... into a bool
+            return f"{self.bad(value, path)} (YAML reads unquoted yes, no, on, off as true or false: quote it)"
         return self.bad(value, path)
 
 

@@ -156,6 +156,7 @@ BAD: dict[str, tuple[str | bytes, str]] = {
     "send-bind-in-request": (steps("{send: Heartbeat, id: a, group: {bind: g}}"),
                              "is for expect and snapshot steps"),
     "send-bare-dollar": (steps("{send: Heartbeat, id: a, group: $}"), "`$` must be followed by a variable name"),
+    "send-group-no": (steps("{send: Heartbeat, id: a, group: no}"), "got False (YAML reads unquoted yes, no, on"),
     "send-groups-string": (steps("{send: DeleteGroups, id: a, groups: g}"), "'groups' must be a list of group ids"),
     # expect
     "expect-list": (after_join("{expect: [j1]}"), "`expect:` takes the id of an earlier request"),
