@@ -415,3 +415,32 @@ def test_a_bug_of_ours_is_one_error_line_and_the_other_files_still_run(tmp_path,
     r = invoke("scenario", "run", str(tmp_path))
     assert r.exit_code == 2 and "internal error while running the scenario (ZeroDivisionError" in r.stdout
     assert "pass   " + str(tmp_path / "b.yaml") in r.stdout
+
+
+SEMANTICS = """
+scenarios:
+  - scenario: absent-any-of-null
+    steps:
+      - {snapshot: g, state: {any_of: [null, Empty]}}
+  - scenario: absent-with-members
+    steps:
+      - {snapshot: g, state: null, members: [a]}
+  - scenario: leave-errors-in-order-inside-any-of
+    config: {group.min.session.timeout.ms: 10, group.initial.rebalance.delay.ms: 0}
+    steps:
+      - {send: JoinGroup, id: j, group: g, member: "", client: c, session_timeout_ms: 1000, protocol_type: consumer,
+         protocols: [range], version: 3}
+      - {advance_ms: 0}
+      - {expect: j, error: NONE, member: {bind: m}}
+      - {send: LeaveGroup, id: l, group: g, members: [{member: $m}, {member: nobody}]}
+      - {expect: l, errors: {any_of: [[UNKNOWN_MEMBER_ID, NONE]]}}
+"""
+
+
+@pytest.mark.parametrize("target", ["spec", "runtime"])
+def test_forms_keep_their_meaning_and_an_absent_group_has_no_fields(tmp_path, target):
+    from groupspec.checkers.scenarios.runner import run_scenario
+    f = write(tmp_path, "semantics", SEMANTICS)
+    got = {sc.name: run_scenario(sc, target).result for sc in model.load_file(f)}
+    assert got == {"absent-any-of-null": "pass", "absent-with-members": "fail",
+                   "leave-errors-in-order-inside-any-of": "fail"}

@@ -260,7 +260,8 @@ def _expect(b: dict, w: World, env: dict) -> None:
         if k == "groups":
             match_summaries(v, got.get("groups", []), env, f"{rid}.groups")
         elif k == "errors":
-            match(v, got.get("errors"), env, f"{rid}.errors", ordered=isinstance(v, list))
+            # LeaveGroup's errors (the one list) compare in order, also inside {any_of}/{not}
+            match(v, got.get("errors"), env, f"{rid}.errors", ordered=isinstance(got.get("errors"), list))
         else:
             match(v, got.get(k), env, f"{rid}.{k}")
 
@@ -276,9 +277,11 @@ def _snapshot(b: dict, w: World, env: dict) -> None:
     gid = _group_id(b["snapshot"], env)
     snap = w.coord.snapshot(gid)
     if snap is None:
-        if "state" in b and b["state"] is None:
-            return
-        raise Mismatch(f"snapshot {gid}", {k: v for k, v in b.items() if k != "snapshot"}, "no such group")
+        # `state: null` (or a form that accepts null) says the group is not held; nothing else can hold then
+        if "state" not in b or len(b) > 2:
+            raise Mismatch(f"snapshot {gid}", {k: v for k, v in b.items() if k != "snapshot"}, "no such group")
+        match(b["state"], None, env, f"snapshot {gid}.state")
+        return
     for k, v in b.items():
         if k == "snapshot":
             continue
