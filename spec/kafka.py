@@ -102,10 +102,15 @@ def config_problems(config: Any) -> list[str]:
     if not isinstance(config, Mapping):
         return [f"config must be a mapping of Kafka config keys to integers, got {brief(config)}"]
     problems = []
+    unknown = [k for k in config if k not in CONFIG_DEFAULTS]
+    if unknown:
+        more = f" (and {len(unknown) - 3} more)" if len(unknown) > 3 else ""
+        problems.append(f"unknown config key {', '.join(brief(k) for k in unknown[:3])}{more}; known: "
+                        f"{', '.join(CONFIG_DEFAULTS)}")
     for k, v in config.items():
         if k not in CONFIG_DEFAULTS:
-            problems.append(f"unknown config key {brief(k)}; known: {', '.join(CONFIG_DEFAULTS)}")
-        elif not isinstance(v, int) or isinstance(v, bool):
+            continue
+        if not isinstance(v, int) or isinstance(v, bool):
             problems.append(f"config {k} must be an integer, got {brief(v)}")
         elif not INT32_MIN <= v <= INT32_MAX:
             problems.append(f"config {k} must fit Kafka's INT type ({INT32_MIN} to {INT32_MAX}), got {brief(v)}")
@@ -126,7 +131,8 @@ def check_config(config: Any) -> dict[str, int]:
     """The full config (defaults filled in), or ConfigError naming every problem."""
     problems = config_problems(config)
     if problems:
-        raise ConfigError("; ".join(problems))
+        more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+        raise ConfigError("; ".join(problems[:3]) + more)
     return {**CONFIG_DEFAULTS, **(config or {})}
 
 

@@ -95,6 +95,8 @@ BAD: dict[str, tuple[str | bytes, str]] = {
     "same-name-twice": ("scenarios:\n  - {scenario: s, steps: [{advance_ms: 1}]}\n"
                         "  - {scenario: s, steps: [{advance_ms: 1}]}\n", "names must be unique"),
     "unknown-scenario-key": ("scenario: s\nstep: []\nsteps: [{advance_ms: 1}]\n", "unknown key(s) 'step'"),
+    "10000-unknown-keys": ("scenario: s\nsteps: [{advance_ms: 1}]\n" + "".join(f"x{i}: 1\n" for i in range(10_000)),
+                           "unknown key(s) 'x0', 'x1', 'x2', 'x3', 'x4' and 9995 more"),
     "about-a-list": ("scenario: s\nabout: [1, 2]\nsteps: [{advance_ms: 1}]\n", "`about:` is free text"),
     "steps-a-mapping": ("scenario: s\nsteps: {advance_ms: 1}\n", "`steps:` must be a non-empty list"),
     "steps-empty": ("scenario: s\nsteps: []\n", "`steps:` must be a non-empty list"),
@@ -116,6 +118,8 @@ BAD: dict[str, tuple[str | bytes, str]] = {
     "config-bool": (with_config("{group.max.size: true}"), "group.max.size must be an integer"),
     "config-a-list": (with_config("[group.max.size]"), "config must be a mapping"),
     "config-unknown-key": (with_config("{group.max.sise: 3}"), "unknown config key 'group.max.sise'"),
+    "config-10000-unknown-keys": (with_config("{" + ", ".join(f"k{i}: {i}" for i in range(10_000)) + "}"),
+                                  "unknown config key 'k0', 'k1', 'k2' (and 9997 more)"),
     # steps of any kind
     "step-not-mapping": (steps("5"), "a step is a mapping"),
     "step-two-kinds": (steps("{advance_ms: 5, snapshot: g}"), "exactly one of"),

@@ -21,7 +21,7 @@ import yaml
 from groupspec.impl.requests import (BOOL, INT32, INT64, OPT_STRING, PARTITION_NAME, PARTITIONS, STRING,
                                      InvalidRequest, ListOf, MapOf, OneOf, Record, Scalar, Shape, no_forms)
 from groupspec.impl.requests import check as check_request
-from groupspec.spec.kafka import APIS, ERRORS, INT64_MAX, brief, clip, config_problems
+from groupspec.spec.kafka import APIS, ERRORS, INT64_MAX, ConfigError, brief, check_config, clip
 
 STEP_KINDS = ("send", "expect", "advance_ms", "storage", "coordinator", "snapshot", "assign")
 COORDINATOR_EVENTS = ("unload", "begin_load", "load", "expire_offsets")
@@ -306,7 +306,9 @@ _END = object()
 # ---------------------------------------------------------------------- scenarios and steps
 
 def _names(keys) -> str:
-    return ", ".join(brief(k, 40) for k in keys)
+    keys = list(keys)
+    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+    return ", ".join(brief(k, 40) for k in keys[:5]) + more
 
 
 def _one_line_name(v: Any) -> bool:
@@ -330,9 +332,10 @@ def _scenario(fname: str, item: Any, index: int) -> Scenario:
     if about is not None and not isinstance(about, str):
         raise ScenarioError(fname, f"`about:` is free text (a string), got {brief(about)}", name)
     config = item.get("config")
-    problems = config_problems(config)
-    if problems:
-        raise ScenarioError(fname, "; ".join(problems), name)
+    try:
+        check_config(config)
+    except ConfigError as e:
+        raise ScenarioError(fname, str(e), name) from None
     steps = item.get("steps")
     if not isinstance(steps, list) or not steps:
         raise ScenarioError(fname, f"`steps:` must be a non-empty list of steps, got {brief(steps)}", name)

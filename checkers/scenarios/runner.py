@@ -24,7 +24,7 @@ from groupspec.impl.lifecycle import IllegalMove
 from groupspec.spec import assignors
 from groupspec.spec.engine import EngineError
 from groupspec.spec.invariants import InvariantViolation
-from groupspec.spec.kafka import ConfigError, brief
+from groupspec.spec.kafka import ConfigError, brief, clip
 from groupspec.spec.lang import LangError
 
 from .match import BadUse, Mismatch, is_form, keyed, match, match_summaries, resolve
@@ -299,7 +299,7 @@ def _check_assign(step: Step, sc: Scenario) -> Result | None:
         got = fn(b["partitions"], b["subscriptions"])
         expected = {m: sorted(assignors.parse_partition(p) for p in ps) for m, ps in b["result"].items()}
     except (ValueError, TypeError) as e:
-        raise ScenarioError(sc.file, f"assign: {e}", sc.name, step.number) from None
+        raise ScenarioError(sc.file, f"assign: {clip(str(e))}", sc.name, step.number) from None
     got_sets = {m: sorted(ps) for m, ps in got.items()}
     if got_sets != expected:
         show = lambda d: {m: [assignors.format_partition(p) for p in ps] for m, ps in d.items()}  # noqa: E731
