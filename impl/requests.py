@@ -139,7 +139,7 @@ def _first(problems: Iterable[str | None]) -> str | None:
 
 
 def _key(k: Any) -> str:
-    return k if isinstance(k, str) and len(k) <= 40 else brief(k, 40)
+    return k if isinstance(k, str) and len(k) <= 40 and k.isprintable() else brief(k, 40)
 
 
 def _int_in(lo: int, hi: int) -> Callable[[Any], bool]:

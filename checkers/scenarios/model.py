@@ -31,7 +31,7 @@ FORM_KEYS = ("bind", "any_of", "not")
 # Limits on what a file may ask of the loader and the runner.
 MAX_FILE_BYTES = 64 * 2**20        # a scenario file is read whole
 MAX_DEPTH = 64                     # mappings and lists inside each other (the format needs about 10)
-MAX_ALIAS_NODES = 1_000_000        # nodes aliases may add beyond those written out (billion laughs)
+MAX_ALIAS_NODES = 100_000          # nodes aliases may add beyond those written out (billion laughs)
 MAX_NAME = 200                     # characters in a scenario name, a request id or a variable name
 MAX_PARTITIONS = 100_000           # partitions an `assign` step lays out
 
