@@ -312,7 +312,7 @@ def _names(keys) -> str:
 
 
 def _one_line_name(v: Any) -> bool:
-    return isinstance(v, str) and 0 < len(v) <= MAX_NAME and not any(c < " " or c == "\x7f" for c in v)
+    return isinstance(v, str) and 0 < len(v) <= MAX_NAME and v.isprintable()
 
 
 def _scenario(fname: str, item: Any, index: int) -> Scenario:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.lifecycle import IllegalMove
 from groupspec.impl.requests import InvalidRequest
 from groupspec.impl.storage import FileLog, InMemoryLog
-from groupspec.impl.lifecycle import IllegalMove
 from groupspec.spec import assignors
 from groupspec.spec.engine import EngineError
 from groupspec.spec.invariants import InvariantViolation
@@ -120,7 +120,7 @@ def run_scenario(sc: Scenario, target: str) -> Result:
                           message=str(e), fired=fired)
         except (InvariantViolation, IllegalMove) as e:     # the runtime broke its own rules: the target fails
             return Result(sc.file, sc.name, "fail", None, "the coordinator's invariants hold",
-                          f"{type(e).__name__}: {brief(str(e), SHOW)[1:-1]}", message=f"{type(e).__name__}",
+                          f"{type(e).__name__}: {clip(str(e), SHOW)}", message=f"{type(e).__name__}",
                           fired=fired)
         for w in worlds:
             fired.update(w.coord.fired)
