@@ -448,3 +448,16 @@ def test_forms_keep_their_meaning_and_an_absent_group_has_no_fields(tmp_path, ta
     got = {sc.name: run_scenario(sc, target).result for sc in model.load_file(f)}
     assert got == {"absent-any-of-null": "pass", "absent-with-members": "fail",
                    "leave-errors-in-order-inside-any-of": "fail"}
+
+
+def test_a_runtime_that_breaks_an_invariant_fails_the_scenario_not_the_run(tmp_path, monkeypatch):
+    from groupspec.impl.lifecycle import IllegalMove
+    write(tmp_path, "a", after_join("{expect: j1, error: MEMBER_ID_REQUIRED}"))
+    write(tmp_path, "b", "scenario: fine\nsteps:\n  - advance_ms: 1\n")
+
+    def broken(self, api, req, **kw):
+        raise IllegalMove("illegal move Empty -> Stable\n" + "x" * 10_000)
+    monkeypatch.setattr(GroupCoordinator, "send", broken)
+    r = invoke("scenario", "run", str(tmp_path), "--target", "runtime")
+    assert r.exit_code == 1 and len(r.stdout.splitlines()) == 3 and len(r.stdout) < 1500, r.stdout
+    assert "FAIL" in r.stdout and "IllegalMove: illegal move Empty -> Stable\\nxxx" in r.stdout

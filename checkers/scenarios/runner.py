@@ -120,7 +120,7 @@ def run_scenario(sc: Scenario, target: str) -> Result:
                           message=str(e), fired=fired)
         except (InvariantViolation, IllegalMove) as e:     # the runtime broke its own rules: the target fails
             return Result(sc.file, sc.name, "fail", None, "the coordinator's invariants hold",
-                          f"{type(e).__name__}: {clip(str(e), SHOW)}", message=f"{type(e).__name__}",
+                          f"{type(e).__name__}: {str(e)[:SHOW]}", message=f"{type(e).__name__}",
                           fired=fired)
         for w in worlds:
             fired.update(w.coord.fired)
