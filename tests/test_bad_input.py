@@ -81,6 +81,10 @@ BAD: dict[str, tuple[str | bytes, str]] = {
     "billion-laughs": (billion_laughs(), "alias bomb"),
     "self-containing": ("scenario: s\nsteps:\n  - &a [*a]\n", "contains itself"),
     "duplicate-key": (steps("{send: Heartbeat, id: h, id: h2, group: g}"), "the key 'id' is given twice"),
+    "json-duplicate-key": ('{"scenario": "d", "scenario": "e", "steps": [{"advance_ms": 1}]}',
+                           "line 1, column 19: the key 'scenario' is given twice"),
+    "json-nested-100": ('{"scenario": "s", "steps": [{"snapshot": "g", "members": ' + "[" * 100 + "]" * 100 + "}]}",
+                        "nested more than 64 levels"),
     "5000-digit-int": (steps("{advance_ms: " + "9" * 5000 + "}"), "too long"),
     "bad-date": (steps("{advance_ms: 2024-13-45}"), "month must be in 1..12"),
     # the file and scenario level
@@ -279,6 +283,12 @@ def test_a_malformed_file_does_not_stop_a_folder_run(tmp_path):
 def test_a_utf8_byte_order_mark_is_fine(tmp_path):
     f = write(tmp_path, "bom", codecs.BOM_UTF8 + b"scenario: s\nsteps:\n  - advance_ms: 1\n")
     assert invoke("scenario", "run", str(f)).exit_code == 0
+
+
+def test_json_that_libyaml_refuses_is_read_as_json(tmp_path):
+    f = tmp_path / "a.json"        # an escaped character outside the BMP, and the JSON escape of /
+    f.write_text('{"scenario": "s\\/\\ud83d\\ude00", "steps": [{"advance_ms": 1}]}')
+    assert [sc.name for sc in model.load_file(f)] == ["s/\U0001F600"]
 
 
 def test_the_loader_uses_libyaml_and_keeps_line_numbers(tmp_path):

@@ -10,6 +10,7 @@ shape anywhere, a config Kafka would refuse.
 from __future__ import annotations
 
 import codecs
+import json
 import re
 import stat
 from dataclasses import dataclass, field
@@ -239,7 +240,28 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):   # libyaml's pars
             raise yaml.constructor.ConstructorError(None, None, what, node.start_mark) from None
 
 
+_JSON_START = re.compile(r"[ \t\r\n]*[\[{]")
+
+
+def _json_object(pairs: list) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise ValueError("a key given twice")
+    return d
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
 def _parse(fname: str, text: str) -> Any:
+    if _JSON_START.match(text):
+        # JSON is YAML, but libyaml (YAML 1.1) refuses some JSON (the escape of a character outside the BMP,
+        # "\ud83d\ude00"), and Python's json reads 50 MB in a second; what json refuses, YAML reads or explains
+        try:
+            return json.loads(text, object_pairs_hook=_json_object, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            pass
     try:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
