@@ -281,42 +281,45 @@ def _measure(fname: str, doc: Any) -> None:
     the same object as its anchor), so counting is linear in what is written
     even for a billion laughs.  Iterative: no recursion on deep values.
     """
-    def children(v):
-        return list(v.keys()) + list(v.values()) if isinstance(v, dict) else v
-
     containers = (dict, list, tuple)
     if not isinstance(doc, containers):
         return
     expanded: dict[int, int] = {}       # id -> nodes below and including it, aliases expanded
-    written = 0                         # nodes as written out: each container counted once
+    written = [0]                       # nodes as written out: each container and its entries counted once
     on_path: set[int] = set()
-    stack = [(doc, iter(children(doc)), [1])]
-    on_path.add(id(doc))
+
+    def enter(v) -> list:
+        """A frame: [container, its containers, next one, nodes so far]; a mapping's keys count as nodes."""
+        kids = [x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, containers)]
+        entries = 2 * len(v) if isinstance(v, dict) else len(v)
+        written[0] += 1 + entries
+        on_path.add(id(v))
+        return [v, kids, 0, 1 + entries - len(kids)]
+
+    stack = [enter(doc)]
     while stack:
-        v, it, acc = stack[-1]
-        child = next(it, _END)
-        if child is _END:
+        frame = stack[-1]
+        v, kids, i, _ = frame
+        if i == len(kids):
             stack.pop()
             on_path.discard(id(v))
-            expanded[id(v)] = acc[0]
-            written += 1 + len(children(v))
+            expanded[id(v)] = frame[3]
             if stack:
-                stack[-1][2][0] += acc[0]
+                stack[-1][3] += frame[3]
             continue
-        if not isinstance(child, containers):
-            acc[0] += 1
-        elif id(child) in expanded:
-            acc[0] += expanded[id(child)]
+        frame[2] = i + 1
+        child = kids[i]
+        if id(child) in expanded:
+            frame[3] += expanded[id(child)]
         elif id(child) in on_path:
             raise ScenarioError(fname, "a value contains itself (an alias inside its own anchor); "
                                        "YAML values here must be trees")
+        elif len(stack) >= MAX_DEPTH:
+            raise ScenarioError(fname, f"values are nested more than {MAX_DEPTH} levels deep; "
+                                       f"the format needs about 10")
         else:
-            if len(stack) >= MAX_DEPTH:
-                raise ScenarioError(fname, f"values are nested more than {MAX_DEPTH} levels deep; "
-                                           f"the format needs about 10")
-            on_path.add(id(child))
-            stack.append((child, iter(children(child)), [1]))
-    if expanded[id(doc)] > written + MAX_ALIAS_NODES:
+            stack.append(enter(child))
+    if expanded[id(doc)] > written[0] + MAX_ALIAS_NODES:
         raise ScenarioError(fname, f"aliases expand the document to {brief(expanded[id(doc)])} nodes, over "
                                    f"{MAX_ALIAS_NODES:,} more than are written out (an alias bomb?); "
                                    f"write the repeated parts out or alias less")
