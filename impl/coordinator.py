@@ -105,7 +105,7 @@ class GroupCoordinator:
 
     def __init__(self, config: dict | None = None, log: MetadataLog | None = None, clock: ManualClock | None = None,
                  choose: Callable[[list], int] | None = None, lifecycle: bool = True, debug: bool = False):
-        self.config = check_config(config)      # ConfigError (a ValueError) names every bad key
+        self.config = check_config(config)      # or ConfigError (a ValueError) saying what is wrong
         self.clock = clock or ManualClock()
         self.timers = Timers(self.clock)
         self.log = log if log is not None else InMemoryLog()

@@ -94,8 +94,8 @@ _CONFIG_MINIMUM: tuple[tuple[str, int, str], ...] = (
 def config_problems(config: Any) -> list[str]:
     """Every problem with a coordinator config (Kafka's names; absent keys take Kafka's defaults), one line each.
 
-    The one place config is checked: the scenario loader reports these (exit 2)
-    and GroupCoordinator refuses to start with them (`check_config`).
+    The one place config is checked: through `check_config`, the scenario loader
+    reports them (exit 2) and GroupCoordinator refuses to start with them.
     """
     if config is None:
         return []
@@ -128,13 +128,58 @@ def config_problems(config: Any) -> list[str]:
 
 
 def check_config(config: Any) -> dict[str, int]:
-    """The full config (defaults filled in), or ConfigError naming every problem."""
+    """The full config (defaults filled in), or ConfigError naming the problems (the first three)."""
     problems = config_problems(config)
     if problems:
         more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
         raise ConfigError("; ".join(problems[:3]) + more)
     return {**CONFIG_DEFAULTS, **(config or {})}
 
+
+# The request versions Kafka 3.9 defines for each API: "validVersions" in
+# clients/src/main/resources/common/message/*Request.json.  Every one of these
+# starts at 0 in 3.9 (Kafka 4.0 drops some old ones, KIP-896).  A request of
+# another version is one Kafka cannot decode (requests.check refuses it).
+OLDEST_VERSION: dict[str, int] = {
+    "JoinGroup": 0,
+    "SyncGroup": 0,
+    "Heartbeat": 0,
+    "LeaveGroup": 0,
+    "OffsetCommit": 0,
+    "OffsetFetch": 0,
+    "DescribeGroups": 0,
+    "ListGroups": 0,
+    "DeleteGroups": 0,
+}
+# The newest: a request without `version` is of this version.
+NEWEST_VERSION: dict[str, int] = {
+    "JoinGroup": 9,
+    "SyncGroup": 5,
+    "Heartbeat": 4,
+    "LeaveGroup": 5,
+    "OffsetCommit": 9,
+    "OffsetFetch": 9,
+    "DescribeGroups": 5,
+    "ListGroups": 5,
+    "DeleteGroups": 2,
+}
+
+APIS: tuple[str, ...] = tuple(NEWEST_VERSION)
+
+# The versions a request may have: Kafka 3.9's, and one more for DescribeGroups:
+# version 6 (KIP-1043, Kafka 4.0) answers GROUP_ID_NOT_FOUND for an unknown
+# group, a row the table models (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE below).
+ACCEPTED_VERSIONS: dict[str, tuple[int, int]] = {
+    api: (OLDEST_VERSION[api], NEWEST_VERSION[api] + (api == "DescribeGroups")) for api in APIS}
+
+# JoinGroup v4 introduced the MEMBER_ID_REQUIRED round trip (KIP-394); KafkaApis
+# derives requireKnownMemberId = version >= 4 && groupInstanceId == null.
+JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE = 4
+# DescribeGroups answers GROUP_ID_NOT_FOUND for an unknown group from v6 on.
+DESCRIBE_GROUP_ID_NOT_FOUND_SINCE = 6
+
+
+# ---------------------------------------------------------------- showing what a user gave, in messages
 
 def clip(text: str, limit: int = 200) -> str:
     """Text for one line of a message: control characters (newlines too) and lone surrogates escaped,
@@ -193,45 +238,3 @@ def brief(value: Any, limit: int = 60) -> str:
     walk(value, ())
     text = "".join(out)
     return text if budget[0] >= 0 else text[:max(limit - 3, 1)] + "..."
-
-# The request versions Kafka 3.9 defines for each API: "validVersions" in
-# clients/src/main/resources/common/message/*Request.json.  Every one of these
-# starts at 0 in 3.9 (Kafka 4.0 drops some old ones, KIP-896).  A request of
-# another version is one Kafka cannot decode (requests.check refuses it).
-OLDEST_VERSION: dict[str, int] = {
-    "JoinGroup": 0,
-    "SyncGroup": 0,
-    "Heartbeat": 0,
-    "LeaveGroup": 0,
-    "OffsetCommit": 0,
-    "OffsetFetch": 0,
-    "DescribeGroups": 0,
-    "ListGroups": 0,
-    "DeleteGroups": 0,
-}
-# The newest: a request without `version` is of this version.
-NEWEST_VERSION: dict[str, int] = {
-    "JoinGroup": 9,
-    "SyncGroup": 5,
-    "Heartbeat": 4,
-    "LeaveGroup": 5,
-    "OffsetCommit": 9,
-    "OffsetFetch": 9,
-    "DescribeGroups": 5,
-    "ListGroups": 5,
-    "DeleteGroups": 2,
-}
-
-APIS: tuple[str, ...] = tuple(NEWEST_VERSION)
-
-# The versions a request may have: Kafka 3.9's, and one more for DescribeGroups:
-# version 6 (KIP-1043, Kafka 4.0) answers GROUP_ID_NOT_FOUND for an unknown
-# group, a row the table models (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE below).
-ACCEPTED_VERSIONS: dict[str, tuple[int, int]] = {
-    api: (OLDEST_VERSION[api], NEWEST_VERSION[api] + (api == "DescribeGroups")) for api in APIS}
-
-# JoinGroup v4 introduced the MEMBER_ID_REQUIRED round trip (KIP-394); KafkaApis
-# derives requireKnownMemberId = version >= 4 && groupInstanceId == null.
-JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE = 4
-# DescribeGroups answers GROUP_ID_NOT_FOUND for an unknown group from v6 on.
-DESCRIBE_GROUP_ID_NOT_FOUND_SINCE = 6
