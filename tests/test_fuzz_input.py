@@ -43,7 +43,7 @@ scalars = st.one_of(
                      "\u2028", "x" * 300]))
 forms = st.sampled_from([{"bind": "a"}, {"bind": 5}, {"bind": ["a"]}, {"any_of": 5}, {"any_of": []},
                          {"any_of": ["NONE", 3]}, {"not": None}, {"not": {"not": "x"}}, {"bind": "$a"},
-                         {"any_of": [{"bind": "z"}]}, {"not": [1]}])
+                         {"any_of": [{"bind": "z"}]}, {"not": [1]}]).map(copy.deepcopy)   # mutated later: fresh
 hostile = st.one_of(scalars, forms, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=4), scalars,
                                                                                     max_size=3))
 
