@@ -48,10 +48,12 @@ class Result:
 
     def as_json(self) -> dict:
         d = {"file": self.file, "scenario": self.scenario, "result": self.result}
-        if self.result != "pass":
+        if self.result == "fail":
             d.update(step=self.step, expected=_text(self.expected), got=_text(self.got))
-            if self.message:
-                d["message"] = self.message
+        elif self.result == "error":     # the scenario is wrong: there is nothing expected or got to show
+            d["step"] = self.step
+        if self.result != "pass" and self.message:
+            d["message"] = self.message
         return d
 
 
