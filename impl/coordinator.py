@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from groupspec.spec import engine as E
-from groupspec.spec.kafka import (CONFIG_DEFAULTS, DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS,
-                                  JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE, NEWEST_VERSION)
+from groupspec.spec.kafka import (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE,
+                                  NEWEST_VERSION, brief, check_config)
 from groupspec.spec.lang import NONE, iter_bits, mask_of
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES, Coord
@@ -108,8 +108,7 @@ class GroupCoordinator:
 
     def __init__(self, config: dict | None = None, log: MetadataLog | None = None, clock: ManualClock | None = None,
                  choose: Callable[[list], int] | None = None, lifecycle: bool = True, debug: bool = False):
-        self.config = dict(CONFIG_DEFAULTS)
-        self.config.update(config or {})
+        self.config = check_config(config)      # or ConfigError (a ValueError) saying what is wrong
         self.clock = clock or ManualClock()
         self.timers = Timers(self.clock)
         self.log = log if log is not None else InMemoryLog()
@@ -143,11 +142,16 @@ class GroupCoordinator:
 
     def send(self, api: str, req: dict, on_response: Callable[[dict], None] | None = None,
              request_id: Any = None) -> dict | None:
-        """Handle one request.  Returns its response, or None if it is parked."""
-        handler = getattr(self, "_api_" + api, None)
-        if handler is None:
-            raise InvalidRequest(f"unknown API {api!r}")
+        """Handle one request.  Returns its response, or None if it is parked.
+
+        A request Kafka could not decode (an unknown API or field, a value of
+        the wrong type or beyond its wire type, a version outside the API's)
+        raises InvalidRequest; anything it can decode gets a response.
+        """
         check_request(api, req)
+        if on_response is not None and not callable(on_response):
+            raise InvalidRequest(f"on_response must be callable or None, got {brief(on_response)}")
+        handler = getattr(self, "_api_" + api)
         rid = request_id if request_id is not None else next(self._ids)
         self._current = (rid, api, on_response, req.get("member") or "")
         self._reply = None

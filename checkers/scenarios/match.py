@@ -4,20 +4,45 @@ Values: `$name` (bound earlier), `{bind: name}`, `{any_of: [...]}`,
 `{not: x}`.  Lists of members and partitions compare as sets, except
 LeaveGroup's `errors`, which compare in order.  Summaries in `groups`
 compare on the keys the scenario names, and the list as a set.
+
+The loader has checked the shapes and bounded the depth of every expected
+value (model.MAX_DEPTH), so the recursion here is shallow.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from groupspec.spec.kafka import brief
 
-class Unbound(KeyError):
-    """A `$name` used before it was bound: a mistake in the scenario."""
+FORM_KEYS = ("bind", "any_of", "not")
+MAX_PAIRINGS = 100_000     # tries at pairing a set's elements when bindings forbid the polynomial way
+
+
+class BadUse(Exception):
+    """A mistake in the scenario that shows only while it runs (reported as an error, not as a failure)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class Unbound(BadUse):
+    """A `$name` used before it was bound."""
+
+    def __init__(self, name: str):
+        super().__init__(f"${name} is used before a `{{bind: {name}}}` binds it")
+        self.name = name
 
 
 class Mismatch(Exception):
     def __init__(self, where: str, expected: Any, got: Any):
         self.where, self.expected, self.got = where, expected, got
-        super().__init__(f"{where}: expected {expected!r}, got {got!r}")
+        super().__init__(f"{where}: expected {brief(expected, 200)}, got {brief(got, 200)}")
+
+
+def is_form(v: Any) -> bool:
+    """`{bind: ..}`, `{any_of: ..}` or `{not: ..}`: a value that stands for others."""
+    return isinstance(v, dict) and len(v) == 1 and next(iter(v)) in FORM_KEYS
 
 
 def resolve(v: Any, env: dict) -> Any:
@@ -30,31 +55,50 @@ def resolve(v: Any, env: dict) -> Any:
     if isinstance(v, list):
         return [resolve(x, env) for x in v]
     if isinstance(v, dict):
-        return {resolve(k, env): resolve(x, env) for k, x in v.items()}
+        return {k: resolve(x, env) for k, x in keyed(v, env).items()}
     return v
 
 
-def match(expected: Any, got: Any, env: dict, where: str, ordered: bool = False) -> None:
-    """Raise Mismatch unless `got` fits `expected`; bind variables into env."""
-    if isinstance(expected, dict) and set(expected) == {"bind"}:
-        env[expected["bind"]] = got
+def keyed(d: dict, env: dict) -> dict:
+    """`d` with its keys resolved (a variable used as a key must hold what a key can be)."""
+    out = {}
+    for k, x in d.items():
+        key = resolve(k, env)
+        try:
+            out[key] = x
+        except TypeError:
+            raise BadUse(f"{brief(k)} is used as a key, but it holds {brief(key)}, which cannot be one") from None
+    return out
+
+
+def _form(expected: dict, got: Any, env: dict, where: str, compare) -> None:
+    """`{bind}`, `{any_of}` or `{not}` around what `compare(expected, got, env)` compares."""
+    key, x = next(iter(expected.items()))
+    if key == "bind":
+        env[x] = got
         return
-    if isinstance(expected, dict) and set(expected) == {"any_of"}:
-        for alt in expected["any_of"]:
+    if key == "any_of":
+        for alt in x:
             trial = dict(env)
             try:
-                match(alt, got, trial, where, ordered)
+                compare(alt, got, trial)
             except Mismatch:
                 continue
             env.update(trial)
             return
         raise Mismatch(where, _show(expected, env), got)
-    if isinstance(expected, dict) and set(expected) == {"not"}:
-        try:
-            match(expected["not"], got, dict(env), where, ordered)
-        except Mismatch:
-            return
-        raise Mismatch(where, _show(expected, env), got)
+    try:
+        compare(x, got, dict(env))
+    except Mismatch:
+        return
+    raise Mismatch(where, _show(expected, env), got)
+
+
+def match(expected: Any, got: Any, env: dict, where: str, ordered: bool = False) -> None:
+    """Raise Mismatch unless `got` fits `expected`; bind variables into env."""
+    if is_form(expected):
+        _form(expected, got, env, where, lambda e, g, trial: match(e, g, trial, where, ordered))
+        return
     if isinstance(expected, str) and expected.startswith("$"):
         expected = resolve(expected, env)
         if expected != got:
@@ -74,11 +118,11 @@ def match(expected: Any, got: Any, env: dict, where: str, ordered: bool = False)
     if isinstance(expected, dict):
         if not isinstance(got, dict):
             raise Mismatch(where, _show(expected, env), got)
-        exp = {resolve(k, env): v for k, v in expected.items()}
+        exp = keyed(expected, env)
         if set(exp) != set(got):
             raise Mismatch(where, _show(expected, env), got)
         for k, v in exp.items():
-            match(v, got[k], env, f"{where}.{k}", ordered)
+            match(v, got[k], env, f"{where}.{k if isinstance(k, str) else brief(k, 40)}", ordered)
         return
     if expected in (None, "") and got in (None, ""):
         return   # the format does not tell null from an empty string
@@ -86,24 +130,66 @@ def match(expected: Any, got: Any, env: dict, where: str, ordered: bool = False)
         raise Mismatch(where, expected, got)
 
 
+def _binds(v: Any) -> bool:
+    """Whether matching `v` can bind a variable (then pairings depend on each other)."""
+    if is_form(v) and "bind" in v:
+        return True
+    if isinstance(v, dict):
+        return any(_binds(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_binds(x) for x in v)
+    return False
+
+
 def _match_set(expected: list, got: list, env: dict, where: str, one=None) -> None:
     """Lists as sets: each expected element matches a distinct element of got, none left over.
 
-    Tries every pairing (backtracking), so an `any_of` or a binding in one
-    element cannot block a match another pairing would find.
+    Without bindings whether an element fits another does not depend on the
+    rest, so this is a bipartite matching (augmenting paths, polynomial).  With
+    bindings every pairing is tried (backtracking), so an `any_of` or a binding
+    in one element cannot block a match another pairing would find; the tries
+    are bounded (MAX_PAIRINGS).
     """
     one = one or (lambda e, g, trial: match(e, g, trial, where))
     if len(expected) != len(got):
         raise Mismatch(where, _show(expected, env), got)
 
+    def fits(e, g, trial) -> bool:
+        try:
+            one(e, g, trial)
+        except Mismatch:
+            return False
+        return True
+
+    if not _binds(expected):
+        n = len(expected)
+        fit = [[j for j in range(n) if fits(expected[i], got[j], dict(env))] for i in range(n)]
+        owner = [-1] * n            # got index -> expected index
+
+        def augment(i: int, seen: set) -> bool:
+            for j in fit[i]:
+                if j not in seen:
+                    seen.add(j)
+                    if owner[j] < 0 or augment(owner[j], seen):
+                        owner[j] = i
+                        return True
+            return False
+        if not all(augment(i, set()) for i in range(n)):
+            raise Mismatch(where, _show(expected, env), got)
+        return
+
+    tries = [0]
+
     def pair(i: int, left: list, trial: dict):
         if i == len(expected):
             return trial
         for j, g in enumerate(left):
+            tries[0] += 1
+            if tries[0] > MAX_PAIRINGS:
+                raise BadUse(f"{where}: too many ways to pair the elements of this list (it binds variables); "
+                             f"bind fewer of them in one list")
             t = dict(trial)
-            try:
-                one(expected[i], g, t)
-            except Mismatch:
+            if not fits(expected[i], g, t):
                 continue
             done = pair(i + 1, left[:j] + left[j + 1:], t)
             if done is not None:
@@ -117,17 +203,25 @@ def _match_set(expected: list, got: list, env: dict, where: str, one=None) -> No
 
 def match_summaries(expected: list, got: list, env: dict, where: str) -> None:
     """ListGroups / DescribeGroups: each summary compared on the keys named; the list as a set."""
+    if is_form(expected):
+        _form(expected, got, env, where, lambda e, g, trial: match_summaries(e, g, trial, where))
+        return
     if not isinstance(expected, list) or not isinstance(got, list):
         raise Mismatch(where, expected, got)
 
-    def one(e: dict, g: dict, trial: dict) -> None:
-        for k, v in e.items():
-            match(v, g.get(k), trial, f"{where}.{k}")
+    def one(e: Any, g: Any, trial: dict) -> None:
+        if is_form(e):
+            _form(e, g, trial, where, one)
+        elif not isinstance(e, dict) or not isinstance(g, dict):
+            raise Mismatch(where, e, g)
+        else:
+            for k, v in e.items():
+                match(v, g.get(k), trial, f"{where}.{k}")
     _match_set(expected, got, env, where, one)
 
 
 def _show(v: Any, env: dict) -> Any:
     try:
         return resolve(v, env)
-    except Unbound:
+    except BadUse:
         return v

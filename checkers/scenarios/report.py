@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from groupspec.spec.kafka import brief, clip
 from groupspec.spec.table import ROWS
 
 from .model import Scenario, ScenarioError, load_file
-from .runner import Result, run_scenario
+from .runner import SHOW, Result, run_scenario
 
 
 @dataclass
@@ -54,35 +57,51 @@ def scenario_files(paths: list[Path]) -> list[Path]:
 
 
 def run_files(files: list[Path], target: str, on_result=None) -> Run:
+    """Run every scenario of every file; a file that cannot be read is one `error` and the others still run."""
     run = Run(target)
     start = time.perf_counter()
+
+    def report(r: Result) -> None:
+        run.results.append(r)
+        if on_result:
+            on_result(r)
     for f in files:
         try:
             scenarios: list[Scenario] = load_file(f)
         except ScenarioError as e:
-            r = Result(str(f), e.scenario or "(file)", "error", e.step, message=e.message)
-            run.results.append(r)
-            if on_result:
-                on_result(r)
+            report(Result(str(f), e.scenario or "(file)", "error", e.step, message=e.message))
+            continue
+        except Exception as e:        # a bug of ours: said in one line, and the other files still run
+            report(Result(str(f), "(file)", "error", message=_internal(e, "reading the file")))
             continue
         for sc in scenarios:
-            r = run_scenario(sc, target)
-            run.results.append(r)
-            if on_result:
-                on_result(r)
+            try:
+                report(run_scenario(sc, target))
+            except Exception as e:    # as above
+                report(Result(sc.file, sc.name, "error", message=_internal(e, "running the scenario")))
     run.seconds = time.perf_counter() - start
     return run
 
 
+def _internal(e: Exception, doing: str) -> str:
+    return f"internal error while {doing} ({type(e).__name__}: {clip(str(e), 200)}); please report it with the file"
+
+
 def line(r: Result) -> str:
+    """One line for a result, whatever the names and values hold (control characters are escaped)."""
+    where = f"{clip(r.file, 1000)}: {clip(r.scenario)}"
     if r.result == "pass":
-        return f"pass   {r.file}: {r.scenario}"
+        return f"pass   {where}"
     if r.result == "error":
         at = f", step {r.step}" if r.step else ""
-        return f"error  {r.file}: {r.scenario}{at}: {r.message}"
+        return f"error  {where}{at}: {clip(r.message, 1000)}"
     at = f"step {r.step}" if r.step else "a step"
-    what = f" ({r.message})" if r.message else ""
-    return f"FAIL   {r.file}: {r.scenario}: {at}{what}: expected {r.expected!r}, got {r.got!r}"
+    what = f" ({clip(r.message)})" if r.message else ""
+    return f"FAIL   {where}: {at}{what}: expected {_shown(r.expected)}, got {_shown(r.got)}"
+
+
+def _shown(v) -> str:
+    return clip(brief(v, SHOW), SHOW + 50)
 
 
 def uncovered(fired: set[str]) -> list[str]:
@@ -96,15 +115,30 @@ def write_junit(runs: list[Run], path: Path) -> None:
                               tests=str(len(run.results)), failures=str(run.failed), errors=str(run.errors),
                               time=f"{run.seconds:.3f}")
         for r in run.results:
-            case = ET.SubElement(suite, "testcase", classname=r.file, name=f"{r.scenario} [{run.target}]")
+            case = ET.SubElement(suite, "testcase", classname=_xml(r.file), name=_xml(f"{r.scenario} [{run.target}]"))
             if r.result == "fail":
-                el = ET.SubElement(case, "failure", message=f"step {r.step}: expected {r.expected!r}, got {r.got!r}")
-                el.text = line(r)
+                el = ET.SubElement(case, "failure", message=_xml(f"step {r.step}: expected {_shown(r.expected)}, "
+                                                                 f"got {_shown(r.got)}"))
+                el.text = _xml(line(r))
             elif r.result == "error":
-                el = ET.SubElement(case, "error", message=r.message)
-                el.text = line(r)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+                el = ET.SubElement(case, "error", message=_xml(clip(r.message, 1000)))
+                el.text = _xml(line(r))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+    except OSError as e:
+        # the CLI has no handler for this: say it in one line and exit 2 as for any bad input
+        print(f"groupspec: --junit {clip(str(path))}: cannot write ({e.strerror or e}); give a writable file path",
+              file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+# What XML 1.0 forbids (most control characters, lone surrogates, U+FFFE/U+FFFF); ElementTree writes them as is.
+_NOT_XML = re.compile("[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\U00010000-\U0010FFFF]")
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def to_json(runs: list[Run]) -> str:

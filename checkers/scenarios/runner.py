@@ -18,17 +18,21 @@ from pathlib import Path
 from typing import Any, Callable
 
 from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.lifecycle import IllegalMove
 from groupspec.impl.requests import InvalidRequest
 from groupspec.impl.storage import FileLog, InMemoryLog
 from groupspec.spec import assignors
-from groupspec.spec.lang import LangError
 from groupspec.spec.engine import EngineError
+from groupspec.spec.invariants import InvariantViolation
+from groupspec.spec.kafka import ConfigError, brief, clip
+from groupspec.spec.lang import LangError
 
-from .match import Mismatch, Unbound, match, match_summaries, resolve
+from .match import BadUse, Mismatch, is_form, keyed, match, match_summaries, resolve
 from .model import Scenario, ScenarioError, Step
 
 TARGETS = ("spec", "runtime")
 MAX_WORLDS = 512
+SHOW = 300          # characters of an expected or got value in a failure (line, JSON, JUnit)
 
 
 @dataclass
@@ -44,15 +48,17 @@ class Result:
 
     def as_json(self) -> dict:
         d = {"file": self.file, "scenario": self.scenario, "result": self.result}
-        if self.result != "pass":
+        if self.result == "fail":
             d.update(step=self.step, expected=_text(self.expected), got=_text(self.got))
-            if self.message:
-                d["message"] = self.message
+        elif self.result == "error":     # the scenario is wrong: there is nothing expected or got to show
+            d["step"] = self.step
+        if self.result != "pass" and self.message:
+            d["message"] = self.message
         return d
 
 
 def _text(v: Any) -> str:
-    return v if isinstance(v, str) else repr(v)
+    return v if isinstance(v, str) and len(v) <= SHOW else brief(v, SHOW)
 
 
 class World:
@@ -109,9 +115,15 @@ def run_scenario(sc: Scenario, target: str) -> Result:
                     return failure
         except ScenarioError as e:
             return Result(sc.file, sc.name, "error", e.step, message=e.message, fired=fired)
+        except ConfigError as e:       # the loader checks config the same way; a Scenario built by hand may not
+            return Result(sc.file, sc.name, "error", None, message=str(e), fired=fired)
         except (EngineError, LangError) as e:
             return Result(sc.file, sc.name, "fail", None, "a behaviour of the spec", f"the table: {e}",
                           message=str(e), fired=fired)
+        except (InvariantViolation, IllegalMove) as e:     # the runtime broke its own rules: the target fails
+            return Result(sc.file, sc.name, "fail", None, "the coordinator's invariants hold",
+                          f"{type(e).__name__}: {str(e)[:SHOW]}", message=f"{type(e).__name__}",
+                          fired=fired)
         for w in worlds:
             fired.update(w.coord.fired)
         return Result(sc.file, sc.name, "pass", fired=fired)
@@ -132,8 +144,8 @@ def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario):
             trial.env = dict(w.env)
             try:
                 (_expect if step.kind == "expect" else _snapshot)(b, w, trial.env)
-            except Unbound as u:
-                raise bad(f"${u.args[0]} is used before a `{{bind: {u.args[0]}}}` binds it") from None
+            except BadUse as e:
+                raise bad(e.message) from None
             except Mismatch as m:
                 first = first or m
                 continue
@@ -201,10 +213,9 @@ def _action(step: Step, bad) -> Callable[[World], None]:
         def send(w: World):
             try:
                 req = resolve(raw, w.env)
-            except Unbound as u:
-                raise bad(f"${u.args[0]} is used before a `{{bind: {u.args[0]}}}` binds it") from None
-            try:
                 resp = w.coord.send(api, req, on_response=_Callback(w, rid), request_id=rid)
+            except BadUse as e:
+                raise bad(e.message) from None
             except InvalidRequest as e:
                 raise bad(f"{e} (after substituting variables)") from None
             if resp is not None:
@@ -215,7 +226,7 @@ def _action(step: Step, bad) -> Callable[[World], None]:
     if step.kind == "storage":
         key, val = next(iter(b["storage"].items()))
         if key == "hold":
-            return lambda w: w.coord.storage_hold(bool(val))
+            return lambda w: w.coord.storage_hold(val)
         if key == "fail_next_append":
             return lambda w: w.coord.storage_fail_next(val)
 
@@ -226,7 +237,12 @@ def _action(step: Step, bad) -> Callable[[World], None]:
     if step.kind == "coordinator":
         ev = b["coordinator"]
         if isinstance(ev, dict):
-            return lambda w: w.coord.mark_dead(ev["mark_dead"])
+            def mark_dead(w: World):
+                try:
+                    w.coord.mark_dead(_group_id(ev["mark_dead"], w.env))
+                except BadUse as e:
+                    raise bad(e.message) from None
+            return mark_dead
         return lambda w: getattr(w.coord, ev)()
     raise bad(f"unsupported step {step.kind}")
 
@@ -246,24 +262,34 @@ def _expect(b: dict, w: World, env: dict) -> None:
         if k == "groups":
             match_summaries(v, got.get("groups", []), env, f"{rid}.groups")
         elif k == "errors":
-            match(v, got.get("errors"), env, f"{rid}.errors", ordered=isinstance(v, list))
+            # LeaveGroup's errors (the one list) compare in order, also inside {any_of}/{not}
+            match(v, got.get("errors"), env, f"{rid}.errors", ordered=isinstance(got.get("errors"), list))
         else:
             match(v, got.get(k), env, f"{rid}.{k}")
 
 
+def _group_id(v: Any, env: dict) -> str:
+    gid = resolve(v, env)
+    if not isinstance(gid, str):
+        raise BadUse(f"{brief(v)} must be a group id, and it holds {brief(gid)}")
+    return gid
+
+
 def _snapshot(b: dict, w: World, env: dict) -> None:
-    gid = resolve(b["snapshot"], env)
+    gid = _group_id(b["snapshot"], env)
     snap = w.coord.snapshot(gid)
     if snap is None:
-        if "state" in b and b["state"] is None:
-            return
-        raise Mismatch(f"snapshot {gid}", {k: v for k, v in b.items() if k != "snapshot"}, "no such group")
+        # `state: null` (or a form that accepts null) says the group is not held; nothing else can hold then
+        if "state" not in b or len(b) > 2:
+            raise Mismatch(f"snapshot {gid}", {k: v for k, v in b.items() if k != "snapshot"}, "no such group")
+        match(b["state"], None, env, f"snapshot {gid}.state")
+        return
     for k, v in b.items():
         if k == "snapshot":
             continue
         got = snap.get(k)
-        if k == "assignment" and isinstance(v, dict):
-            named = {resolve(x, env) for x in v}
+        if k == "assignment" and isinstance(v, dict) and not is_form(v):
+            named = set(keyed(v, env))
             got = {m: p for m, p in got.items() if m in named or p}
         match(v, got, env, f"snapshot {gid}.{k}")
 
@@ -275,7 +301,7 @@ def _check_assign(step: Step, sc: Scenario) -> Result | None:
         got = fn(b["partitions"], b["subscriptions"])
         expected = {m: sorted(assignors.parse_partition(p) for p in ps) for m, ps in b["result"].items()}
     except (ValueError, TypeError) as e:
-        raise ScenarioError(sc.file, f"assign: {e}", sc.name, step.number) from None
+        raise ScenarioError(sc.file, f"assign: {clip(str(e))}", sc.name, step.number) from None
     got_sets = {m: sorted(ps) for m, ps in got.items()}
     if got_sets != expected:
         show = lambda d: {m: [assignors.format_partition(p) for p in ps] for m, ps in d.items()}  # noqa: E731
