@@ -567,12 +567,6 @@ class GroupCoordinator:
             except StorageError as e:
                 logger.warning("append failed, answered as Kafka's KAFKA_STORAGE_ERROR: %s", e)
                 error = "KAFKA_STORAGE_ERROR"
-            except ValueError as e:
-                # the log refuses a record no Kafka request could lead to (a request integer out of
-                # int32/int64 range): fail the append as ReplicaManager answers an unexpected error,
-                # rather than raise from deep inside `send` with the group left waiting on it
-                logger.error("append refused, answered as UNKNOWN_SERVER_ERROR: %s", e)
-                error = "UNKNOWN_SERVER_ERROR"
         if a.request is not None:
             rid, cb, mid = a.request
             if a.kind == "offsets" and error == "NONE":

@@ -60,13 +60,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Protocol
 
+from groupspec.spec.kafka import brief
+
+from .requests import INT32, INT64, OPT_STRING, PARTITION_NAME, PARTITIONS, STRING, ListOf, Record, Scalar
+
 log = logging.getLogger("groupspec.storage")
 
 MAGIC = b"GSLOG 1\n"
 RECOVERY_MODES = ("point-in-time", "skip-corrupt", "strict")
-INT64 = (-(1 << 63), (1 << 63) - 1)
-INT32 = (-(1 << 31), (1 << 31) - 1)
-_PARTITION = re.compile(r"^.+-(0|[1-9][0-9]*)$")
 _LINE = re.compile(rb"^([0-9a-f]{8}) (0|[1-9][0-9]{0,9}) ")
 
 
@@ -83,49 +84,23 @@ class LogCorrupt(ValueError):
 
 
 # -- records -------------------------------------------------------------------------------
+# What the coordinator writes, in the shapes requests are checked with (one notion of an INT32,
+# a partition name, ...): a record that is not one of these is corrupt.
 
-def _is_int(v, lo_hi=INT64) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and lo_hi[0] <= v <= lo_hi[1]
-
-
-def _is_str(v) -> bool:
-    return isinstance(v, str)
-
-
-def _is_opt_str(v) -> bool:
-    return v is None or isinstance(v, str)
-
-
-def _is_partition(v) -> bool:
-    return isinstance(v, str) and bool(_PARTITION.match(v))
-
-
-def _member_problem(m) -> str | None:
-    if not isinstance(m, dict):
-        return "a member is not an object"
-    for k, ok in (("member", _is_str), ("instance", _is_opt_str), ("client", _is_str), ("host", _is_str),
-                  ("session_ms", lambda v: _is_int(v, INT32)), ("rebalance_ms", lambda v: _is_int(v, INT32))):
-        if k not in m or not ok(m[k]):
-            return f"member field {k!r} is missing or of the wrong type"
-    protos = m.get("protocols")
-    if not isinstance(protos, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(map(_is_str, p)) for p in protos):
-        return "member field 'protocols' must be a list of [name, metadata]"
-    parts = m.get("assignment")
-    if not isinstance(parts, list) or not all(map(_is_partition, parts)):
-        return "member field 'assignment' must be a list of partitions (topic-N)"
-    return None
-
-
-# the fields of each record type, with their checks
+_GENERATION = Scalar("a generation (0 to 2147483647)", lambda v: INT32.test(v) and v >= 0)
+_PROTOCOL = ListOf("[name, metadata]", STRING)
+_MEMBER = dict(member=STRING, instance=OPT_STRING, client=STRING, host=STRING, session_ms=INT32,
+                  rebalance_ms=INT32, protocols=ListOf("a list of [name, metadata]", _PROTOCOL), assignment=PARTITIONS)
 _RECORD_FIELDS = {
-    "group": {"generation": lambda v: _is_int(v, (0, INT32[1])), "protocol_type": _is_opt_str,
-              "protocol": _is_opt_str, "leader": _is_opt_str, "members": lambda v: isinstance(v, list),
-              "ts": _is_int},
-    "offset": {"partition": _is_partition, "offset": _is_int, "commit_ts": _is_int},
-    "offset_tombstone": {"partition": _is_partition},
-    "group_tombstone": {},
+    "group": dict(generation=_GENERATION, protocol_type=OPT_STRING, protocol=OPT_STRING, leader=OPT_STRING,
+                     members=ListOf("a list of members", Record("a member", _MEMBER, _MEMBER)), ts=INT64),
+    "offset": dict(partition=PARTITION_NAME, offset=INT64, commit_ts=INT64),
+    "offset_tombstone": dict(partition=PARTITION_NAME),
+    "group_tombstone": dict(),
 }
+_RECORDS = {kind: Record(f"a {kind} record", {"type": STRING, "group": STRING, **fields},
+                         ("type", "group", *fields))
+            for kind, fields in _RECORD_FIELDS.items()}
 
 
 def record_problem(r) -> str | None:
@@ -133,20 +108,15 @@ def record_problem(r) -> str | None:
     if not isinstance(r, dict):
         return f"a record must be a JSON object, not {type(r).__name__}"
     kind = r.get("type")
-    fields = _RECORD_FIELDS.get(kind) if isinstance(kind, str) else None
-    if fields is None:
-        return f"unknown record type {str(kind)[:40]!r} (known: {', '.join(_RECORD_FIELDS)})"
-    if not _is_str(r.get("group")):
-        return f"{kind} record: 'group' is missing or not a string"
-    for k, ok in fields.items():
-        if k not in r or not ok(r[k]):
-            return f"{kind} record: {k!r} is missing or of the wrong type"
-    if kind == "group":
-        for m in r["members"]:
-            problem = _member_problem(m)
-            if problem:
-                return f"group record: {problem}"
-    return None
+    shape = _RECORDS.get(kind) if isinstance(kind, str) else None
+    if shape is None:
+        return f"unknown record type {brief(kind)} (known: {', '.join(_RECORDS)})"
+    problem = shape.problem(r, kind)
+    if problem is None and kind == "group":
+        problem = next((f"'group.members[{i}].protocols[{k}]' must be [name, metadata]"
+                        for i, m in enumerate(r["members"]) for k, p in enumerate(m["protocols"]) if len(p) != 2),
+                       None)
+    return problem
 
 
 def _reject_constant(name: str):

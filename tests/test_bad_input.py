@@ -334,7 +334,7 @@ def test_failure_text_is_bounded(tmp_path):
 def test_junit_to_an_unwritable_place_is_one_line_and_exit_2(tmp_path):
     f = write(tmp_path, "ok", "scenario: s\nsteps:\n  - advance_ms: 1\n")
     r = invoke("scenario", "run", str(f), "--junit", str(tmp_path))        # a folder
-    assert r.exit_code == 2 and "cannot write" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert r.exit_code == 2 and "is a folder; give a file name" in r.stderr and len(r.stderr.splitlines()) == 1
 
 
 def test_as_a_process_no_traceback(tmp_path):
