@@ -22,8 +22,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
 app.add_typer(scenario_app, name="scenario")
 
-err = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+# emoji off: a scenario named `:thumbs_up:` is printed as written
+err = Console(stderr=True, soft_wrap=True, emoji=False)
+out = Console(soft_wrap=True, emoji=False)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -304,6 +304,8 @@ class GroupCoordinator:
     # ------------------------------------------------------------------ time, storage, coordinator
 
     def advance(self, ms: int) -> None:
+        _require(isinstance(ms, int) and not isinstance(ms, bool) and ms >= 0,
+                 f"advance: the clock moves forward by a whole number of ms >= 0, got {brief(ms)}")
         self.timers.advance(ms, self._timer_fired)
 
     def _timer_fired(self, key) -> None:
@@ -317,13 +319,16 @@ class GroupCoordinator:
         self._fire(g, TIMER_TRIGGER[name], params)
 
     def storage_hold(self, hold: bool = True) -> None:
+        _require(isinstance(hold, bool), f"storage_hold: true or false, got {brief(hold)}")
         self.hold = hold
 
     def storage_fail_next(self, error: str) -> None:
+        _require_error("storage_fail_next", error)
         self.fail_next = error
 
     def storage_complete(self, error: str = "NONE") -> bool:
         """Complete the oldest held append.  False if none is held."""
+        _require_error("storage_complete", error)
         if not self.appends:
             return False
         self._complete(self.appends.popleft(), error)
@@ -351,6 +356,7 @@ class GroupCoordinator:
         self._gc_groups()
 
     def mark_dead(self, gid: str) -> None:
+        _require(isinstance(gid, str), f"mark_dead: a group id (a string), got {brief(gid)}")
         self._fire(self._group(gid), "MarkDead", dict(self.cfg_params))
 
     def expire_offsets(self) -> None:
@@ -721,6 +727,17 @@ class GroupCoordinator:
                 if k in out and out[k] is None:
                     out[k] = ""
         return out
+
+
+def _require(ok: bool, message: str) -> None:
+    """The coordinator's entry points answer a bad argument as they answer a bad request."""
+    if not ok:
+        raise InvalidRequest(message)
+
+
+def _require_error(where: str, error) -> None:
+    _require(isinstance(error, str) and error in ERROR_INDEX,
+             f"{where}: one of Kafka's error names (e.g. NONE, NOT_LEADER_OR_FOLLOWER), got {brief(error)}")
 
 
 _ENGINE = E.Engine()

@@ -389,6 +389,24 @@ def test_send_answers_bad_requests_with_invalid_request(api, req, fragment):
     assert fragment in str(e.value) and len(str(e.value)) < 400
 
 
+@pytest.mark.parametrize("call, fragment", [
+    (lambda c: c.advance(-5), "advance: the clock moves forward by a whole number of ms >= 0, got -5"),
+    (lambda c: c.advance(1.5), "got 1.5"),
+    (lambda c: c.advance(True), "got True"),
+    (lambda c: c.storage_hold("no"), "storage_hold: true or false, got 'no'"),
+    (lambda c: c.storage_fail_next(5), "storage_fail_next: one of Kafka's error names"),
+    (lambda c: c.storage_fail_next("DISK_ON_FIRE"), "got 'DISK_ON_FIRE'"),
+    (lambda c: c.storage_complete(None), "storage_complete: one of Kafka's error names"),
+    (lambda c: c.mark_dead(5), "mark_dead: a group id (a string), got 5"),
+])
+def test_the_coordinators_other_entry_points_refuse_bad_arguments(call, fragment):
+    c = GroupCoordinator()
+    with pytest.raises(InvalidRequest) as e:
+        call(c)
+    assert fragment in str(e.value)
+    assert c.fail_next is None and c.hold is False and c.clock.now() == 0     # nothing changed
+
+
 def test_kafka_decodable_but_out_of_range_values_get_kafka_errors():
     c = GroupCoordinator({"group.min.session.timeout.ms": 10})
     r = c.send("JoinGroup", {"group": "g", "member": "", "session_timeout_ms": -5, "protocol_type": "consumer",
