@@ -276,25 +276,20 @@ def _scenarios_catch(rows: list) -> str:
     """The first conformance scenario (tests/scenarios, spec target) the mutant table fails, or ''.
     A survivor of the checker that a scenario catches changes an answer no safety property is
     about (an error code the clients recover from alike); the scenario pins it."""
-    from groupspec.impl import coordinator
     from .cli import REPO, default_scenario_paths
     from .scenarios.model import load_file
     from .scenarios.report import scenario_files
     from .scenarios.runner import run_scenario
     if not _SCENARIOS:
         _SCENARIOS.extend(sc for f in scenario_files(default_scenario_paths()) for sc in load_file(f))
-    saved = coordinator._ENGINE
-    coordinator._ENGINE = E.Engine(rows)
-    try:
-        for sc in _SCENARIOS:
-            try:
-                r = run_scenario(sc, "spec")
-            except Exception as e:          # a mutant may break what the coordinator relies on
-                return f"{_rel(sc.file, REPO)}: {sc.name} (the coordinator fails: {type(e).__name__}: {e})"
-            if r.result != "pass":
-                return f"{_rel(sc.file, REPO)}: {sc.name}"
-    finally:
-        coordinator._ENGINE = saved
+    engine = E.Engine(rows)
+    for sc in _SCENARIOS:
+        try:
+            r = run_scenario(sc, "spec", engine)
+        except Exception as e:          # a mutant may break what the coordinator relies on
+            return f"{_rel(sc.file, REPO)}: {sc.name} (the coordinator fails: {type(e).__name__}: {e})"
+        if r.result != "pass":
+            return f"{_rel(sc.file, REPO)}: {sc.name}"
     return ""
 
 

@@ -107,12 +107,13 @@ class GroupCoordinator:
     """
 
     def __init__(self, config: dict | None = None, log: MetadataLog | None = None, clock: ManualClock | None = None,
-                 choose: Callable[[list], int] | None = None, lifecycle: bool = True, debug: bool = False):
+                 choose: Callable[[list], int] | None = None, lifecycle: bool = True, debug: bool = False,
+                 engine: E.Engine | None = None):
         self.config = check_config(config)      # or ConfigError (a ValueError) saying what is wrong
         self.clock = clock or ManualClock()
         self.timers = Timers(self.clock)
         self.log = log if log is not None else InMemoryLog()
-        self.engine = _ENGINE
+        self.engine = engine or _ENGINE           # another table's engine: a mutant's, in mutation testing
         self.choose = choose or (lambda outcomes: 0)
         self.use_lifecycle = lifecycle
         self.debug = debug

@@ -99,3 +99,30 @@ def test_scenario_error_names_file_and_step(tmp_path):
     with pytest.raises(ScenarioError) as e:
         load_file(f)
     assert e.value.step == 1 and "x.yaml" in str(e.value)
+
+
+def _table_with(row_name: str, operator: str):
+    """The table with one row replaced by one of its mutants, as an engine the runner can fire."""
+    from groupspec.checkers.mutate import mutants
+    from groupspec.spec.engine import Engine
+    from groupspec.spec.table import ROWS
+    for m, i, row in mutants():
+        if m.row == row_name and m.operator == operator:
+            rows = list(ROWS)
+            rows[i] = row
+            return Engine(rows)
+    raise AssertionError(f"no {operator} mutant of {row_name!r}")
+
+
+@pytest.mark.parametrize("target", ["spec", "runtime"])
+def test_a_table_that_breaks_an_invariant_or_leaves_a_gap_fails_the_scenario_at_that_step(target):
+    sc = load_file(ROOT / "tests" / "scenarios" / "kafka" / "coordinator.yaml")[0]
+    assert sc.name == "kafka-requests-while-loading" and run_scenario(sc, target).result == "pass"
+    # a SyncGroup answered NONE while loading hands out an assignment outside Stable
+    r = run_scenario(sc, target, _table_with("SyncGroup: coordinator loading", "swap-error"))
+    assert (r.result, r.step, r.message) == ("fail", 6, "InvariantViolation")
+    assert "assignment-only-when-stable" in r.got
+    # a ListGroups row whose guard is negated leaves the loading coordinator with no row
+    r = run_scenario(sc, target, _table_with("ListGroups: coordinator loading", "flip-compare"))
+    assert (r.result, r.step, r.message) == ("fail", 14, "EngineError")
+    assert "no row of ListGroups applies" in r.got

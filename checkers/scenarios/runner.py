@@ -22,7 +22,7 @@ from groupspec.impl.lifecycle import IllegalMove
 from groupspec.impl.requests import InvalidRequest
 from groupspec.impl.storage import FileLog, InMemoryLog
 from groupspec.spec import assignors
-from groupspec.spec.engine import EngineError
+from groupspec.spec.engine import Engine, EngineError
 from groupspec.spec.invariants import InvariantViolation
 from groupspec.spec.kafka import ConfigError, brief, clip
 from groupspec.spec.lang import LangError
@@ -90,21 +90,25 @@ class _Callback:
         self.world.record(self.rid, response)
 
 
-def new_world(target: str, config: dict, workdir: Path | None) -> World:
+def new_world(target: str, config: dict, workdir: Path | None, engine: Engine | None = None) -> World:
     if target == "runtime":
         log = FileLog(workdir / "group-metadata.log") if workdir else InMemoryLog()
-        coord = GroupCoordinator(config, log=log, lifecycle=True, debug=True)
+        coord = GroupCoordinator(config, log=log, lifecycle=True, debug=True, engine=engine)
     else:
-        coord = GroupCoordinator(config, log=InMemoryLog(), lifecycle=False)
+        # every invariant after every row here too: a behaviour of the table that breaks one is a
+        # failure of the spec, whichever of the choices it leaves open led there
+        coord = GroupCoordinator(config, log=InMemoryLog(), lifecycle=False, debug=True, engine=engine)
         counter = iter(range(1, 1 << 30))
         coord.id_source = lambda client, _c=counter: f"{client}-{next(_c):04d}"
     return World(coord)
 
 
-def run_scenario(sc: Scenario, target: str) -> Result:
+def run_scenario(sc: Scenario, target: str, engine: Engine | None = None) -> Result:
+    """Run one scenario; `engine` fires another table's rows (a mutant's) instead of the spec's."""
     with tempfile.TemporaryDirectory(prefix="groupspec-") as tmp:
-        worlds = [new_world(target, sc.config, Path(tmp) if target == "runtime" else None)]
+        worlds = [new_world(target, sc.config, Path(tmp) if target == "runtime" else None, engine)]
         fired: set = set()
+        step = None
         try:
             for step in sc.steps:
                 worlds, failure = _run_step(step, worlds, target, sc)
@@ -117,11 +121,11 @@ def run_scenario(sc: Scenario, target: str) -> Result:
             return Result(sc.file, sc.name, "error", e.step, message=e.message, fired=fired)
         except ConfigError as e:       # the loader checks config the same way; a Scenario built by hand may not
             return Result(sc.file, sc.name, "error", None, message=str(e), fired=fired)
-        except (EngineError, LangError) as e:
-            return Result(sc.file, sc.name, "fail", None, "a behaviour of the spec", f"the table: {e}",
-                          message=str(e), fired=fired)
-        except (InvariantViolation, IllegalMove) as e:     # the runtime broke its own rules: the target fails
-            return Result(sc.file, sc.name, "fail", None, "the coordinator's invariants hold",
+        except (EngineError, LangError) as e:          # no row covers what the step did
+            return Result(sc.file, sc.name, "fail", step and step.number, "a behaviour of the spec",
+                          f"the table: {str(e)[:SHOW]}", message=f"{type(e).__name__}", fired=fired)
+        except (InvariantViolation, IllegalMove) as e:     # the target broke its own rules
+            return Result(sc.file, sc.name, "fail", step and step.number, "the coordinator's invariants hold",
                           f"{type(e).__name__}: {str(e)[:SHOW]}", message=f"{type(e).__name__}",
                           fired=fired)
         for w in worlds:
