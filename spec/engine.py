@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .lang import Layout, NONE, Term, choices_in, compile_term, iter_bits, walk
+from .lang import Layout, NONE, Term, choices_in, compile_term, iter_bits
 from .rows import ECHO, Out, Row, Set_
 from .schema import PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME
 from .table import ROWS
@@ -289,10 +289,6 @@ def _eval_out(out, s: tuple, p: list) -> list[Output]:
     return res
 
 
-def state_name(state: tuple) -> str:
-    return STATES[state[STATE_I]]
-
-
 def get(state: tuple, var: str):
     return state[STATE_INDEX[var]]
 
@@ -305,6 +301,3 @@ def widen(state: tuple, dom: str, size: int) -> tuple:
             out[i] = state[i] + (v.initial,) * (size - len(state[i]))
     return tuple(out)
 
-
-def uses_choice(t: Term) -> bool:
-    return any(n.op == "choose" for n in walk(t))

@@ -248,7 +248,6 @@ INVARIANTS += (
         "GC.validateOffsetCommit, GC.doCommitOffsets (the member id and generation fence a removed consumer); seed 001",
         kind="step"),
 )
-INVARIANT_BY_NAME = {i.name: i for i in INVARIANTS}
 
 
 class InvariantViolation(AssertionError):

@@ -458,10 +458,6 @@ def walk(t: Term):
         stack.extend(reversed(n.args))
 
 
-def free_names(t: Term, op: str) -> set[str]:
-    return {n.data for n in walk(t) if n.op == op}
-
-
 def choices_in(t: Term) -> dict[str, Term]:
     return {n.data: n for n in walk(t) if n.op == "choose"}
 
@@ -1197,11 +1193,6 @@ def _eq(x, y):
     if isinstance(x, list):
         return z3.And([_eq(xi, yi) for xi, yi in zip(x, y)]) if x else z3.BoolVal(True)
     return x == y
-
-
-def z3_equal(x, y):
-    """Equality of two symbolic values (lists for maps)."""
-    return _eq(x, y)
 
 
 def iter_bits(mask: int) -> Iterable[int]:

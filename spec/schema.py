@@ -197,8 +197,7 @@ class P:
 for _name, (_t, _) in PARAM_DECLS.items():
     setattr(P, _name, Param(_name, _t))
 
-CONFIG_PARAMS = ("cfg_min_session_ms", "cfg_max_session_ms", "cfg_max_size",
-                 "cfg_initial_delay_ms", "cfg_new_member_timeout_ms")
+# the table's config parameters and the Kafka keys they are read from
 CONFIG_KEYS = {
     "cfg_min_session_ms": "group.min.session.timeout.ms",
     "cfg_max_session_ms": "group.max.session.timeout.ms",
@@ -206,6 +205,7 @@ CONFIG_KEYS = {
     "cfg_initial_delay_ms": "group.initial.rebalance.delay.ms",
     "cfg_new_member_timeout_ms": "group.new.member.join.timeout.ms",
 }
+CONFIG_PARAMS = tuple(CONFIG_KEYS)
 
 
 # -- triggers ---------------------------------------------------------------------

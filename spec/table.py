@@ -1230,7 +1230,3 @@ def enabled(trigger: str) -> Term:
 def rows_of(trigger: str) -> list[Row]:
     return [r for r in ROWS if r.trigger == trigger]
 
-
-def table_moves() -> set[tuple[str, str]]:
-    """Every state change some row makes."""
-    return {mv for r in ROWS for mv in r.moves()}
