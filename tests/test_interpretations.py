@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 
 from groupspec.spec import engine as E
 from groupspec.spec.lang import NONE, SymEnv, compile_closure, compile_term, concrete_to_z3, to_z3
-from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, PROTOLIST, STATE_VARS, STATES
+from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, PROTOLIST, STATE_VARS
 from groupspec.spec.symbolic import in_states, row_relation
 from groupspec.spec.table import ROWS
 
@@ -88,7 +88,7 @@ def same(z, concrete, t) -> bool:
     z = z3.simplify(z)
     if t.kind == "bool":
         return z3.is_true(z) == bool(concrete)
-    return z.as_long() == concrete if t.kind == "set" else z.as_long() == concrete
+    return z.as_long() == concrete
 
 
 CHUNKS = 4
@@ -167,10 +167,9 @@ def test_first_match_dispatch_picks_the_row_whose_full_guard_holds(state, prms, 
     for trigger in ENGINE.by_trigger:
         full = ENGINE.enabled(state, trigger, cp)
         picked = ENGINE.select(state, trigger, cp)
-        if len(full) == 1:
-            assert picked is full[0], trigger
-        elif not full:
-            assert picked is None, trigger
+        # on a state no run reaches two full guards may hold (lint proves them exclusive only under
+        # the structural invariants); first match must still pick the first of them in table order
+        assert picked is (full[0] if full else None), trigger
 
 
 def _field_type(row, so, k):
@@ -180,6 +179,3 @@ def _field_type(row, so, k):
             return step.fields[k].type
     return None
 
-
-def test_every_state_name_is_an_enum_value():
-    assert set(STATES) >= {"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"}
