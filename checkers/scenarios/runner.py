@@ -7,7 +7,9 @@ Targets:
   spec     the table itself: every choice the table leaves open (who becomes
            leader, a tied vote) is explored, and a scenario passes if some
            behaviour of the spec fits every expectation.  This is the
-           reference: "is this a behaviour Kafka's protocol allows?"
+           reference: "is this a behaviour Kafka's protocol allows?"  The
+           coordinator invariants are checked after every step of every
+           behaviour explored (debug mode), as on the runtime target.
 """
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ def new_world(target: str, config: dict, workdir: Path | None) -> World:
         log = FileLog(workdir / "group-metadata.log") if workdir else InMemoryLog()
         coord = GroupCoordinator(config, log=log, lifecycle=True, debug=True)
     else:
-        coord = GroupCoordinator(config, log=InMemoryLog(), lifecycle=False)
+        coord = GroupCoordinator(config, log=InMemoryLog(), lifecycle=False, debug=True)
         counter = iter(range(1, 1 << 30))
         coord.id_source = lambda client, _c=counter: f"{client}-{next(_c):04d}"
     return World(coord)
