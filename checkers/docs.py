@@ -98,7 +98,8 @@ def table_md() -> str:
              "`p.x` is a parameter of the trigger (the request's fields, the configuration); the "
              "other names are the group's state variables (see the end of this page). "
              f"{len(ROWS)} rows; `groupspec lint` proves each trigger's rows exclusive, covering and "
-             "reachable.\n"]
+             "reachable, and that every row leaves a timer armed only where its trigger's rows expect "
+             "one.\n"]
     for trig in TRIGGERS:
         rows = [r for r in ROWS if r.trigger == trig.name]
         if not rows:

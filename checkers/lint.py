@@ -8,6 +8,16 @@ allows that satisfies the structural invariants, every parameter value):
               always; a timer while armed; see table.ENABLED);
   reachable   every row applies in some such case (no dead rows).
 
+And for the timers: the coverage above assumes a timer fires only when its
+trigger's ENABLED term holds (a session timer only for a member in
+`hb_armed`, ...).  That is an assumption about the rows' arm and cancel
+outputs, which the runtime turns into real timers, so lint proves it too:
+
+  timers      every row leaves armed only timers whose condition
+              (table.TIMERS) holds in the state after it, given that this
+              held before it (the timer that fired is gone, others stay
+              until cancelled; a fresh member id has no timer).
+
 And for the lifecycle: every state change a row makes is one of Kafka's
 legal moves (or a move of the coordinator's group cache), and the
 python-statemachine lifecycle allows exactly those.
@@ -22,11 +32,12 @@ from dataclasses import dataclass, field
 import z3
 
 from groupspec.spec.invariants import structural
-from groupspec.spec.lang import to_z3, SymEnv
-from groupspec.spec.schema import STATES, TRIGGERS, kafka_moves, legal_moves
+from groupspec.spec.lang import Not, SymEnv, to_z3, walk
+from groupspec.spec.rows import Out, Set_
+from groupspec.spec.schema import MEMBER, P, STATES, V, TRIGGERS, kafka_moves, legal_moves
 from groupspec.spec.symbolic import (default_sizes, fresh_params, fresh_state, in_states, params_well_formed,
-                                     state_well_formed)
-from groupspec.spec.table import ROWS, enabled, rows_of
+                                     row_relation, state_well_formed)
+from groupspec.spec.table import ROWS, TIMER_TRIGGERS, enabled, rows_of, timer_armed
 
 # Which triggers may make the cache moves (create, load, drop a group).
 CACHE_MOVE_TRIGGERS = {
@@ -114,8 +125,81 @@ def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> 
                                         _witness(solver, state, params, sizes)))
             elif res == z3.unknown:
                 problems.append(Problem("covering", trig.name, [], "Z3 gave up (timeout)"))
+    c1, p1 = check_timers(sizes, timeout_ms, progress)
     c2, p2 = lint_clients(sizes, timeout_ms)
-    return LintResult(problems + p2, checks + c2, time.perf_counter() - start, sizes)
+    return LintResult(problems + p1 + p2, checks + c1 + c2, time.perf_counter() - start, sizes)
+
+
+def check_timers(sizes: dict, timeout_ms: int, progress=None) -> tuple[int, list[Problem]]:
+    """Each row keeps the timer invariant: every armed timer's condition (table.TIMERS) holds.
+
+    Which timers are armed before a row is free (fresh booleans), constrained only by
+    the invariant itself; the timer that fires a timer row was armed and is gone when
+    the row runs; the row's arm, cancel and cancel_all outputs, in order, give the
+    timers armed after it.  A timer left armed where its condition fails is one the
+    runtime fires and no row of its trigger covers (or covers as the wrong case)."""
+    state, params = fresh_state(sizes), fresh_params(sizes)
+    base = state_well_formed(state, sizes) + params_well_formed(params, sizes)
+    base += [to_z3(inv.formula, SymEnv(sizes, state, params)) for inv in structural()]
+    # a member's timer (its condition reads the trigger's timer_member) is one per member slot
+    per_member = {k for k in TIMER_TRIGGERS if ("param", "timer_member") in _reads(timer_armed(k))}
+    keys = [(k, i) for k in TIMER_TRIGGERS for i in (range(sizes[MEMBER]) if k in per_member else (None,))]
+    read = {name for k in TIMER_TRIGGERS for op, name in _reads(timer_armed(k)) if op == "var"}
+
+    def allowed(st: dict, k: str, i):
+        ps = dict(params) if i is None else {**params, "timer_member": z3.IntVal(i)}
+        return to_z3(timer_armed(k), SymEnv(sizes, st, ps))
+
+    before = {key: z3.Bool(f"armed.{key[0]}.{key[1]}") for key in keys}
+    invariant = [z3.Implies(before[key], allowed(state, *key)) for key in keys]
+    # a fresh member id is one nothing uses yet: no member, no pending member, no timer
+    invariant.append(to_z3(Not(P.fresh.in_(V.members) | P.fresh.in_(V.pending)), SymEnv(sizes, state, params)))
+    invariant += [z3.Implies(params["fresh"] == i, z3.Not(before[(k, i)])) for (k, i) in keys if i is not None]
+    problems, checks = [], 0
+    if progress:
+        progress("timers")
+    for r in ROWS:
+        fired = [key for key in keys if TIMER_TRIGGERS[key[0]] == r.trigger]
+        timing = any(isinstance(s, Out) and s.kind in ("arm", "cancel", "cancel_all") for s in r.steps)
+        if not (fired or timing or any(isinstance(s, Set_) and read & set(s.updates) for s in r.steps)):
+            continue     # the row neither fires, arms nor cancels a timer, nor changes what they depend on
+        guard, post, outs = row_relation(r, state, params, sizes)
+        armed, pre = dict(before), []
+        if fired:
+            # the timer that fires is one of the trigger's; it was armed, and it is gone now
+            which = z3.Int("fired")
+            hits = [z3.And(which == j, *([params["timer_member"] == i] if i is not None else []))
+                    for j, (_, i) in enumerate(fired)]
+            pre += [z3.Or(hits)] + [z3.Implies(h, before[key]) for h, key in zip(hits, fired)]
+            armed.update({key: z3.And(before[key], z3.Not(h)) for h, key in zip(hits, fired)})
+        for o in outs:
+            for key in keys:
+                if o.kind == "cancel_all":
+                    armed[key] = z3.If(o.cond, z3.BoolVal(False), armed[key])
+                elif o.kind in ("arm", "cancel") and o.timer == key[0]:
+                    hit = o.cond if key[1] is None else z3.And(o.cond, o.member == key[1])
+                    armed[key] = z3.If(hit, z3.BoolVal(o.kind == "arm"), armed[key])
+        stray = {key: z3.And(armed[key], z3.Not(allowed(post, *key))) for key in keys}
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(*base, *invariant, *pre, guard, to_z3(enabled(r.trigger), SymEnv(sizes, state, params)))
+        checks += 1
+        res = _check(solver, z3.Or(list(stray.values())))
+        if res == z3.sat:
+            m = solver._last_model
+            left = [k + ("" if i is None else f" of m{i}") for (k, i), c in stray.items()
+                    if z3.is_true(m.eval(c, model_completion=True))]
+            problems.append(Problem("timers", r.trigger, [r.name],
+                                    f"leaves armed a timer its condition does not allow: {', '.join(left)}",
+                                    _witness(solver, state, params, sizes)))
+        elif res == z3.unknown:
+            problems.append(Problem("timers", r.trigger, [r.name], "Z3 gave up (timeout)"))
+    return checks, problems
+
+
+def _reads(t) -> set:
+    """The (op, name) of every state variable and parameter term t reads."""
+    return {(n.op, n.data) for n in walk(t) if n.op in ("var", "param")}
 
 
 def lint_clients(sizes: dict, timeout_ms: int) -> tuple[int, list[Problem]]:

@@ -27,7 +27,7 @@ from groupspec.spec.kafka import (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, JOI
 from groupspec.spec.lang import NONE, iter_bits, mask_of
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import CONFIG_KEYS, INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES, Coord
-from groupspec.spec.table import completion
+from groupspec.spec.table import TIMER_TRIGGERS, completion
 
 from .clock import ManualClock, Timers
 from .lifecycle import GroupLifecycle, move
@@ -36,8 +36,6 @@ from .storage import InMemoryLog, MetadataLog, StorageError, replay
 
 logger = logging.getLogger("groupspec.coordinator")
 
-TIMER_TRIGGER = {"heartbeat": "HeartbeatExpiry", "pending-member": "PendingExpiry",
-                 "join": "JoinTimer", "initial-join": "JoinTimer", "sync": "SyncTimer"}
 COORD = {name: i for i, name in enumerate(Coord.values)}
 ERROR_INDEX = {name: i for i, name in enumerate(ERRORS)}
 ABSENT = STATES.index("Absent")
@@ -315,7 +313,7 @@ class GroupCoordinator:
         params = dict(self.cfg_params)
         if slot != NONE:
             params["timer_member"] = slot
-        self._fire(g, TIMER_TRIGGER[name], params)
+        self._fire(g, TIMER_TRIGGERS[name], params)
 
     def storage_hold(self, hold: bool = True) -> None:
         _require(isinstance(hold, bool), f"storage_hold: true or false, got {brief(hold)}")

@@ -221,16 +221,24 @@ INVARIANTS += (
         "is kept, and its timer is not re-armed until it is answered)"),
     Invariant(
         "metadata-of-members-only",
-        "Only members have member metadata (group.instance.id, protocols, timeouts, assignment) or are expected "
-        "to sync: what the coordinator knows of a member goes with it when it is removed, and no SyncGroup is "
-        "awaited while PreparingRebalance or Empty.",
+        "Only members have member metadata (group.instance.id, protocols, timeouts, assignment): what the "
+        "coordinator knows of a member goes with it when it is removed. No SyncGroup is awaited while "
+        "PreparingRebalance or Empty, and an id awaited to sync that is no longer a member's (a replaced "
+        "static member's old id) keeps the DelayedSync running: the sync timeout clears it, by a rebalance.",
         And(V.assignment.keys_where(lambda a: Not(a.is_empty())).subset_of(V.members),
             V.instance_of.keys_where(lambda i: i.is_some()).subset_of(V.members),
             V.protos.keys_where(lambda x: x.is_some()).subset_of(V.members),
-            V.pending_sync.subset_of(V.members),
-            Implies(_in("PreparingRebalance", "Empty"), V.pending_sync.is_empty())),
-        "GM.remove (the MemberMetadata is dropped), GM.removePendingSyncMember, GC.prepareRebalance "
-        "(removeSyncExpiration clears the pending-sync members)"),
+            Implies(_in("PreparingRebalance", "Empty"), V.pending_sync.is_empty()),
+            Implies(Not(V.pending_sync.subset_of(V.members)), V.sync_timer | _in("Dead"))),
+        "GM.remove (the MemberMetadata is dropped, and the id from pendingSyncMembers), GC.prepareRebalance "
+        "(removeSyncExpiration clears the pending-sync members), GC.tryCompletePendingSync, "
+        "GC.onExpirePendingSync; GM.replaceStaticMember (pendingSyncMembers untouched)",
+        note="Not 'only members are awaited to sync': GM.replaceStaticMember (and the Java ClassicGroup's) moves "
+             "the MemberMetadata to the new id but leaves the old id in pendingSyncMembers, and neither the "
+             "storeGroup callback of GC.updateStaticMemberAndRebalance nor the revert on a failed append touches "
+             "it. So a static member replaced in Stable before it synced leaves its old id awaited: the new id's "
+             "SyncGroup cannot complete the DelayedSync, and onExpirePendingSync removes the old id (no member) "
+             "and rebalances (tests/scenarios/findings.yaml shows it)."),
     Invariant(
         "absent-holds-nothing",
         "A group the coordinator does not hold has no metadata left: every variable has its initial value, so "

@@ -24,6 +24,7 @@ class SymOutput:
     cond: object          # z3 Bool: the output happens
     member: object        # z3 Int or None
     fields: dict          # name -> z3 value
+    timer: str = ""       # arm / cancel: which timer
 
 
 def fresh_state(sizes: dict[str, int], prefix: str = "s.") -> dict:
@@ -109,7 +110,7 @@ def _outputs(o: Out, env: SymEnv, sizes) -> list[SymOutput]:
         fields = {k: (v if v is ECHO or not isinstance(v, Term) else sym.go(v, bound)) for k, v in o.fields.items()}
         member = sym.go(o.member, bound) if isinstance(o.member, Term) else None
         when = sym.go(o.when, bound) if isinstance(o.when, Term) else z3.BoolVal(True)
-        return SymOutput(o.kind, o.api, z3.And(cond, when), member, fields)
+        return SymOutput(o.kind, o.api, z3.And(cond, when), member, fields, o.timer)
     if o.over is None:
         res.append(one({}, z3.BoolVal(True)))
     else:

@@ -63,3 +63,21 @@ def test_client_rows_are_linted_too(monkeypatch):
     monkeypatch.setattr(world, "CLIENT_ROWS", rows)
     problems = L.lint_clients(dict(L.default_sizes()), 20_000)[1]
     assert any(p.check == "exclusive" and dup.name in p.rows for p in problems)
+
+
+def test_lint_finds_a_timer_left_armed_where_no_row_expects_one(monkeypatch):
+    """Issue 9: the session-timer reschedule cancelled the old timer only when the member was
+    still in `hb_armed`, read after `hb_armed` had dropped it: the timer stayed armed, and once
+    the member was gone it fired where no row of HeartbeatExpiry applies.  Planted back in one
+    row, lint's timer check names the row."""
+    rows = list(T.ROWS)
+    victim = T.ROW_BY_NAME["Heartbeat: during PreparingRebalance"]
+    cancel, update, arm, *rest = victim.steps
+    assert (cancel.kind, arm.kind, list(update.updates)) == ("cancel", "arm", ["hb_armed"])
+    late = copy.copy(victim)
+    late.steps = [update, arm, cancel, *rest]     # the cancel now reads the updated hb_armed
+    rows[rows.index(victim)] = late
+    _with_rows(monkeypatch, rows)
+    problems = L.check_timers(dict(L.default_sizes()), 20_000)[1]
+    assert [(p.check, p.rows) for p in problems] == [("timers", [victim.name])]
+    assert "heartbeat of m" in problems[0].detail

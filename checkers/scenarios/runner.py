@@ -7,7 +7,9 @@ Targets:
   spec     the table itself: every choice the table leaves open (who becomes
            leader, a tied vote) is explored, and a scenario passes if some
            behaviour of the spec fits every expectation.  This is the
-           reference: "is this a behaviour Kafka's protocol allows?"
+           reference: "is this a behaviour Kafka's protocol allows?"  The
+           coordinator invariants are checked after every step of every
+           behaviour explored (debug mode), as on the runtime target.
 """
 from __future__ import annotations
 
