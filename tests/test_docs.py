@@ -10,3 +10,11 @@ def test_docs_are_up_to_date():
     for name, text in (("table.md", table_md()), ("states.md", states_md()), ("invariants.md", invariants_md()), ("world.md", world_md()),
                        ("lifecycle.dot", lifecycle_dot())):
         assert (DOCS / name).read_text(encoding="utf-8") == text, f"docs/{name} is stale: run `groupspec docs`"
+
+
+def test_the_readme_counts_the_rows_there_are():
+    import re
+    from groupspec.spec.table import ROWS
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"`spec/table.py` \| (\d+) rows", readme)
+    assert said and int(said.group(1)) == len(ROWS), "README.md's table row count is stale"
