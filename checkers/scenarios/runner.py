@@ -12,6 +12,7 @@ Targets:
 from __future__ import annotations
 
 import copy
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Callable
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.lifecycle import IllegalMove
 from groupspec.impl.requests import InvalidRequest
-from groupspec.impl.storage import FileLog, InMemoryLog
+from groupspec.impl.storage import FileLog, InMemoryLog, LogOpenError
 from groupspec.spec import assignors
 from groupspec.spec.engine import EngineError
 from groupspec.spec.invariants import InvariantViolation
@@ -102,31 +103,52 @@ def new_world(target: str, config: dict, workdir: Path | None) -> World:
 
 
 def run_scenario(sc: Scenario, target: str) -> Result:
-    with tempfile.TemporaryDirectory(prefix="groupspec-") as tmp:
-        worlds = [new_world(target, sc.config, Path(tmp) if target == "runtime" else None)]
-        fired: set = set()
-        try:
-            for step in sc.steps:
-                worlds, failure = _run_step(step, worlds, target, sc)
-                for w in worlds:
-                    fired.update(w.coord.fired)
-                if failure is not None:
-                    failure.fired = fired
-                    return failure
-        except ScenarioError as e:
-            return Result(sc.file, sc.name, "error", e.step, message=e.message, fired=fired)
-        except ConfigError as e:       # the loader checks config the same way; a Scenario built by hand may not
-            return Result(sc.file, sc.name, "error", None, message=str(e), fired=fired)
-        except (EngineError, LangError) as e:
-            return Result(sc.file, sc.name, "fail", None, "a behaviour of the spec", f"the table: {e}",
-                          message=str(e), fired=fired)
-        except (InvariantViolation, IllegalMove) as e:     # the runtime broke its own rules: the target fails
-            return Result(sc.file, sc.name, "fail", None, "the coordinator's invariants hold",
-                          f"{type(e).__name__}: {str(e)[:SHOW]}", message=f"{type(e).__name__}",
-                          fired=fired)
-        for w in worlds:
-            fired.update(w.coord.fired)
-        return Result(sc.file, sc.name, "pass", fired=fired)
+    if target != "runtime":
+        return _run_in(sc, target, new_world(target, sc.config, None))
+    tmp = None
+    try:
+        tmp = tempfile.mkdtemp(prefix="groupspec-")
+        world = new_world(target, sc.config, Path(tmp))
+    except (OSError, LogOpenError) as e:   # no log could be made: the machine's fault, not ours nor the file's
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return Result(sc.file, sc.name, "error", None,
+                      message=f"cannot run it: the runtime's log could not be made in {tmp or 'a temporary folder'} "
+                              f"({clip(getattr(e, 'strerror', None) or str(e), 200)}); free some space there or "
+                              f"set TMPDIR to another folder")
+    try:
+        return _run_in(sc, target, world)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_in(sc: Scenario, target: str, world: World) -> Result:
+    worlds = [world]
+    fired: set = set()
+    at = None          # the step running when the target fails in a way no step expects
+    try:
+        for step in sc.steps:
+            at = step.number
+            worlds, failure = _run_step(step, worlds, target, sc)
+            for w in worlds:
+                fired.update(w.coord.fired)
+            if failure is not None:
+                failure.fired = fired
+                return failure
+    except ScenarioError as e:
+        return Result(sc.file, sc.name, "error", e.step, message=e.message, fired=fired)
+    except ConfigError as e:       # the loader checks config the same way; a Scenario built by hand may not
+        return Result(sc.file, sc.name, "error", None, message=str(e), fired=fired)
+    except (EngineError, LangError) as e:
+        return Result(sc.file, sc.name, "fail", at, "a behaviour of the spec", f"the table: {e}",
+                      message=str(e), fired=fired)
+    except (InvariantViolation, IllegalMove) as e:     # the runtime broke its own rules: the target fails
+        return Result(sc.file, sc.name, "fail", at, "the coordinator's invariants hold",
+                      f"{type(e).__name__}: {str(e)[:SHOW]}", message=f"{type(e).__name__}",
+                      fired=fired)
+    for w in worlds:
+        fired.update(w.coord.fired)
+    return Result(sc.file, sc.name, "pass", fired=fired)
 
 
 def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario):
