@@ -519,3 +519,4 @@ def test_a_runtime_that_breaks_an_invariant_fails_the_scenario_not_the_run(tmp_p
     r = invoke("scenario", "run", str(tmp_path), "--target", "runtime")
     assert r.exit_code == 1 and len(r.stdout.splitlines()) == 3 and len(r.stdout) < 1500, r.stdout
     assert "FAIL" in r.stdout and "IllegalMove: illegal move Empty -> Stable\\nxxx" in r.stdout
+    assert f"{tmp_path / 'a.yaml'}: s: step 1 (IllegalMove)" in r.stdout      # where it broke
