@@ -22,6 +22,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
 app.add_typer(scenario_app, name="scenario")
 
+# rich (and typer's help) take COLUMNS=0 as a width of 0 and print nothing at all, not even an error: a width
+# below 1 is no width, so it is dropped and the terminal's (or 80) is used
+if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]) < 1:
+    del os.environ["COLUMNS"]
+
 # emoji off: a scenario named `:thumbs_up:` is printed as written
 err = Console(stderr=True, soft_wrap=True, emoji=False)
 out = Console(soft_wrap=True, emoji=False)
@@ -39,8 +44,17 @@ def default_scenario_paths() -> list[Path]:
 
 
 def fail_input(message: str) -> None:
-    err.print(f"groupspec: {_one_line(message)}", markup=False, highlight=False, soft_wrap=True)
+    say_error(f"groupspec: {_one_line(message)}")
     raise typer.Exit(2)
+
+
+def say_error(line: str) -> None:
+    """One line on the standard error; if that cannot be written (closed, a full device) there is no one left
+    to tell, and the exit code still says what happened."""
+    try:
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
+    except OSError:
+        pass
 
 
 def _one_line(text: str) -> str:
@@ -469,6 +483,10 @@ def main() -> None:
     """Run the CLI: usage errors are one line (exit 2); SIGTERM and SIGINT stop the run cleanly
     (the search's worker processes with it) with exit codes 143 and 130."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if sys.stdout is None:      # started with the standard output closed (`>&-`): results would vanish
+        say_error("groupspec: the standard output is closed; nothing could be printed (redirect it to a file or "
+                  "/dev/null)")
+        sys.exit(2)
     try:
         code = app(standalone_mode=False, prog_name="groupspec")
         sys.stdout.flush()              # a full or closed stdout shows here, not at exit
@@ -476,7 +494,7 @@ def main() -> None:
         code = 1 if e.errno == errno.EPIPE else 2
         if code == 2:
             where = f" ({e.filename})" if e.filename else " (writing the standard output)"
-            err.print(f"groupspec: {e.strerror or e}{where}", markup=False, highlight=False)
+            say_error(f"groupspec: {e.strerror or e}{where}")
         try:
             sys.stdout = open(os.devnull, "w")      # nothing more to flush at exit
         except OSError:                 # pragma: no cover
@@ -485,17 +503,18 @@ def main() -> None:
         ctx = getattr(e, "ctx", None)
         where = ctx.command_path if ctx else "groupspec"
         if type(e).__name__ == "NoArgsIsHelpError":
-            text = ctx.get_help()       # typer's rich help prints itself and returns ""
+            # the error made the help when it was raised: typer's rich help printed itself then (asking again
+            # would print it twice) and left ""; a plain help is the message
+            text = e.format_message()
             if text:
-                err.print(text, markup=False, highlight=False)
+                say_error(text)
         else:
-            err.print(f"{where}: {_one_line(e.format_message())} (`{where} --help` lists the options)",
-                      markup=False, highlight=False, soft_wrap=True)
+            say_error(f"{where}: {_one_line(e.format_message())} (`{where} --help` lists the options)")
         code = e.exit_code
     except (KeyboardInterrupt, typer.Abort):
         code = 130
     except Terminated:
-        err.print("groupspec: terminated (SIGTERM); the run was stopped", markup=False, highlight=False)
+        say_error("groupspec: terminated (SIGTERM); the run was stopped")
         code = 143
     sys.exit(code if isinstance(code, int) else 0)
 

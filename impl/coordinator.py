@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from groupspec.spec import engine as E
-from groupspec.spec.kafka import (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE,
-                                  NEWEST_VERSION, brief, check_config)
+from groupspec.spec.kafka import (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX,
+                                  JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE, NEWEST_VERSION, brief, check_config)
 from groupspec.spec.lang import NONE, iter_bits, mask_of
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import CONFIG_KEYS, INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES, Coord
@@ -303,6 +303,10 @@ class GroupCoordinator:
     def advance(self, ms: int) -> None:
         _require(isinstance(ms, int) and not isinstance(ms, bool) and ms >= 0,
                  f"advance: the clock moves forward by a whole number of ms >= 0, got {brief(ms)}")
+        # records carry the time as Kafka's INT64: a clock past it could write none of them
+        _require(self.clock.now() + ms <= INT64_MAX,
+                 f"advance: {brief(ms)} ms would take the clock from {self.clock.now()} past Kafka's INT64 time "
+                 f"({INT64_MAX} ms)")
         self.timers.advance(ms, self._timer_fired)
 
     def _timer_fired(self, key) -> None:

@@ -132,6 +132,9 @@ BAD: dict[str, tuple[str | bytes, str]] = {
     "advance-negative": (steps("{advance_ms: -1}"), "advance_ms must be a whole number"),
     "advance-string": (steps("{advance_ms: '5'}"), "advance_ms must be a whole number"),
     "advance-beyond-long": (steps("{advance_ms: 18446744073709551616}"), "advance_ms must be a whole number"),
+    "advances-beyond-long-in-all": (steps("{advance_ms: 1000000000000000000}", "{advance_ms: 9223372036854775807}",
+                                          "{send: OffsetCommit, id: c, group: g, offsets: {t-0: 1}}"),
+                                    "the clock would reach 10,223,372,036,854,775,807 ms, beyond Kafka's INT64"),
     # send
     "send-api-list": (steps("{send: [JoinGroup], id: a, group: g}"), "unknown API ['JoinGroup']"),
     "send-unknown-api": (steps("{send: JoinGroupz, id: a, group: g}"), "unknown API 'JoinGroupz'"),
@@ -407,6 +410,16 @@ def test_the_coordinators_other_entry_points_refuse_bad_arguments(call, fragment
     assert c.fail_next is None and c.hold is False and c.clock.now() == 0     # nothing changed
 
 
+def test_the_clock_stops_short_of_kafkas_int64_time():
+    c = GroupCoordinator()
+    c.advance(2**63 - 2)
+    with pytest.raises(InvalidRequest, match="past Kafka's INT64 time"):
+        c.advance(2)
+    assert c.clock.now() == 2**63 - 2
+    c.advance(1)
+    assert c.send("OffsetCommit", {"group": "g", "offsets": {"t-0": 1}})["errors"] == {"t-0": "NONE"}
+
+
 def test_kafka_decodable_but_out_of_range_values_get_kafka_errors():
     c = GroupCoordinator({"group.min.session.timeout.ms": 10})
     r = c.send("JoinGroup", {"group": "g", "member": "", "session_timeout_ms": -5, "protocol_type": "consumer",
@@ -451,6 +464,21 @@ def test_a_bug_of_ours_is_one_error_line_and_the_other_files_still_run(tmp_path,
     assert "pass   " + str(tmp_path / "b.yaml") in r.stdout
 
 
+def test_a_temporary_folder_without_room_for_the_log_is_said_as_such_not_as_our_bug(tmp_path, monkeypatch):
+    from groupspec.checkers.scenarios import runner
+    from groupspec.impl.storage import LogOpenError
+
+    def no_room(path):
+        raise LogOpenError(f"metadata log {path}: cannot open and recover it (No space left on device)")
+    monkeypatch.setattr(runner, "FileLog", no_room)
+    f = write(tmp_path, "a", "scenario: s\nsteps:\n  - advance_ms: 1\n")
+    r = invoke("scenario", "run", str(f), "--target", "runtime")
+    assert r.exit_code == 2 and "internal error" not in r.stdout, r.stdout
+    assert "cannot run it: the runtime's log could not be made in" in r.stdout
+    assert "No space left on device" in r.stdout and "set TMPDIR" in r.stdout
+    assert invoke("scenario", "run", str(f), "--target", "spec").exit_code == 0    # the spec needs no log
+
+
 SEMANTICS = """
 scenarios:
   - scenario: absent-any-of-null
@@ -491,3 +519,4 @@ def test_a_runtime_that_breaks_an_invariant_fails_the_scenario_not_the_run(tmp_p
     r = invoke("scenario", "run", str(tmp_path), "--target", "runtime")
     assert r.exit_code == 1 and len(r.stdout.splitlines()) == 3 and len(r.stdout) < 1500, r.stdout
     assert "FAIL" in r.stdout and "IllegalMove: illegal move Empty -> Stable\\nxxx" in r.stdout
+    assert f"{tmp_path / 'a.yaml'}: s: step 1 (IllegalMove)" in r.stdout      # where it broke

@@ -180,6 +180,54 @@ def test_a_full_standard_output_is_one_line():
     assert done.stderr == "groupspec: No space left on device (writing the standard output)\n"
 
 
+def _process(args: list, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, **kw)
+
+
+def test_columns_0_still_prints_results_errors_and_help():
+    # rich takes COLUMNS=0 as a width of 0 and printed nothing at all: not the results, not an error
+    env = {**os.environ, "COLUMNS": "0"}
+    done = _process(["scenario", "run", FINDINGS, "-q"], env=env)
+    assert done.returncode == 0 and "passed, 0 failed, 0 errors" in done.stdout, done
+    done = _process(["scenario", "run", "/nonexistent"], env=env)
+    assert done.returncode == 2 and done.stderr == "groupspec: /nonexistent: no such file or folder\n", done
+    assert "Usage" in _process(["--help"], env=env).stdout
+
+
+def test_a_closed_or_full_standard_error_or_output_is_no_traceback():
+    # stdout closed (`>&-`): Python has no sys.stdout at all
+    done = subprocess.run(f"{sys.executable} -m groupspec.checkers.cli scenario run {FINDINGS} >&-", shell=True,
+                          capture_output=False, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "the standard output is closed" in done.stderr
+    # stderr on a full device: the one line cannot be written, the exit code still says bad input
+    with open("/dev/full", "w") as full:
+        for args in (["scenario", "run", "/nonexistent"], ["nonsense"]):
+            done = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", *args], stdout=subprocess.PIPE,
+                                  stderr=full, text=True, cwd=ROOT)
+            assert done.returncode == 2 and done.stdout == "", (args, done)
+
+
+def test_no_command_prints_the_help_once():
+    done = _process([])
+    assert done.returncode == 2 and done.stdout.count("Usage: groupspec") == 1, done.stdout
+
+
+def test_a_scenario_folder_entry_that_cannot_be_read_is_an_error_not_skipped(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("scenario: s\nsteps:\n  - advance_ms: 1\n")
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    (tmp_path / "dangling.yml").symlink_to(tmp_path / "gone.yaml")
+    os.mkfifo(tmp_path / "pipe.json")
+    done = _process(["scenario", "run", str(tmp_path), "--json"], timeout=60)
+    assert done.returncode == 2, done
+    results = {Path(s["file"]).name: s for s in json.loads(done.stdout)["scenarios"]}
+    assert results["good.yaml"]["result"] == "pass"
+    assert "Too many levels of symbolic links" in results["loop.yaml"]["message"]
+    assert "No such file" in results["dangling.yml"]["message"]
+    assert "not a regular file" in results["pipe.json"]["message"]
+
+
 def test_docs_without_graphviz_says_how_to_get_it(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     err = refused(monkeypatch, capsys, "docs", "--out", str(tmp_path / "docs"))

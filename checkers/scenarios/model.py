@@ -366,9 +366,15 @@ def _scenario(fname: str, item: Any, index: int) -> Scenario:
         raise ScenarioError(fname, f"`steps:` must be a non-empty list of steps, got {brief(steps)}", name)
     sc = Scenario(fname, name, about or "", dict(config or {}))
     ids: dict[str, str] = {}
+    clock = 0      # the scenario's clock: steps move it, never back, so its end is known before running
     for n, raw in enumerate(steps, 1):
         try:
             sc.steps.append(_step(n, raw, ids))
+            if "advance_ms" in raw:
+                clock += raw["advance_ms"]
+                if clock > INT64_MAX:      # the coordinator stamps records with the time: Kafka's INT64 ms
+                    raise _StepError(f"the clock would reach {clock:,} ms, beyond Kafka's INT64 time "
+                                     f"({INT64_MAX:,} ms); advance less in all")
         except _StepError as e:
             raise ScenarioError(fname, str(e), name, n) from None
     return sc

@@ -45,11 +45,14 @@ class Run:
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
-    """Every .yaml/.yml/.json file under the paths, in a stable order."""
+    """Every .yaml/.yml/.json file under the paths, in a stable order.
+
+    An entry with such a name that is not a folder is taken even when it is no regular file (a symlink that
+    loops or dangles, a pipe, a device): reading it says so, where skipping it would say nothing."""
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files += sorted(x for x in p.rglob("*") if x.suffix in (".yaml", ".yml", ".json") and x.is_file())
+            files += sorted(x for x in p.rglob("*") if x.suffix in (".yaml", ".yml", ".json") and not x.is_dir())
         else:
             files.append(p)
     return files

@@ -14,6 +14,7 @@ Targets:
 from __future__ import annotations
 
 import copy
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any, Callable
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.lifecycle import IllegalMove
 from groupspec.impl.requests import InvalidRequest
-from groupspec.impl.storage import FileLog, InMemoryLog
+from groupspec.impl.storage import FileLog, InMemoryLog, LogOpenError
 from groupspec.spec import assignors
 from groupspec.spec.engine import Engine, EngineError
 from groupspec.spec.invariants import InvariantViolation
@@ -107,32 +108,52 @@ def new_world(target: str, config: dict, workdir: Path | None, engine: Engine | 
 
 def run_scenario(sc: Scenario, target: str, engine: Engine | None = None) -> Result:
     """Run one scenario; `engine` fires another table's rows (a mutant's) instead of the spec's."""
-    with tempfile.TemporaryDirectory(prefix="groupspec-") as tmp:
-        worlds = [new_world(target, sc.config, Path(tmp) if target == "runtime" else None, engine)]
-        fired: set = set()
-        step = None
-        try:
-            for step in sc.steps:
-                worlds, failure = _run_step(step, worlds, target, sc)
-                for w in worlds:
-                    fired.update(w.coord.fired)
-                if failure is not None:
-                    failure.fired = fired
-                    return failure
-        except ScenarioError as e:
-            return Result(sc.file, sc.name, "error", e.step, message=e.message, fired=fired)
-        except ConfigError as e:       # the loader checks config the same way; a Scenario built by hand may not
-            return Result(sc.file, sc.name, "error", None, message=str(e), fired=fired)
-        except (EngineError, LangError) as e:          # no row covers what the step did
-            return Result(sc.file, sc.name, "fail", step and step.number, "a behaviour of the spec",
-                          f"the table: {str(e)[:SHOW]}", message=f"{type(e).__name__}", fired=fired)
-        except (InvariantViolation, IllegalMove) as e:     # the target broke its own rules
-            return Result(sc.file, sc.name, "fail", step and step.number, "the coordinator's invariants hold",
-                          f"{type(e).__name__}: {str(e)[:SHOW]}", message=f"{type(e).__name__}",
-                          fired=fired)
-        for w in worlds:
-            fired.update(w.coord.fired)
-        return Result(sc.file, sc.name, "pass", fired=fired)
+    if target != "runtime":
+        return _run_in(sc, target, new_world(target, sc.config, None, engine))
+    tmp = None
+    try:
+        tmp = tempfile.mkdtemp(prefix="groupspec-")
+        world = new_world(target, sc.config, Path(tmp), engine)
+    except (OSError, LogOpenError) as e:   # no log could be made: the machine's fault, not ours nor the file's
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return Result(sc.file, sc.name, "error", None,
+                      message=f"cannot run it: the runtime's log could not be made in {tmp or 'a temporary folder'} "
+                              f"({clip(getattr(e, 'strerror', None) or str(e), 200)}); free some space there or "
+                              f"set TMPDIR to another folder")
+    try:
+        return _run_in(sc, target, world)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_in(sc: Scenario, target: str, world: World) -> Result:
+    worlds = [world]
+    fired: set = set()
+    at = None          # the step running when the target fails in a way no step expects
+    try:
+        for step in sc.steps:
+            at = step.number
+            worlds, failure = _run_step(step, worlds, target, sc)
+            for w in worlds:
+                fired.update(w.coord.fired)
+            if failure is not None:
+                failure.fired = fired
+                return failure
+    except ScenarioError as e:
+        return Result(sc.file, sc.name, "error", e.step, message=e.message, fired=fired)
+    except ConfigError as e:       # the loader checks config the same way; a Scenario built by hand may not
+        return Result(sc.file, sc.name, "error", None, message=str(e), fired=fired)
+    except (EngineError, LangError) as e:          # no row covers what the step did
+        return Result(sc.file, sc.name, "fail", at, "a behaviour of the spec", f"the table: {str(e)[:SHOW]}",
+                      message=f"{type(e).__name__}", fired=fired)
+    except (InvariantViolation, IllegalMove) as e:     # the target broke its own rules
+        return Result(sc.file, sc.name, "fail", at, "the coordinator's invariants hold",
+                      f"{type(e).__name__}: {str(e)[:SHOW]}", message=f"{type(e).__name__}",
+                      fired=fired)
+    for w in worlds:
+        fired.update(w.coord.fired)
+    return Result(sc.file, sc.name, "pass", fired=fired)
 
 
 def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario):
