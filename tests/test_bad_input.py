@@ -520,3 +520,44 @@ def test_a_runtime_that_breaks_an_invariant_fails_the_scenario_not_the_run(tmp_p
     assert r.exit_code == 1 and len(r.stdout.splitlines()) == 3 and len(r.stdout) < 1500, r.stdout
     assert "FAIL" in r.stdout and "IllegalMove: illegal move Empty -> Stable\\nxxx" in r.stdout
     assert f"{tmp_path / 'a.yaml'}: s: step 1 (IllegalMove)" in r.stdout      # where it broke
+
+
+# ---------------------------------------------------------------------- the spec target's work stays bounded
+
+def _joins(n: int, group: str = "g") -> list:
+    return [{"send": "JoinGroup", "id": f"j{i}", "group": group, "member": "", "client": f"c{i}",
+             "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "protocol_type": "consumer",
+             "protocols": ["range"], "require_known_member_id": False} for i in range(n)]
+
+
+def _spec_run(tmp_path, name: str, steps: list):
+    f = tmp_path / f"{name}.json"
+    f.write_text(json.dumps({"scenario": name, "steps": steps}))
+    start = time.perf_counter()
+    r = invoke("scenario", "run", str(f), "--target", "spec")
+    return r, time.perf_counter() - start
+
+
+def test_thousands_of_groups_cost_linear_time_on_the_spec_target(tmp_path):
+    # each step copied every group of the world, and a set of summaries was paired n x n: 3,000 groups took
+    # minutes
+    n = 2000
+    steps = [{"send": "OffsetCommit", "id": f"c{i}", "group": f"g{i}", "offsets": {"t-0": i}} for i in range(n)]
+    steps += [{"send": "ListGroups", "id": "l"}, {"expect": "l", "groups": [{"group": f"g{i}"} for i in range(n)]}]
+    r, secs = _spec_run(tmp_path, "groups", steps)
+    assert r.exit_code == 0 and secs < 20, (secs, r.stdout)
+
+
+def test_choices_that_decide_nothing_are_not_explored(tmp_path):
+    # a row's choices (the leader after a removal) were made even where they decide nothing, and every
+    # combination explored: eight members joining took minutes
+    r, secs = _spec_run(tmp_path, "joins", _joins(8) + [{"advance_ms": 20000}])
+    assert r.exit_code == 0 and secs < 10, (secs, r.stdout)
+
+
+def test_a_scenario_with_more_behaviours_than_the_spec_target_explores_is_an_error_not_a_hang(tmp_path, monkeypatch):
+    from groupspec.checkers.scenarios import runner
+    monkeypatch.setattr(runner, "MAX_RUNS", 3000)      # what twelve members joining need, with ten
+    r, secs = _spec_run(tmp_path, "joins", _joins(10) + [{"advance_ms": 20000}])
+    assert r.exit_code == 2 and "step 11: the spec's behaviours up to this step are more than" in r.stdout, r.stdout
+    assert "--target runtime" in r.stdout

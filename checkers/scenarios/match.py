@@ -36,8 +36,12 @@ class Unbound(BadUse):
 
 class Mismatch(Exception):
     def __init__(self, where: str, expected: Any, got: Any):
+        super().__init__(where)
         self.where, self.expected, self.got = where, expected, got
-        super().__init__(f"{where}: expected {brief(expected, 200)}, got {brief(got, 200)}")
+
+    def __str__(self) -> str:
+        # made when shown: matching a set raises and drops one per pair tried
+        return f"{self.where}: expected {brief(self.expected, 200)}, got {brief(self.got, 200)}"
 
 
 def is_form(v: Any) -> bool:
@@ -141,11 +145,34 @@ def _binds(v: Any) -> bool:
     return False
 
 
-def _match_set(expected: list, got: list, env: dict, where: str, one=None) -> None:
+_ANY = object()      # an element's key when it is not a plain value: it may pair with any
+
+
+def _plain(v: Any, expected: bool) -> Any:
+    """The value a plain element can only be equal to (None and "" are one), or _ANY: a form, a
+    variable, a list or a mapping."""
+    if v is None or v == "":
+        return ""
+    if isinstance(v, str):
+        return _ANY if expected and v.startswith("$") else v
+    return v if isinstance(v, (int, float)) else _ANY
+
+
+def _group_key(v: Any, expected: bool) -> Any:
+    """A group summary's key: its group id, when it is plain."""
+    if not isinstance(v, dict) or (expected and ("group" not in v or is_form(v))):
+        return _ANY
+    return _plain(v.get("group"), expected)
+
+
+def _match_set(expected: list, got: list, env: dict, where: str, one=None, key=_plain) -> None:
     """Lists as sets: each expected element matches a distinct element of got, none left over.
 
     Without bindings whether an element fits another does not depend on the
-    rest, so this is a bipartite matching (augmenting paths, polynomial).  With
+    rest, so this is a bipartite matching (augmenting paths, polynomial).  An
+    element can only fit the got elements with its key (`key`: a plain value
+    must be equal), so only those are tried: thousands of members or groups are
+    paired in linear time, not in the square of their number.  With
     bindings every pairing is tried (backtracking), so an `any_of` or a binding
     in one element cannot block a match another pairing would find; the tries
     are bounded (MAX_PAIRINGS).
@@ -163,7 +190,16 @@ def _match_set(expected: list, got: list, env: dict, where: str, one=None) -> No
 
     if not _binds(expected):
         n = len(expected)
-        fit = [[j for j in range(n) if fits(expected[i], got[j], dict(env))] for i in range(n)]
+        by_key: dict = {}
+        wild = []                   # got elements without a key: candidates for every expected one
+        for j, g in enumerate(got):
+            k = key(g, False)
+            (wild if k is _ANY else by_key.setdefault(k, [])).append(j)
+
+        def candidates(e) -> list:
+            k = key(e, True)
+            return range(n) if k is _ANY else by_key.get(k, []) + wild
+        fit = [[j for j in candidates(expected[i]) if fits(expected[i], got[j], dict(env))] for i in range(n)]
         owner = [-1] * n            # got index -> expected index
 
         def augment(i: int, seen: set) -> bool:
@@ -217,7 +253,7 @@ def match_summaries(expected: list, got: list, env: dict, where: str) -> None:
         else:
             for k, v in e.items():
                 match(v, g.get(k), trial, f"{where}.{k}")
-    _match_set(expected, got, env, where, one)
+    _match_set(expected, got, env, where, one, key=_group_key)
 
 
 def _show(v: Any, env: dict) -> Any:
