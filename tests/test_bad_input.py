@@ -453,6 +453,34 @@ def test_matching_a_set_is_not_exponential():
     assert time.perf_counter() - t < 2
 
 
+def test_matching_a_long_set_needs_no_deep_recursion():
+    # pairing by augmenting paths recursed once per element of a path: 1,500 groups expected
+    # `{state: Empty}` overflowed Python's stack (an internal error)
+    from groupspec.checkers.scenarios.match import match_summaries
+    n = 1100                                         # Python's stack holds 1,000 calls
+    got = [{"group": f"g{i}", "state": "Empty"} for i in range(n)]
+    match_summaries([{"state": "Empty"}] * n, got, {}, "groups")
+    with pytest.raises(Mismatch):
+        match_summaries([{"state": "Empty"}] * (n - 1) + [{"state": "Stable"}], got, {}, "groups")
+
+
+def test_set_matching_pairs_exactly_when_some_pairing_fits():
+    import itertools
+    import random
+    rnd = random.Random(7)
+    for _ in range(400):
+        n = rnd.randint(1, 6)
+        allowed = [rnd.sample(range(n), rnd.randint(0, n)) for _ in range(n)]
+        expected = [{"any_of": a} if a else {"any_of": [-1]} for a in allowed]
+        fits = any(all(j in allowed[i] for i, j in enumerate(p)) for p in itertools.permutations(range(n)))
+        try:
+            match(expected, list(range(n)), {}, "members")
+            paired = True
+        except Mismatch:
+            paired = False
+        assert paired == fits, allowed
+
+
 def test_a_bug_of_ours_is_one_error_line_and_the_other_files_still_run(tmp_path, monkeypatch):
     from groupspec.checkers.scenarios import report
     write(tmp_path, "a", "scenario: boom\nsteps:\n  - advance_ms: 1\n")

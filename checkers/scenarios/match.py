@@ -201,16 +201,12 @@ def _match_set(expected: list, got: list, env: dict, where: str, one=None, key=_
             return range(n) if k is _ANY else by_key.get(k, []) + wild
         fit = [[j for j in candidates(expected[i]) if fits(expected[i], got[j], dict(env))] for i in range(n)]
         owner = [-1] * n            # got index -> expected index
-
-        def augment(i: int, seen: set) -> bool:
-            for j in fit[i]:
-                if j not in seen:
-                    seen.add(j)
-                    if owner[j] < 0 or augment(owner[j], seen):
-                        owner[j] = i
-                        return True
-            return False
-        if not all(augment(i, set()) for i in range(n)):
+        for i in range(n):          # first the pairs no other choice disputes, then augmenting paths
+            j = next((j for j in fit[i] if owner[j] < 0), None)
+            if j is not None:
+                owner[j] = i
+        paired = set(owner)
+        if not all(i in paired or _augment(i, fit, owner) for i in range(n)):
             raise Mismatch(where, _show(expected, env), got)
         return
 
@@ -235,6 +231,33 @@ def _match_set(expected: list, got: list, env: dict, where: str, one=None, key=_
     if found is None:
         raise Mismatch(where, _show(expected, env), got)
     env.update(found)
+
+
+def _augment(root: int, fit: list, owner: list) -> bool:
+    """Pair expected element `root` along an augmenting path (Kuhn's algorithm), without recursion: a path
+    can be as long as the list (1,500 groups expected `{state: Empty}` overflowed Python's stack)."""
+    seen: set = set()
+    stack = [(root, iter(fit[root]))]
+    through: list = []              # the got element each frame but the last descends through
+    while stack:
+        i, candidates = stack[-1]
+        for j in candidates:
+            if j in seen:
+                continue
+            seen.add(j)
+            if owner[j] < 0:
+                owner[j] = i
+                for (k, _), jk in zip(stack, through):
+                    owner[jk] = k
+                return True
+            through.append(j)
+            stack.append((owner[j], iter(fit[owner[j]])))
+            break
+        else:
+            stack.pop()
+            if through:
+                through.pop()
+    return False
 
 
 def match_summaries(expected: list, got: list, env: dict, where: str) -> None:
