@@ -464,6 +464,21 @@ def test_matching_a_long_set_needs_no_deep_recursion():
         match_summaries([{"state": "Empty"}] * (n - 1) + [{"state": "Stable"}], got, {}, "groups")
 
 
+def test_a_long_set_that_binds_pairs_without_deep_recursion_and_backtracks():
+    # pairing elements that bind variables recursed once per element: 1,100 groups overflowed the stack
+    from groupspec.checkers.scenarios.match import match_summaries
+    n = 1100
+    env: dict = {}
+    match_summaries([{"group": {"bind": f"v{i}"}} for i in range(n)], [{"group": f"g{i}"} for i in range(n)], env,
+                    "groups")
+    assert sorted(env.values()) == sorted(f"g{i}" for i in range(n))
+    env = {}
+    match([{"bind": "x"}, "a"], ["a", "b"], env, "members")        # x must give up 'a' to the plain element
+    assert env == {"x": "b"}
+    with pytest.raises(Mismatch):
+        match([{"bind": "x"}, "$x"], ["a", "b"], {}, "members")
+
+
 def test_set_matching_pairs_exactly_when_some_pairing_fits():
     import itertools
     import random

@@ -15,7 +15,8 @@ from typing import Any
 from groupspec.spec.kafka import brief
 
 FORM_KEYS = ("bind", "any_of", "not")
-MAX_PAIRINGS = 100_000     # tries at pairing a set's elements when bindings forbid the polynomial way
+MAX_PAIRINGS = 1_000_000   # work pairing a set's elements when bindings forbid the polynomial way (tries, and
+                           # the bindings each copies)
 
 
 class BadUse(Exception):
@@ -188,8 +189,8 @@ def _match_set(expected: list, got: list, env: dict, where: str, one=None, key=_
             return False
         return True
 
+    n = len(expected)
     if not _binds(expected):
-        n = len(expected)
         by_key: dict = {}
         wild = []                   # got elements without a key: candidates for every expected one
         for j, g in enumerate(got):
@@ -210,27 +211,38 @@ def _match_set(expected: list, got: list, env: dict, where: str, one=None, key=_
             raise Mismatch(where, _show(expected, env), got)
         return
 
-    tries = [0]
-
-    def pair(i: int, left: list, trial: dict):
-        if i == len(expected):
-            return trial
-        for j, g in enumerate(left):
-            tries[0] += 1
-            if tries[0] > MAX_PAIRINGS:
-                raise BadUse(f"{where}: too many ways to pair the elements of this list (it binds variables); "
-                             f"bind fewer of them in one list")
-            t = dict(trial)
-            if not fits(expected[i], g, t):
-                continue
-            done = pair(i + 1, left[:j] + left[j + 1:], t)
-            if done is not None:
-                return done
-        return None
-    found = pair(0, list(got), dict(env))
-    if found is None:
-        raise Mismatch(where, _show(expected, env), got)
-    env.update(found)
+    # Backtracking without recursion (a list can be longer than Python's stack is deep).  Each try copies
+    # the bindings so far: the work (tries and bindings copied) is bounded, and so are time and memory.
+    work = 0
+    used = [False] * n
+    chosen: list[int] = []          # the got element each expected element before the current one took
+    frames = [[dict(env), 0]]       # per expected element: the bindings before it, the next got element to try
+    while frames:
+        i = len(frames) - 1
+        if i == n:
+            env.update(frames[-1][0])
+            return
+        before, j = frames[i]
+        while j < n:
+            if not used[j]:
+                work += 1 + len(before)
+                if work > MAX_PAIRINGS:
+                    raise BadUse(f"{where}: too many ways to pair the elements of this list (it binds "
+                                 f"variables); bind fewer of them in one list")
+                trial = dict(before)
+                if fits(expected[i], got[j], trial):
+                    break
+            j += 1
+        if j < n:
+            frames[i][1] = j + 1
+            used[j] = True
+            chosen.append(j)
+            frames.append([trial, 0])
+        else:
+            frames.pop()
+            if chosen:
+                used[chosen.pop()] = False
+    raise Mismatch(where, _show(expected, env), got)
 
 
 def _augment(root: int, fit: list, owner: list) -> bool:
