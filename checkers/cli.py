@@ -476,6 +476,9 @@ _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "Clic
 
 
 def _on_sigterm(signum, frame):
+    # a second SIGTERM (`timeout` and a supervisor both sending one) must not interrupt the cleanup or the
+    # message the first one started: it would end in a traceback
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated()
 
 
@@ -512,6 +515,7 @@ def main() -> None:
             say_error(f"{where}: {_one_line(e.format_message())} (`{where} --help` lists the options)")
         code = e.exit_code
     except (KeyboardInterrupt, typer.Abort):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)     # a second Ctrl-C now would be a traceback
         code = 130
     except Terminated:
         say_error("groupspec: terminated (SIGTERM); the run was stopped")

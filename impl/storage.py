@@ -182,6 +182,12 @@ class InMemoryLog:
     def records(self) -> Iterable[dict]:
         return [r for line in self._batches for r in decode(line[:-1])]
 
+    def __deepcopy__(self, memo) -> "InMemoryLog":
+        # the spec target copies its worlds at every step: the batches are bytes, a copy of the list does
+        new = InMemoryLog()
+        new._batches = list(self._batches)
+        return new
+
 
 @dataclass
 class Damage:

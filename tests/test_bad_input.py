@@ -453,6 +453,49 @@ def test_matching_a_set_is_not_exponential():
     assert time.perf_counter() - t < 2
 
 
+def test_matching_a_long_set_needs_no_deep_recursion():
+    # pairing by augmenting paths recursed once per element of a path: 1,500 groups expected
+    # `{state: Empty}` overflowed Python's stack (an internal error)
+    from groupspec.checkers.scenarios.match import match_summaries
+    n = 1100                                         # Python's stack holds 1,000 calls
+    got = [{"group": f"g{i}", "state": "Empty"} for i in range(n)]
+    match_summaries([{"state": "Empty"}] * n, got, {}, "groups")
+    with pytest.raises(Mismatch):
+        match_summaries([{"state": "Empty"}] * (n - 1) + [{"state": "Stable"}], got, {}, "groups")
+
+
+def test_a_long_set_that_binds_pairs_without_deep_recursion_and_backtracks():
+    # pairing elements that bind variables recursed once per element: 1,100 groups overflowed the stack
+    from groupspec.checkers.scenarios.match import match_summaries
+    n = 1100
+    env: dict = {}
+    match_summaries([{"group": {"bind": f"v{i}"}} for i in range(n)], [{"group": f"g{i}"} for i in range(n)], env,
+                    "groups")
+    assert sorted(env.values()) == sorted(f"g{i}" for i in range(n))
+    env = {}
+    match([{"bind": "x"}, "a"], ["a", "b"], env, "members")        # x must give up 'a' to the plain element
+    assert env == {"x": "b"}
+    with pytest.raises(Mismatch):
+        match([{"bind": "x"}, "$x"], ["a", "b"], {}, "members")
+
+
+def test_set_matching_pairs_exactly_when_some_pairing_fits():
+    import itertools
+    import random
+    rnd = random.Random(7)
+    for _ in range(400):
+        n = rnd.randint(1, 6)
+        allowed = [rnd.sample(range(n), rnd.randint(0, n)) for _ in range(n)]
+        expected = [{"any_of": a} if a else {"any_of": [-1]} for a in allowed]
+        fits = any(all(j in allowed[i] for i, j in enumerate(p)) for p in itertools.permutations(range(n)))
+        try:
+            match(expected, list(range(n)), {}, "members")
+            paired = True
+        except Mismatch:
+            paired = False
+        assert paired == fits, allowed
+
+
 def test_a_bug_of_ours_is_one_error_line_and_the_other_files_still_run(tmp_path, monkeypatch):
     from groupspec.checkers.scenarios import report
     write(tmp_path, "a", "scenario: boom\nsteps:\n  - advance_ms: 1\n")
@@ -520,3 +563,44 @@ def test_a_runtime_that_breaks_an_invariant_fails_the_scenario_not_the_run(tmp_p
     assert r.exit_code == 1 and len(r.stdout.splitlines()) == 3 and len(r.stdout) < 1500, r.stdout
     assert "FAIL" in r.stdout and "IllegalMove: illegal move Empty -> Stable\\nxxx" in r.stdout
     assert f"{tmp_path / 'a.yaml'}: s: step 1 (IllegalMove)" in r.stdout      # where it broke
+
+
+# ---------------------------------------------------------------------- the spec target's work stays bounded
+
+def _joins(n: int, group: str = "g") -> list:
+    return [{"send": "JoinGroup", "id": f"j{i}", "group": group, "member": "", "client": f"c{i}",
+             "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "protocol_type": "consumer",
+             "protocols": ["range"], "require_known_member_id": False} for i in range(n)]
+
+
+def _spec_run(tmp_path, name: str, steps: list):
+    f = tmp_path / f"{name}.json"
+    f.write_text(json.dumps({"scenario": name, "steps": steps}))
+    start = time.perf_counter()
+    r = invoke("scenario", "run", str(f), "--target", "spec")
+    return r, time.perf_counter() - start
+
+
+def test_thousands_of_groups_cost_linear_time_on_the_spec_target(tmp_path):
+    # each step copied every group of the world, and a set of summaries was paired n x n: 3,000 groups took
+    # minutes
+    n = 2000
+    steps = [{"send": "OffsetCommit", "id": f"c{i}", "group": f"g{i}", "offsets": {"t-0": i}} for i in range(n)]
+    steps += [{"send": "ListGroups", "id": "l"}, {"expect": "l", "groups": [{"group": f"g{i}"} for i in range(n)]}]
+    r, secs = _spec_run(tmp_path, "groups", steps)
+    assert r.exit_code == 0 and secs < 20, (secs, r.stdout)
+
+
+def test_choices_that_decide_nothing_are_not_explored(tmp_path):
+    # a row's choices (the leader after a removal) were made even where they decide nothing, and every
+    # combination explored: eight members joining took minutes
+    r, secs = _spec_run(tmp_path, "joins", _joins(8) + [{"advance_ms": 20000}])
+    assert r.exit_code == 0 and secs < 10, (secs, r.stdout)
+
+
+def test_a_scenario_with_more_behaviours_than_the_spec_target_explores_is_an_error_not_a_hang(tmp_path, monkeypatch):
+    from groupspec.checkers.scenarios import runner
+    monkeypatch.setattr(runner, "MAX_RUNS", 3000)      # what twelve members joining need, with ten
+    r, secs = _spec_run(tmp_path, "joins", _joins(10) + [{"advance_ms": 20000}])
+    assert r.exit_code == 2 and "step 11: the spec's behaviours up to this step are more than" in r.stdout, r.stdout
+    assert "--target runtime" in r.stdout

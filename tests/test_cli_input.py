@@ -64,12 +64,13 @@ FINDINGS = str(ROOT / "tests" / "scenarios" / "findings.yaml")
 def run_cli(monkeypatch, capsys, *args):
     """`groupspec ARGS` in this process: (exit code, stdout, stderr)."""
     monkeypatch.setattr(sys, "argv", ["groupspec", *args])
-    saved = signal.getsignal(signal.SIGTERM)
+    saved = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit) as e:
             CLI.main()
     finally:
-        signal.signal(signal.SIGTERM, saved)
+        signal.signal(signal.SIGTERM, saved[0])
+        signal.signal(signal.SIGINT, saved[1])
     out, err = capsys.readouterr()
     return e.value.code, out, err
 
@@ -226,6 +227,19 @@ def test_a_scenario_folder_entry_that_cannot_be_read_is_an_error_not_skipped(tmp
     assert "Too many levels of symbolic links" in results["loop.yaml"]["message"]
     assert "No such file" in results["dangling.yml"]["message"]
     assert "not a regular file" in results["pipe.json"]["message"]
+
+
+def test_a_second_sigterm_while_the_first_is_reported_is_no_traceback(monkeypatch, capsys):
+    from groupspec.checkers.scenarios import report
+    monkeypatch.setattr(report, "run_files", lambda *a, **k: os.kill(os.getpid(), signal.SIGTERM))
+    real = CLI.err.print
+
+    def print_and_get_another(*a, **k):      # a supervisor's SIGTERM after `timeout`'s
+        os.kill(os.getpid(), signal.SIGTERM)
+        real(*a, **k)
+    monkeypatch.setattr(CLI.err, "print", print_and_get_another)
+    code, out, err = run_cli(monkeypatch, capsys, "scenario", "run", FINDINGS)
+    assert code == 143 and err == "groupspec: terminated (SIGTERM); the run was stopped\n", err
 
 
 def test_docs_without_graphviz_says_how_to_get_it(monkeypatch, capsys, tmp_path):

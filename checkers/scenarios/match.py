@@ -15,7 +15,8 @@ from typing import Any
 from groupspec.spec.kafka import brief
 
 FORM_KEYS = ("bind", "any_of", "not")
-MAX_PAIRINGS = 100_000     # tries at pairing a set's elements when bindings forbid the polynomial way
+MAX_PAIRINGS = 1_000_000   # work pairing a set's elements when bindings forbid the polynomial way (tries, and
+                           # the bindings each copies)
 
 
 class BadUse(Exception):
@@ -36,8 +37,12 @@ class Unbound(BadUse):
 
 class Mismatch(Exception):
     def __init__(self, where: str, expected: Any, got: Any):
+        super().__init__(where)
         self.where, self.expected, self.got = where, expected, got
-        super().__init__(f"{where}: expected {brief(expected, 200)}, got {brief(got, 200)}")
+
+    def __str__(self) -> str:
+        # made when shown: matching a set raises and drops one per pair tried
+        return f"{self.where}: expected {brief(self.expected, 200)}, got {brief(self.got, 200)}"
 
 
 def is_form(v: Any) -> bool:
@@ -141,11 +146,34 @@ def _binds(v: Any) -> bool:
     return False
 
 
-def _match_set(expected: list, got: list, env: dict, where: str, one=None) -> None:
+_ANY = object()      # an element's key when it is not a plain value: it may pair with any
+
+
+def _plain(v: Any, expected: bool) -> Any:
+    """The value a plain element can only be equal to (None and "" are one), or _ANY: a form, a
+    variable, a list or a mapping."""
+    if v is None or v == "":
+        return ""
+    if isinstance(v, str):
+        return _ANY if expected and v.startswith("$") else v
+    return v if isinstance(v, (int, float)) else _ANY
+
+
+def _group_key(v: Any, expected: bool) -> Any:
+    """A group summary's key: its group id, when it is plain."""
+    if not isinstance(v, dict) or (expected and ("group" not in v or is_form(v))):
+        return _ANY
+    return _plain(v.get("group"), expected)
+
+
+def _match_set(expected: list, got: list, env: dict, where: str, one=None, key=_plain) -> None:
     """Lists as sets: each expected element matches a distinct element of got, none left over.
 
     Without bindings whether an element fits another does not depend on the
-    rest, so this is a bipartite matching (augmenting paths, polynomial).  With
+    rest, so this is a bipartite matching (augmenting paths, polynomial).  An
+    element can only fit the got elements with its key (`key`: a plain value
+    must be equal), so only those are tried: thousands of members or groups are
+    paired in linear time, not in the square of their number.  With
     bindings every pairing is tried (backtracking), so an `any_of` or a binding
     in one element cannot block a match another pairing would find; the tries
     are bounded (MAX_PAIRINGS).
@@ -161,44 +189,87 @@ def _match_set(expected: list, got: list, env: dict, where: str, one=None) -> No
             return False
         return True
 
+    n = len(expected)
     if not _binds(expected):
-        n = len(expected)
-        fit = [[j for j in range(n) if fits(expected[i], got[j], dict(env))] for i in range(n)]
-        owner = [-1] * n            # got index -> expected index
+        by_key: dict = {}
+        wild = []                   # got elements without a key: candidates for every expected one
+        for j, g in enumerate(got):
+            k = key(g, False)
+            (wild if k is _ANY else by_key.setdefault(k, [])).append(j)
 
-        def augment(i: int, seen: set) -> bool:
-            for j in fit[i]:
-                if j not in seen:
-                    seen.add(j)
-                    if owner[j] < 0 or augment(owner[j], seen):
-                        owner[j] = i
-                        return True
-            return False
-        if not all(augment(i, set()) for i in range(n)):
+        def candidates(e) -> list:
+            k = key(e, True)
+            return range(n) if k is _ANY else by_key.get(k, []) + wild
+        fit = [[j for j in candidates(expected[i]) if fits(expected[i], got[j], dict(env))] for i in range(n)]
+        owner = [-1] * n            # got index -> expected index
+        for i in range(n):          # first the pairs no other choice disputes, then augmenting paths
+            j = next((j for j in fit[i] if owner[j] < 0), None)
+            if j is not None:
+                owner[j] = i
+        paired = set(owner)
+        if not all(i in paired or _augment(i, fit, owner) for i in range(n)):
             raise Mismatch(where, _show(expected, env), got)
         return
 
-    tries = [0]
+    # Backtracking without recursion (a list can be longer than Python's stack is deep).  Each try copies
+    # the bindings so far: the work (tries and bindings copied) is bounded, and so are time and memory.
+    work = 0
+    used = [False] * n
+    chosen: list[int] = []          # the got element each expected element before the current one took
+    frames = [[dict(env), 0]]       # per expected element: the bindings before it, the next got element to try
+    while frames:
+        i = len(frames) - 1
+        if i == n:
+            env.update(frames[-1][0])
+            return
+        before, j = frames[i]
+        while j < n:
+            if not used[j]:
+                work += 1 + len(before)
+                if work > MAX_PAIRINGS:
+                    raise BadUse(f"{where}: too many ways to pair the elements of this list (it binds "
+                                 f"variables); bind fewer of them in one list")
+                trial = dict(before)
+                if fits(expected[i], got[j], trial):
+                    break
+            j += 1
+        if j < n:
+            frames[i][1] = j + 1
+            used[j] = True
+            chosen.append(j)
+            frames.append([trial, 0])
+        else:
+            frames.pop()
+            if chosen:
+                used[chosen.pop()] = False
+    raise Mismatch(where, _show(expected, env), got)
 
-    def pair(i: int, left: list, trial: dict):
-        if i == len(expected):
-            return trial
-        for j, g in enumerate(left):
-            tries[0] += 1
-            if tries[0] > MAX_PAIRINGS:
-                raise BadUse(f"{where}: too many ways to pair the elements of this list (it binds variables); "
-                             f"bind fewer of them in one list")
-            t = dict(trial)
-            if not fits(expected[i], g, t):
+
+def _augment(root: int, fit: list, owner: list) -> bool:
+    """Pair expected element `root` along an augmenting path (Kuhn's algorithm), without recursion: a path
+    can be as long as the list (1,500 groups expected `{state: Empty}` overflowed Python's stack)."""
+    seen: set = set()
+    stack = [(root, iter(fit[root]))]
+    through: list = []              # the got element each frame but the last descends through
+    while stack:
+        i, candidates = stack[-1]
+        for j in candidates:
+            if j in seen:
                 continue
-            done = pair(i + 1, left[:j] + left[j + 1:], t)
-            if done is not None:
-                return done
-        return None
-    found = pair(0, list(got), dict(env))
-    if found is None:
-        raise Mismatch(where, _show(expected, env), got)
-    env.update(found)
+            seen.add(j)
+            if owner[j] < 0:
+                owner[j] = i
+                for (k, _), jk in zip(stack, through):
+                    owner[jk] = k
+                return True
+            through.append(j)
+            stack.append((owner[j], iter(fit[owner[j]])))
+            break
+        else:
+            stack.pop()
+            if through:
+                through.pop()
+    return False
 
 
 def match_summaries(expected: list, got: list, env: dict, where: str) -> None:
@@ -217,7 +288,7 @@ def match_summaries(expected: list, got: list, env: dict, where: str) -> None:
         else:
             for k, v in e.items():
                 match(v, g.get(k), trial, f"{where}.{k}")
-    _match_set(expected, got, env, where, one)
+    _match_set(expected, got, env, where, one, key=_group_key)
 
 
 def _show(v: Any, env: dict) -> Any:

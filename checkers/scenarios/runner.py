@@ -35,6 +35,11 @@ from .model import Scenario, ScenarioError, Step
 
 TARGETS = ("spec", "runtime")
 MAX_WORLDS = 512
+# The work the spec target may do for one scenario: each run of a step's action (once per combination of
+# choices, in every world) and each outcome the engine works out for a row.  The project's suite needs at
+# most about 600 for a scenario; combinations of choices grow as a factorial of the members removed in one
+# step, so without a bound a scenario of a dozen members runs for hours.  This is at most about 20 s of work.
+MAX_RUNS = 150_000
 SHOW = 300          # characters of an expected or got value in a failure (line, JSON, JUnit)
 
 
@@ -74,6 +79,16 @@ class World:
 
     def record(self, rid: str, response: dict) -> None:
         self.responses[rid] = response
+
+    def __deepcopy__(self, memo) -> "World":
+        """The spec target copies its worlds at every step.  Responses and bound values are never changed
+        once recorded, so a copy shares them (copying them all made each step cost as much as every step
+        before it: a long scenario took time in the square of its length)."""
+        new = World.__new__(World)
+        memo[id(self)] = new              # before the coordinator, whose parked callbacks lead back here
+        new.coord = copy.deepcopy(self.coord, memo)
+        new.env, new.responses = dict(self.env), dict(self.responses)
+        return new
 
     def fingerprint(self):
         c = self.coord
@@ -131,10 +146,11 @@ def _run_in(sc: Scenario, target: str, world: World) -> Result:
     worlds = [world]
     fired: set = set()
     at = None          # the step running when the target fails in a way no step expects
+    budget = [MAX_RUNS]
     try:
         for step in sc.steps:
             at = step.number
-            worlds, failure = _run_step(step, worlds, target, sc)
+            worlds, failure = _run_step(step, worlds, target, sc, budget)
             for w in worlds:
                 fired.update(w.coord.fired)
             if failure is not None:
@@ -156,7 +172,7 @@ def _run_in(sc: Scenario, target: str, world: World) -> Result:
     return Result(sc.file, sc.name, "pass", fired=fired)
 
 
-def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario):
+def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario, budget: list | None = None):
     b = step.body
 
     def bad(msg):
@@ -186,8 +202,9 @@ def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario):
     action = _action(step, bad)
     out: list[World] = []
     for w in worlds:
-        out.extend(_explore(w, action) if target == "spec" else _direct(w, action))
-    if target == "spec":
+        out.extend(_explore(w, action, budget if budget is not None else [MAX_RUNS], bad) if target == "spec"
+                   else _direct(w, action))
+    if target == "spec" and len(out) > 1:
         out = _dedupe(out)
         if len(out) > MAX_WORLDS:
             out = out[:MAX_WORLDS]
@@ -199,10 +216,17 @@ def _direct(w: World, action: Callable[[World], None]) -> list[World]:
     return [w]
 
 
-def _explore(world: World, action: Callable[[World], None]) -> list[World]:
-    """Run `action` once per combination of the choices the table leaves open."""
+def _explore(world: World, action: Callable[[World], None], budget: list, bad) -> list[World]:
+    """Run `action` once per combination of the choices the table leaves open (at most `budget[0]` more runs
+    in the scenario: combinations grow as a factorial, and a scenario must not run for hours)."""
     results, stack = [], [[]]
     while stack:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise bad(f"the spec's behaviours up to this step are more than the spec target explores (every "
+                      f"combination of the choices Kafka leaves open: a new leader after each removal, a tied "
+                      f"vote; at most {MAX_RUNS:,} outcomes of rows); run it with --target runtime, or have "
+                      f"fewer members removed at once")
         prefix = stack.pop()
         w = copy.deepcopy(world)
         decisions: list[int] = []
@@ -212,7 +236,9 @@ def _explore(world: World, action: Callable[[World], None]) -> list[World]:
             decisions.append(len(outcomes))
             return prefix[i] if i < len(prefix) else 0
         w.coord.choose = choose
+        before = w.coord.outcomes
         action(w)
+        budget[0] -= w.coord.outcomes - before
         w.coord.choose = lambda outcomes: 0
         for i in range(len(prefix), len(decisions)):
             for alt in range(1, decisions[i]):
