@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
 from groupspec.spec.lang import NONE
-from .world_model import Step, WorldConfig, WorldModel, world_invariants
+from .world_model import Step, WorldConfig, WorldModel, action_class, world_invariants
 
 from math import factorial
 
@@ -414,10 +414,9 @@ def _check_liveness(cfg: WorldConfig, max_states, deadlock: bool, rows, progress
         if max_states and len(seen) >= max_states:
             return finish("stopped")
     flat = [model.flat(s) for s in states_by_id]     # liveness reads the spec's view
-    labelled = [[(j, st.action) for j, st in es] for es in edges]
+    labelled = [[(j, action_class(st, cfg)) for j, st in es] for es in edges]
     # the more specific diagnosis first: a fair cycle stuck in a rebalance
-    # timely clients (their heartbeat thread runs) heartbeat again and again: strongly fair
-    lasso = find_lasso(flat, labelled, bounded, strong=("heartbeat",) if cfg.timely else ())
+    lasso = find_lasso(flat, labelled, bounded)
     if lasso is not None:
         stem, loop = lasso
         res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")

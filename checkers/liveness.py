@@ -4,10 +4,10 @@ Over the explored graph of a bounded world, find a reachable cycle in which
 the group never leaves PreparingRebalance or CompletingRebalance (whether
 clients keep acting or wait on parked requests), and which is fair: every timer that stays armed, every
 message that stays in flight and every response that stays unread along
-the cycle is eventually taken (weak fairness of the coordinator's timers,
-of the network, and of clients reading their responses).  Crashes,
-leaves, heartbeats and commits are the environment's free choices.
-Such a cycle is a lasso: a path to it, and the loop (the class of
+the cycle is eventually taken.  Which actions are fair, and how, is
+declared with the world's actions (spec/world.py ACTIONS): weakly fair
+timers, network and clients' own progress; crashes, leaves, heartbeats and
+commits are the environment's free choices.  Such a cycle is a lasso: a path to it, and the loop (the class of
 KAFKA-12890, and of a join that never completes).
 
 Fair cycles are found as in model checkers for weak fairness: take the
@@ -18,94 +18,59 @@ cycle through them proves nothing.
 """
 from __future__ import annotations
 
-import re
 from collections import deque
 
 from groupspec.spec.schema import STATES
 from groupspec.spec import engine as E
+from groupspec.spec.world import STRONG, UNFAIR
 
 STUCK = {STATES.index("PreparingRebalance"), STATES.index("CompletingRebalance")}
-# the client rows that are the environment's free choices (a coordinator failover is one too:
-# its label is no client's, so action_class leaves it unfair); giving up on a request still in
-# the network is the reordering fault's choice
-ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets",
-               "request timed out in the network, rejoin (it arrives late)",
-               "heartbeat or commit timed out in the network (it arrives late)")
+# Edges are labelled (fairness class, fairness, fault?): the declared fairness of the step's
+# action (spec/world.py ACTIONS, through world_model.action_class).  Nothing here reads a
+# step's name.
 
 
-# client rows that are faults: no progress may depend on them
-CLIENT_FAULTS = ("crash", "restart after a crash")
-
-
-def action_class(label: str) -> tuple[str, bool]:
-    """(class, fair?) of a step label: fairness is per client and per timer.
-
-    A client's step is labelled `c<k>: <client row>`; the environment's choices are
-    the client rows named exactly as in ENVIRONMENT (a prefix would also take
-    "heartbeat or commit: ...", which is the client reading a response), and the
-    coordinator's failover, whose label is no client's.
-    """
-    if label.startswith("deliver "):
-        return label, True                       # the network delivers each client's request
-    if is_client(label):
-        client, what = label.split(": ", 1)
-        if what in ENVIRONMENT:
-            return f"{client}: {what}", False
-        return f"{client}: reads its response", True
-    if "timer" in label or "delayed join" in label:
-        return label, True                       # an armed timer eventually fires
-    return label, False
-
-
-def is_client(label: str) -> bool:
-    return re.match(r"c\d+: ", label) is not None
-
-
-def find_lasso(states: list, edges: list, bounded: set = frozenset(),
-               strong: tuple = ()) -> tuple[list[int], list[int]] | None:
-    """(stem, loop) of state indices, or None.  states[i] is a world tuple; edges[i] a list of (j, label).
+def find_lasso(states: list, edges: list, bounded: set = frozenset()) -> tuple[list[int], list[int]] | None:
+    """(stem, loop) of state indices, or None.  states[i] is a world tuple; edges[i] a list of
+    (j, (fairness class, fairness, fault?)).
 
     States in `bounded` had successors cut off by the world's bounds: a cycle through
-    them proves nothing (the cut-off step might leave it), so they are left out.
-    `strong`: environment rows that are strongly fair in this world (a timely client's
-    heartbeat thread): taken eventually if enabled again and again, so a cycle that keeps
-    passing a state where one is enabled without taking it is not fair.
+    them proves nothing (the cut-off step might leave it), so they are left out.  A
+    strongly fair class (a timely client's heartbeat thread) is taken eventually if enabled
+    again and again, so a cycle that keeps passing a state where one is enabled without
+    taking it is not fair.
     """
     stuck = [E.get(s, "state") in STUCK and i not in bounded for i, s in enumerate(states)]
-    for comp, members, inner in _fair_components(len(states), edges, stuck, strong):
+    for comp, members, inner in _fair_components(len(states), edges, stuck):
         return _stem(edges, comp[0]), _loop(edges, members, comp[0], inner)
     return None
 
 
-def _fair_components(n: int, edges: list, keep: list, strong: tuple):
+def _fair_components(n: int, edges: list, keep: list):
     """Strongly connected components (of the states with keep[i]) that hold a fair cycle: every
     weakly fair class enabled in all their states, and every strongly fair class enabled in any
     of them, labels an edge inside.  A component that starves a strongly fair class may still
     hold a fair cycle away from the states that enable it: those are dropped and the rest is
     searched again (the usual refinement for strong fairness)."""
-    def is_strong(label: str) -> bool:
-        return is_client(label) and label.split(": ", 1)[1] in strong
-
-    yield from _fair_within(n, edges, keep, is_strong, None)
+    yield from _fair_within(n, edges, keep, None)
 
 
-def _fair_within(n: int, edges: list, keep, is_strong, roots):
+def _fair_within(n: int, edges: list, keep, roots):
     """(component, its states, its inner edges) for each fair component among `roots`."""
     for comp in _sccs(n, edges, keep, roots):
         members = set(comp)
         inner = [(i, j, lab) for i in comp for j, lab in edges[i] if j in members]
         if not inner:
             continue
-        taken = {action_class(lab)[0] for _, _, lab in inner}
-        starved = {i for i in comp for _, lab in edges[i]
-                   if is_strong(lab) and action_class(lab)[0] not in taken}
+        taken = {lab[0] for _, _, lab in inner}
+        starved = {i for i in comp for _, lab in edges[i] if lab[1] == STRONG and lab[0] not in taken}
         if starved:
             rest = members - starved
-            yield from _fair_within(n, edges, _Within(rest), is_strong, sorted(rest))
+            yield from _fair_within(n, edges, _Within(rest), sorted(rest))
             continue
         enabled_everywhere = None
         for i in comp:
-            fair_here = {action_class(lab)[0] for _, lab in edges[i] if action_class(lab)[1]}
+            fair_here = {lab[0] for _, lab in edges[i] if lab[1] != UNFAIR}
             enabled_everywhere = fair_here if enabled_everywhere is None else enabled_everywhere & fair_here
         if enabled_everywhere and not enabled_everywhere <= taken:
             continue                               # some fair action is starved: not a fair cycle
@@ -221,7 +186,7 @@ def find_no_progress(states: list, edges: list, bounded: set, is_end, stable) ->
     preds: list = [[] for _ in range(n)]
     for i, es in enumerate(edges):
         for j, label in es:
-            if not (is_client(label) and label.split(": ", 1)[1] in CLIENT_FAULTS):
+            if not label[2]:
                 preds[j].append(i)
     good = [stable(s) or is_end(s) or i in bounded for i, s in enumerate(states)]
     can = list(good)
