@@ -61,12 +61,7 @@ def _in(*names: str) -> Term:
     return Or(*[V.state == _st(n) for n in names])
 
 
-def _prev_in(*names: str) -> Term:
-    return Or(*[Prev.state == _st(n) for n in names])
-
-
 held = Not(V.state == _st("Absent"))
-statics = lambda s=V: Count(s.members, lambda m: s.instance_of[m].is_some())  # noqa: E731
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant(

@@ -385,11 +385,6 @@ def Count(s: Term, fn: Callable[[Term], Any] | None = None) -> Term:
     return (Filter(s, fn) if fn else s).count()
 
 
-def SumOver(s: Term, fn: Callable[[Term], Any]) -> Term:
-    var, body = _bind(Dom(s.type.key), fn)
-    return Term("sum", (s, lift(body, INT)), INT, var)
-
-
 def MaxOver(s: Term, fn: Callable[[Term], Any], default: int = 0) -> Term:
     """max(default, fn(x) for x in s)."""
     var, body = _bind(Dom(s.type.key), fn)
@@ -413,14 +408,6 @@ def Choose(name: str, s: Term) -> Term:
     if s.type.kind != "set":
         raise LangError("Choose needs a set")
     return Term("choose", (s,), Dom(s.type.key), name)
-
-
-def Record(t: Type, **fields) -> Term:
-    """Build a record of type t from a term per field."""
-    if t.kind != "record" or set(fields) != set(t.values):
-        raise LangError(f"{t!r} needs exactly the fields {', '.join(t.values)}")
-    args = tuple(lift(fields[n], ft) for n, ft in zip(t.values, t.args))
-    return Term("record", args, t)
 
 
 def named(label: str, t: Term) -> Term:
@@ -523,11 +510,11 @@ def show(t: Term, names: dict | None = None) -> str:
         if op == "keys_where":
             v = bound_name(n.data)
             return f"{{k | {go(n.args[0])}[k] = {v}, {go(n.args[1])}}}"
-        if op in ("forall", "exists", "filter", "sum", "maxover", "bigunion"):
+        if op in ("forall", "exists", "filter", "maxover", "bigunion"):
             v = bound_name(n.data)
             s, body = go(n.args[0]), go(n.args[1])
             return {"forall": f"∀{v} ∈ {s}: {body}", "exists": f"∃{v} ∈ {s}: {body}",
-                    "filter": f"{{{v} ∈ {s} | {body}}}", "sum": f"Σ{v} ∈ {s}: {body}",
+                    "filter": f"{{{v} ∈ {s} | {body}}}",
                     "maxover": f"max{v} ∈ {s}: {body}", "bigunion": f"⋃{v} ∈ {s}: {body}"}[op]
         if op == "apply":
             return f"{go(n.args[0])}(" + ", ".join(go(a) for a in n.args[1:]) + ")"
@@ -539,8 +526,6 @@ def show(t: Term, names: dict | None = None) -> str:
             return n.data
         if op == "field":
             return f"{go(n.args[0])}.{n.args[0].type.values[n.data]}"
-        if op == "record":
-            return "⟨" + ", ".join(f"{k}: {go(v)}" for k, v in zip(n.type.values, n.args)) + "⟩"
         return f"{op}(" + ", ".join(go(a) for a in n.args) + ")"
 
     return go(t)
@@ -619,7 +604,7 @@ def _memo_set(memo: list, i: int, value):
     return value
 
 
-_BINDERS = ("forall", "exists", "filter", "sum", "maxover", "bigunion", "keys_where", "put_all")
+_BINDERS = ("forall", "exists", "filter", "maxover", "bigunion", "keys_where", "put_all")
 
 
 class _Source:
@@ -776,8 +761,6 @@ class _Source:
             return f"(({g(a[1])},) * len({g(a[0])}))"
         if op == "field":
             return f"{g(a[0])}[{n.data}]"
-        if op == "record":
-            return "(" + "".join(g(x) + ", " for x in a) + ")"
         if op == "apply":
             return f"{g(a[0])}(" + ", ".join(g(x) for x in a[1:]) + ")"
         if op == "lowest":
@@ -790,7 +773,7 @@ class _Source:
             m, keys = g(a[0]), g(a[1])
             v, body = self.scoped(n.data, a[2])
             return f"_put_all({m}, {keys}, lambda {v}: {body})"
-        if op in ("forall", "exists", "filter", "sum", "maxover", "bigunion"):
+        if op in ("forall", "exists", "filter", "maxover", "bigunion"):
             over = g(a[0])
             v, body = self.scoped(n.data, a[1])
             loop = f"for {v} in _bits({over})"
@@ -800,8 +783,6 @@ class _Source:
                 return f"any({body} {loop})"
             if op == "filter":
                 return f"sum(1 << {v} {loop} if {body})"
-            if op == "sum":
-                return f"sum({body} {loop})"
             if op == "maxover":
                 return f"max({g(a[2])}, max(({body} {loop}), default={g(a[2])}))"
             return f"_bigor({body} {loop})"
@@ -827,7 +808,7 @@ class _Compiler:
         if op == "bound":
             k = n.data[0]
             return lambda s, p, b: b[k]
-        if op in ("forall", "exists", "filter", "sum", "maxover", "bigunion", "put_all"):
+        if op in ("forall", "exists", "filter", "maxover", "bigunion", "put_all"):
             return self.binder(n, depth)
         if op == "keys_where":
             n.data.data[0] = depth
@@ -900,8 +881,6 @@ class _Compiler:
             (r,) = f
             i = n.data
             return lambda s, p, b: r(s, p, b)[i]
-        if op == "record":
-            return lambda s, p, b: tuple(g(s, p, b) for g in f)
         if op == "put":
             m, k, v = f
             return lambda s, p, b: _put(m(s, p, b), k(s, p, b), v(s, p, b))
@@ -938,8 +917,6 @@ class _Compiler:
             return lambda s, p, b: any(body(s, p, b + (k,)) for k in _bits(s_f(s, p, b)))
         if op == "filter":
             return lambda s, p, b: sum(1 << k for k in _bits(s_f(s, p, b)) if body(s, p, b + (k,)))
-        if op == "sum":
-            return lambda s, p, b: sum(body(s, p, b + (k,)) for k in _bits(s_f(s, p, b)))
         if op == "maxover":
             d = self.go(n.args[2], depth)
             return lambda s, p, b: max([d(s, p, b)] + [body(s, p, b + (k,)) for k in _bits(s_f(s, p, b))])
@@ -1064,7 +1041,7 @@ class _Sym:
         if op == "bound":
             v = bound[id(n)]
             return z3.IntVal(v) if isinstance(v, int) else v
-        if op in ("forall", "exists", "filter", "sum", "maxover", "bigunion", "put_all"):
+        if op in ("forall", "exists", "filter", "maxover", "bigunion", "put_all"):
             return self.binder(n, bound)
         if op == "keys_where":
             m = self.go(n.args[0], bound)
@@ -1120,8 +1097,6 @@ class _Sym:
             return a[0]
         if op == "field":
             return a[0][n.data]
-        if op == "record":
-            return tuple(a)
         if op == "put":
             m, k, v = a
             return [_ite(k == i, v, m[i]) for i in range(len(m))]
@@ -1156,8 +1131,6 @@ class _Sym:
             return z3.Or([z3.And(c, x) for c, x in bodies]) if bodies else z3.BoolVal(False)
         if op == "filter":
             return _sum_bits([(z3.And(c, x), i) for i, (c, x) in enumerate(bodies)], self.width(dom))
-        if op == "sum":
-            return z3.Sum([z3.If(c, x, 0) for c, x in bodies] or [z3.IntVal(0)])
         if op == "maxover":
             acc = self.go(n.args[2], bound)
             for c, x in bodies:

@@ -53,10 +53,6 @@ def params_well_formed(params: dict, sizes: dict[str, int]) -> list:
     return cs
 
 
-def holds(term: Term, state: dict, params: dict, sizes: dict[str, int]):
-    return to_z3(term, SymEnv(sizes, state, params))
-
-
 def in_states(row: Row, state: dict):
     return z3.Or([state["state"] == STATES.index(s) for s in row.states])
 
