@@ -42,7 +42,8 @@ from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
 from groupspec.spec.invariants import InvariantViolation, check_state, check_step, compiled as compiled_invariants
 from groupspec.spec.kafka import ERRORS
-from groupspec.spec.lang import Layout, NONE, compile_term, iter_bits
+from groupspec.spec.concrete import Layout, compile_term, iter_bits
+from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES,
                                    JoinTimer)

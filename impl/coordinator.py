@@ -25,7 +25,8 @@ from typing import Any, Callable
 from groupspec.spec import engine as E
 from groupspec.spec.kafka import (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX,
                                   JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE, NEWEST_VERSION, brief, check_config)
-from groupspec.spec.lang import NONE, iter_bits, mask_of
+from groupspec.spec.concrete import iter_bits, mask_of
+from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import CONFIG_KEYS, INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES, Coord
 from groupspec.spec.table import TIMER_TRIGGERS, completion

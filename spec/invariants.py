@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lang import (And, ForAll, Implies, Layout, Not, Or, Term, Var, compile_term, lift, Count)
+from .concrete import Layout, compile_term
+from .lang import And, ForAll, Implies, Not, Or, Term, Var, lift, Count
 from .kafka import ERRORS
 from .schema import GroupState, JoinTimer, P, STATE_VARS, V
 
