@@ -41,9 +41,10 @@ from dataclasses import dataclass
 from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
 from groupspec.spec.invariants import InvariantViolation, check_state, check_step, compiled as compiled_invariants
+from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
 from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, record_of, require_known_member_id, vote
 from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
-from groupspec.spec.lang import Layout, NONE, compile_term, iter_bits, mask_of
+from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES,
                                    JoinTimer)

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from groupspec.spec import engine as E
+from groupspec.spec.concrete import iter_bits, mask_of
 from groupspec.spec.handling import EAGER, complete, handle, leave, record_of, require_known_member_id, vote
 from groupspec.spec.kafka import DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX, NEWEST_VERSION, brief, check_config
-from groupspec.spec.lang import NONE, iter_bits, mask_of
+from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import CONFIG_KEYS, INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES, Coord
 from groupspec.spec.table import TIMER_TRIGGERS, completion
