@@ -42,19 +42,17 @@ from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
 from groupspec.spec.invariants import InvariantViolation, check_state, check_step, compiled as compiled_invariants
 from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
-from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, record_of, require_known_member_id, vote
+from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, require_known_member_id, vote
 from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
 from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES,
                                    JoinTimer)
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, MESSAGES, N_GROUP,
-                                  READS, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS,
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, OUT, RESPONSE_VARS, ROUTE_EFFECTS, CLIENT, CLIENT_ROWS, MESSAGES, N_GROUP,
+                                  WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS,
                                   WORLD_PARAMS, Kind, Phase, fairness)
 
-NONE_ERR = ERRORS.index("NONE")
 KIND = {name: i for i, name in enumerate(Kind.values)}
-API_KIND = {m.api: KIND[name] for name, m in MESSAGES.items()}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
 ABSENT = STATES.index("Absent")
 DELAYED_JOIN = JoinTimer.values.index("delayed")
@@ -74,6 +72,8 @@ RQ = [CP[n] for n in ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")]
 LATE = [CP[n] for n in ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")]
 NRQ = len(RQ)         # a request's fields: kind, member id, generation, assignment, committed partitions
 RS = CP["rs"]
+RS_VARS = [WORLD_INDEX[v] for v in RESPONSE_VARS]     # a response's variables in the spec's flat view
+RS_VAR = RS_VARS[0]
 assert list(CP)[RS:] == ["rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment"]
 assert RQ == list(range(RQ[0], RQ[0] + NRQ)) and LATE == list(range(LATE[0], LATE[0] + NRQ))
 PJ, PS, USED, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "used_ids", "log_has", "log"))
@@ -215,6 +215,15 @@ class WorldModel:
                                   if E.PARAM_TYPES[k].kind == "map" else v) for k, v in m.fixed.items()}
                        for name, m in MESSAGES.items()}
         _check_locality()
+        # the routes' effects, compiled over the spec's flat view of the world
+        names = ["sender", "at", "selected_only", *(t.data for t in OUT.values()), *("rec." + k for k in RECORD_FIELDS)]
+        self._route_index = {n: i for i, n in enumerate(names)}
+        self._route_base = [None] * len(names)
+        self._route_base[self._route_index["selected_only"]] = _one_protocol
+        lay = Layout(WORLD_INDEX, self._route_index)
+        self._effects = {key: (compile_term(e.when, lay), [(WORLD_INDEX[v], compile_term(t, lay))
+                                                           for v, t in e.updates.items()])
+                         for key, e in ROUTE_EFFECTS.items()}
         self._assign_cache: dict = {}
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
         # keep every firing (mutation testing compares a mutant's rows with them; small worlds only)
@@ -239,6 +248,7 @@ class WorldModel:
         self._no_request = self._init[1][RQ[0]:RQ[0] + NRQ]
         self._no_late = self._init[1][LATE[0]:LATE[0] + NRQ]
         self._no_park = self._init[0][PJ]
+        self._blank_columns = self._blank[N_GROUP:N_GROUP + N_CV]
 
     # -- the world and its two views --------------------------------------------------
 
@@ -435,49 +445,61 @@ class WorldModel:
         b.rows.append(o.row.name)
 
     def route(self, b: "_Branch", out) -> None:
-        k = out.kind
-        w = b.w
-        if k == "reply":
-            if b.sender != NONE:
-                _respond(b.resp, b.sender, out.api, out.fields, b.msgs, echo=b.echo)
-        elif k == "park":
-            at = PJ if out.api == "JoinGroup" else PS
-            w[at] = _put(w[at], out.member, b.sender)   # a late request parks for nobody
-        elif k == "answer":
-            at = PJ if out.api == "JoinGroup" else PS
-            client = w[at][out.member]
-            if client != NONE:
-                w[at] = _put(w[at], out.member, NONE)
-                _respond(b.resp, client, out.api, out.fields, b.msgs, echo=out.member)
         # timers: time is abstract here, the engine skips their outputs (SKIPPED_OUTPUTS)
+        self._effect(b, (out.kind, out.api), out.fields, out.member if out.kind == "answer" else b.echo,
+                     member=out.member)
 
     def append(self, b: "_Branch", out) -> list:
-        errors = ["NONE"] + (["NOT_ENOUGH_REPLICAS"] if self.cfg.append_failure and out.api != "offsets" else [])
+        errors = [e for e, switches in APPEND_ERRORS
+                  if all(getattr(self.cfg, f) for f in switches) and (e == "NONE" or out.api != "offsets")]
         res = []
         for error in errors:
             b2 = b.copy() if error != errors[-1] else b
             if error == "NONE":
-                # The log keeps the group's last metadata record and every offset commit record: a
-                # coordinator that takes over loads both (GMM.loadGroupsAndOffsets; a group with
-                # offsets and no metadata loads Empty at generation 0, as a blank record does).
-                w = b2.w
-                w[LOG_HAS] = True
-                f = out.fields
-                rec = w[LOG]
-                if out.api == "offsets":
-                    parts = f["commit_parts"]
-                    offsets = tuple(v if (parts >> p) & 1 else o for p, (o, v) in enumerate(zip(rec[-1], f["commit"])))
-                    w[LOG] = rec[:-1] + (offsets,)
-                else:
-                    new = record_of(f, _one_protocol)
-                    w[LOG] = tuple(new[k] for k in RECORD_FIELDS) + (rec[-1],)
+                self._effect(b2, ("append", out.api), out.fields, NONE)
             res.append((b2, error))
         return res
 
     def tombstones(self, b: "_Branch", outs: list) -> None:
-        # the record is gone: nothing can load it again (offset tombstones: offsets never expire here)
         if any(o.kind == "tombstone" for o in outs):
-            b.w[LOG_HAS], b.w[LOG] = False, self._init[0][LOG]
+            self._effect(b, ("tombstone", ""), {}, NONE)
+
+    def _effect(self, b: "_Branch", key: tuple, fields: dict, echo: int, member: int = NONE) -> None:
+        """Apply a route's effect on the closed world (spec/world.py ROUTE_EFFECTS, compiled):
+        the shared variables in G change in place, a response goes to its client's slot."""
+        when, updates = self._effects[key]
+        w = b.w
+        flat = tuple(w[:N_GROUP]) + self._blank_columns + tuple(w[N_GROUP:])
+        p = self._route_vector(b.sender, fields, echo, member)
+        if not when(flat, p, ()):
+            return
+        new = [(i, f(flat, p, ())) for i, f in updates]
+        to = NONE
+        for i, v in new:
+            if i < N_GROUP:
+                w[i] = v
+            elif i >= N_GROUP + N_CV:
+                w[i - N_CV] = v
+            elif i == RS_VAR:
+                to = next(c for c, k in enumerate(v) if k)
+        if to != NONE:
+            cols = dict(new)
+            b.resp[to] = r = tuple(cols[i][to] for i in RS_VARS)
+            b.msgs.append(("coordinator", f"c{to}", f"{Kind.values[r[0]]} {ERRORS[r[1]]}"))
+
+    def _route_vector(self, sender: int, fields: dict, echo: int, member: int) -> list:
+        p = list(self._route_base)
+        idx = self._route_index
+        p[idx["sender"]] = sender
+        p[idx["at"]] = member
+        for k, v in fields.items():
+            at = idx.get("out." + k)
+            if at is not None:
+                p[at] = echo if v is ECHO else v
+            at = idx.get("rec." + k)
+            if at is not None:
+                p[at] = v
+        return p
 
     def routed(self, b: "_Branch", trigger: str) -> None:
         w = b.w
@@ -610,19 +632,6 @@ def action_class(step: Step, cfg: WorldConfig) -> tuple:
     about (its client, message or member)."""
     a = ACTION_BY_NAME[step.act]
     return (a.process or a.name, *step.who), fairness(a, cfg.timely), a.fault
-
-
-def _respond(resp: dict, c: int, api: str, fields: dict, msgs: list, echo: int) -> None:
-    """Client c's response slot gets this response (its tail of the client's tuple): what the
-    client reads of it (spec/world.py READS)."""
-    reads = READS.get(api, {"rs_error": "error"})
-    def val(var, default):
-        v = fields.get(reads.get(var), default)
-        return echo if v is ECHO else v
-    a = val("rs_assignment", 0)
-    resp[c] = (API_KIND.get(api, KIND["none"]), val("rs_error", NONE_ERR), val("rs_member", NONE),
-               val("rs_gen", -1), val("rs_leader", NONE), val("rs_members", 0), a if isinstance(a, int) else 0)
-    msgs.append(("coordinator", f"c{c}", f"{Kind.values[resp[c][0]]} {ERRORS[resp[c][1]]}"))
 
 
 def _patches(resp: dict) -> tuple:

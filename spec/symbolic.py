@@ -175,6 +175,8 @@ class _Sym:
             return a[0]
         if op == "field":
             return a[0][n.data]
+        if op == "record":
+            return tuple(a)
         if op == "put":
             m, k, v = a
             return [_ite(k == i, v, m[i]) for i in range(len(m))]

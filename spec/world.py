@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lang import BOOL, INT, NONE, Apply, Dom, Enum, Fun, MapOf, Not, Or, Param, SetOf, Var, empty, lift, none
+from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, MapOf, Not, Or, Param, Record, SetOf, Var,
+                   default_of, empty, lift, none)
 from .rows import Row, sets
 from .schema import (Error, GroupRecord, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl)
 
@@ -365,6 +366,88 @@ READS: dict[str, dict] = {
     "OffsetCommit": {"rs_error": "error_all"},
 }
 
+
+# -- what a row's outputs do to the closed world (spec/handling.py's ROUTES, as updates) ----
+#
+# The closed world's meaning of each route, as simultaneous updates of its variables, written
+# in terms of the output's fields (`out.<field>`, `rec.<field>` for a group record), the
+# member it is about (`at`) and the client whose request is being handled (`sender`; none:
+# nobody waits for the answer).
+# The checker compiles these; Z3 and TLA+ read the same terms.
+SENDER = Param("sender", Dom(CLIENT))
+AT = Param("at", Dom(MEMBER))       # the member an output is about: whose request it parks or answers
+OUT = {name: Param("out." + name, t) for name, t in (
+    ("member", Dom(MEMBER)), ("error", Error), ("error_all", Error), ("generation", INT),
+    ("leader", Dom(MEMBER)), ("members", SetOf(MEMBER)), ("assignment", SetOf(PARTITION)),
+    ("commit", MapOf(PARTITION, INT)), ("commit_parts", SetOf(PARTITION)))}
+RESPONSE_VARS = ("rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment")
+MESSAGE_OF = {m.api: kind for kind, m in MESSAGES.items()}
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a route does to the closed world when `when` holds: simultaneous updates."""
+    when: object
+    updates: dict
+
+
+def _respond(to, api: str) -> dict:
+    """Client `to`'s response slot gets the response to `api`: what the client reads of it
+    (READS), the rest of the slot at its defaults."""
+    reads = READS[api]
+    upd = {"rs": W.rs.put(to, kd(MESSAGE_OF[api]))}
+    for var in RESPONSE_VARS[1:]:
+        decl = WORLD_VARS[WORLD_INDEX[var] - len(STATE_VARS)]
+        upd[var] = getattr(W, var).put(to, OUT[reads[var]] if var in reads else lift(decl.initial, decl.type.value))
+    return upd
+
+
+def _routes() -> dict:
+    from .handling import RECORD
+    r = {}
+    for api in READS:
+        r[("reply", api)] = Effect(SENDER.is_some(), _respond(SENDER, api))
+    for api in ("LeaveGroup", "LeaveMember"):     # the client has closed: nobody reads these
+        r[("reply", api)] = Effect(FALSE(), {})
+    for api, slot in (("JoinGroup", "parked_join"), ("SyncGroup", "parked_sync")):
+        parked = getattr(W, slot)
+        r[("park", api)] = Effect(TRUE(), {slot: parked.put(AT, SENDER)})   # a late request parks for nobody
+        to = parked[AT]
+        r[("answer", api)] = Effect(to.is_some(), {slot: parked.put(AT, none(CLIENT)),
+                                                   **_respond(to, api)})
+    # the log keeps the group's last record and every committed offset: a coordinator that takes
+    # over loads both (GMM.loadGroupsAndOffsets)
+    kept = {f: W.log[f] for f in GroupRecord.values}
+    r[("append", "offsets")] = Effect(TRUE(), {"log_has": TRUE(), "log": Record(GroupRecord, **{
+        **kept, "offsets": W.log["offsets"].put_all(OUT["commit_parts"], lambda p: OUT["commit"][p])})})
+    for kind in ("sync", "empty", "static_replace"):
+        r[("append", kind)] = Effect(TRUE(), {"log_has": TRUE(), "log": Record(GroupRecord, **{
+            **RECORD, "offsets": W.log["offsets"]})})
+    # the record is gone: nothing can load it again (offset tombstones: offsets never expire here)
+    r[("tombstone", "")] = Effect(TRUE(), {"log_has": FALSE(), "log": Record(GroupRecord, **{
+        f: (W.log[f].fill(lift(record_initial(f, t), t.value)) if t.kind == "map" else lift(record_initial(f, t), t))
+        for f, t in zip(GroupRecord.values, GroupRecord.args)})})
+    return r
+
+
+def record_initial(name: str, t):
+    """An empty log's record field (of a map: each entry's): as the group's variable of that
+    name starts (no committed offset: -1, as the group's `offsets`)."""
+    group = {v.name: v.initial for v in STATE_VARS}
+    if t.kind == "map":
+        return group.get(name, NONE if t.value.kind == "dom" else 0)
+    return group.get(name, default_of(t))
+
+
+ROUTE_EFFECTS: dict = _routes()
+
+
+# A write of a group record may fail (fault `append_failure`: NOT_ENOUGH_REPLICAS, the
+# completion row sees the error).  Offset commits are always written here: a failed commit is
+# answered with its error and changes nothing the world checks.
+APPEND_ERRORS = (("NONE", ()), ("NOT_ENOUGH_REPLICAS", ("append_failure",)))
+
+
 # coordinator triggers the closed world never fires, and why
 NOT_IN_WORLD = {
     "OffsetFetch": "the clients never send OffsetFetch (it reads offsets; no protocol decision depends on it)",
@@ -389,7 +472,7 @@ def _current(c):
 
 
 from .invariants import Invariant  # noqa: E402
-from .lang import TRUE, Exists, ForAll, Implies  # noqa: E402
+from .lang import Exists, ForAll, Implies  # noqa: E402
 from .schema import GroupState  # noqa: E402
 
 WORLD_INVARIANTS: tuple[Invariant, ...] = (
