@@ -297,7 +297,7 @@ def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: in
     per client).  `model`: a world model to search with (its memo tables stay filled)."""
     with _no_cyclic_gc():
         if liveness:
-            return _check_liveness(cfg, max_states, deadlock, rows, progress)
+            return _check_liveness(cfg, max_states, deadlock, rows, progress, model)
         return _check(cfg, symmetry, progress, max_states, deadlock, rows, model)
 
 
@@ -364,10 +364,10 @@ def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: boo
     return finish("ok" if not (max_states and len(seen) >= max_states and level) else "stopped")
 
 
-def _check_liveness(cfg: WorldConfig, max_states, deadlock: bool, rows, progress) -> Result:
+def _check_liveness(cfg: WorldConfig, max_states, deadlock: bool, rows, progress, model=None) -> Result:
     """The search with the state graph kept, then the fair-lasso and progress checks."""
     from .liveness import _stem, find_lasso, find_no_progress
-    S = _Search(cfg, False, rows)
+    S = _Search(cfg, False, rows, model)
     model, seen, steps, finish = S.model, S.seen, S.steps, S.finish
     bad = model.violated(S.init)
     if bad:

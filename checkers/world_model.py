@@ -83,8 +83,6 @@ C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
 # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
 SKIPPED_OUTPUTS = ("arm", "cancel", "cancel_all", "delete_offsets")
-# client rows after which the client no longer reads answers to its parked requests
-FORGETS = {r.name for r in CLIENT_ROWS if ACTION_BY_NAME[r.trigger].forgets}
 
 
 @dataclass
@@ -181,9 +179,11 @@ REQUEST_FIELDS = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")   # a re
 
 
 class WorldModel:
-    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER):
+    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER,
+                 client_rows: list | None = None):
         """`rows`: the coordinator's table (default: the spec's; a mutant's when testing the checker).
-        `eager`: the re-check after every row (spec/handling.py; another one plants a bug)."""
+        `eager`: the re-check after every row (spec/handling.py; another one plants a bug).
+        `client_rows`: the clients' table (default: spec/world.py's)."""
         self.cfg = cfg
         self.eager = eager
         self.n = cfg.clients
@@ -191,7 +191,8 @@ class WorldModel:
         self.group = E.Engine(rows, skip_outputs=SKIPPED_OUTPUTS)
         names = list(E.PARAM_NAMES) + list(WORLD_PARAMS)
         self.space = E.Space(Layout(WORLD_INDEX, {n: i for i, n in enumerate(names)}), names)
-        self.clients = E.Engine(CLIENT_ROWS, self.space, total=lambda t: False)
+        client_rows = CLIENT_ROWS if client_rows is None else client_rows
+        self.clients = E.Engine(client_rows, self.space, total=lambda t: False)
         parts = [(f"t{t}", p) for t in range(cfg.topics) for p in range(cfg.partitions)]
         self.part_index = {tp: i for i, tp in enumerate(parts)}
         self.base = {"coord": 0, "group_id_ok": True, "cfg_min_session_ms": 10, "cfg_max_session_ms": 600_000,
@@ -214,7 +215,7 @@ class WorldModel:
         self._fixed = {name: {k: (tuple([v] * self.sizes[E.PARAM_TYPES[k].key])
                                   if E.PARAM_TYPES[k].kind == "map" else v) for k, v in m.fixed.items()}
                        for name, m in MESSAGES.items()}
-        _check_locality()
+        _check_locality(client_rows)
         # the routes' effects, compiled over the spec's flat view of the world
         names = ["sender", "at", "selected_only", *(t.data for t in OUT.values()), *("rec." + k for k in RECORD_FIELDS)]
         self._route_index = {n: i for i, n in enumerate(names)}
@@ -301,7 +302,7 @@ class WorldModel:
         for c in range(n):
             C = s[c + 1]
             for step, C2 in self._client_moves(c, C):
-                if step.rows and step.rows[0] in FORGETS and (c in G[PJ] or c in G[PS]):
+                if ACTION_BY_NAME[step.act].forgets and (c in G[PJ] or c in G[PS]):
                     # the client closed its connection: an answer to its parked request is
                     # never delivered to it (the coordinator still answers into nothing)
                     G2 = G[:PJ] + tuple(tuple(NONE if x == c else x for x in G[at]) for at in (PJ, PS)) + G[PS + 1:]
@@ -674,7 +675,7 @@ def _initial(t, initial, sizes):
     return initial
 
 
-def _check_locality() -> None:
+def _check_locality(client_rows: list) -> None:
     """The memoized steps rely on this: client rows read and write only the client's own
     entries, coordinator rows only the group's variables."""
     from groupspec.spec.lang import walk
@@ -682,14 +683,14 @@ def _check_locality() -> None:
     from groupspec.spec.table import ROWS
     client_names = {ALL_VARS[i].name for i in CLIENT_VARS}
     group_names = {v.name for v in STATE_VARS}
-    for table, allowed in ((CLIENT_ROWS, client_names), (ROWS, group_names)):
+    for table, allowed in ((client_rows, client_names), (ROWS, group_names)):
         for r in table:
             terms = [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]
             written = {k for st in r.steps if isinstance(st, Set_) for k in st.updates}
             read = {n.data for t in terms for n in walk(t) if n.op == "var"}
             if not (read | written) <= allowed:
                 raise AssertionError(f"row {r.name!r} touches {sorted((read | written) - allowed)}")
-    for r in CLIENT_ROWS:   # every read of a client variable is at the row's own client
+    for r in client_rows:   # every read of a client variable is at the row's own client
         for t in [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]:
             for n in walk(t):
                 if n.op == "get" and n.args[0].op == "var" and n.args[0].data in client_names:
