@@ -44,19 +44,18 @@ from groupspec.spec.invariants import InvariantViolation, check_state, check_ste
 from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
 from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, require_known_member_id, vote
 from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
-from groupspec.spec.lang import NONE
+from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
-from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES,
-                                   JoinTimer)
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, OUT, RESPONSE_VARS, ROUTE_EFFECTS, CLIENT, CLIENT_ROWS, MESSAGES, N_GROUP,
-                                  WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS,
-                                  WORLD_PARAMS, Kind, Phase, fairness)
+from groupspec.spec.schema import INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES
+from groupspec.spec.table import TIMER_TRIGGERS, TIMERS
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER,
+                                  MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMELY_SILENT, TIMER_LABELS,
+                                  WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
+                                  Phase, fairness)
 
 KIND = {name: i for i, name in enumerate(Kind.values)}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
 ABSENT = STATES.index("Absent")
-DELAYED_JOIN = JoinTimer.values.index("delayed")
-PREPARING = STATES.index("PreparingRebalance")
 
 # -- the client-major layout ---------------------------------------------------------------
 CLIENT_VARS = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.key == CLIENT]
@@ -78,7 +77,6 @@ assert list(CP)[RS:] == ["rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "
 assert RQ == list(range(RQ[0], RQ[0] + NRQ)) and LATE == list(range(LATE[0], LATE[0] + NRQ))
 PJ, PS, USED, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "used_ids", "log_has", "log"))
 G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"], E.STATE_INDEX["generation"]
-G_HB, G_JOIN_TIMER, G_SYNC_TIMER = (E.STATE_INDEX[n] for n in ("hb_armed", "join_timer", "sync_timer"))
 C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
 # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
@@ -175,7 +173,6 @@ def _one_protocol(pl: int, protocol: int) -> int:
     return pl
 
 
-REQUEST_FIELDS = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")   # a request's fields, in RQ order
 
 
 class WorldModel:
@@ -224,7 +221,24 @@ class WorldModel:
         lay = Layout(WORLD_INDEX, self._route_index)
         self._effects = {key: (compile_term(e.when, lay), [(WORLD_INDEX[v], compile_term(t, lay))
                                                            for v, t in e.updates.items()])
-                         for key, e in ROUTE_EFFECTS.items()}
+                         for key, e in {**ROUTE_EFFECTS, "forget": FAILOVER.forget}.items()}
+        self._failover_when = compile_term(FAILOVER.when, lay)
+        self._failover_record = compile_term(FAILOVER.record, lay)
+        # what a request is to the coordinator (spec/world.py WHO, MESSAGES): terms over the request
+        # and the group's variables (which G holds at their places in the flat view)
+        req = Layout(WORLD_INDEX, {n: i for i, n in enumerate([*(t.data for t in REQ.values()), "client_instance"])})
+        _reads_group_only([*WHO.values(), *(t for m in MESSAGES.values() for t in m.fields.values())])
+        self._who = [(k, compile_term(t, req)) for k, t in WHO.items()]
+        self._fields = {name: [(k, compile_term(t, req)) for k, t in m.fields.items()] for name, m in MESSAGES.items()}
+        # the timers that may fire, when (table.TIMERS: each armed timer of a trigger), per member or not
+        self._timers = []
+        for a in ACTIONS:
+            if a.trigger in TIMER_TRIGGERS.values() and _enabled_by(a, cfg):
+                conds = [cond for name, (trig, cond) in TIMERS.items()
+                         if trig == a.trigger and not (cfg.timely and name in TIMELY_SILENT)]
+                if conds:
+                    self._timers.append((a.trigger, a.per == "member", compile_term(Or(*conds), E.LAYOUT)))
+        self._timer_params = {m: E.make_params({"timer_member": m}) for m in range(-1, self.sizes[MEMBER])}
         self._assign_cache: dict = {}
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
         # keep every firing (mutation testing compares a mutant's rows with them; small worlds only)
@@ -400,16 +414,11 @@ class WorldModel:
 
     def _compute_group_events(self, G: tuple):
         res = []
-        if self._on("HeartbeatExpiry"):
-            for m in iter_bits(G[G_HB]):
-                res += self._coordinator(G, "HeartbeatExpiry", {"timer_member": m}, f"session timer of m{m} fires", m)
-        if self._on("PendingExpiry"):
-            for m in iter_bits(G[G_PENDING]):
-                res += self._coordinator(G, "PendingExpiry", {"timer_member": m}, f"pending timer of m{m} fires", m)
-        if G[G_JOIN_TIMER] != 0 and not (self.cfg.timely and G[G_JOIN_TIMER] == DELAYED_JOIN):
-            res += self._coordinator(G, "JoinTimer", {}, "the delayed join expires")
-        if G[G_SYNC_TIMER] and not self.cfg.timely:
-            res += self._coordinator(G, "SyncTimer", {}, "the sync timer expires")
+        for trigger, per_member, armed in self._timers:
+            for m in range(self.sizes[MEMBER]) if per_member else (NONE,):
+                if armed(G, self._timer_params[m], ()):
+                    label = TIMER_LABELS[trigger].format(member=m)
+                    res += self._coordinator(G, trigger, {"timer_member": m} if per_member else {}, label, m)
         if self._on("Failover") and G[E.STATE_I] != ABSENT:
             res += self._failover(G)
         return self._keep(res)
@@ -470,7 +479,7 @@ class WorldModel:
         the shared variables in G change in place, a response goes to its client's slot."""
         when, updates = self._effects[key]
         w = b.w
-        flat = tuple(w[:N_GROUP]) + self._blank_columns + tuple(w[N_GROUP:])
+        flat = self._flat(w)
         p = self._route_vector(b.sender, fields, echo, member)
         if not when(flat, p, ()):
             return
@@ -487,6 +496,10 @@ class WorldModel:
             cols = dict(new)
             b.resp[to] = r = tuple(cols[i][to] for i in RS_VARS)
             b.msgs.append(("coordinator", f"c{to}", f"{Kind.values[r[0]]} {ERRORS[r[1]]}"))
+
+    def _flat(self, w: list) -> tuple:
+        """The spec's flat view of the world with G's values and blank clients (what a route reads)."""
+        return tuple(w[:N_GROUP]) + self._blank_columns + tuple(w[N_GROUP:])
 
     def _route_vector(self, sender: int, fields: dict, echo: int, member: int) -> list:
         p = list(self._route_base)
@@ -522,17 +535,15 @@ class WorldModel:
         kind, mid, gen, assign, parts = req
         name = Kind.values[kind]
         msg = MESSAGES[name]
-        known = mid != NONE and ((G[G_MEMBERS] | G[G_PENDING]) >> mid) & 1
         inst = self.cfg.instances[c] if self.cfg.instances else None
         what = f"late {name}" if late else name
         label = f"deliver c{c}'s {what}"
         sent = ((f"c{c}", "coordinator", f"{what} m{mid}" if mid != NONE else what),)
         # nobody waits for the answer to a late request, nor to a LeaveGroup
         sender = NONE if late or not msg.answered else c
-        fields = dict(zip(REQUEST_FIELDS, req))
-        params = {"member": mid if known else NONE, "member_empty": mid == NONE,
-                  "instance": NONE if inst is None else inst, **self._fixed[name],
-                  **{param: fields[var] for param, var in msg.fields.items()}}
+        p = [mid, gen, assign, parts, NONE if inst is None else inst]
+        params = {**{k: f(G, p, ()) for k, f in self._who}, **self._fixed[name],
+                  **{k: f(G, p, ()) for k, f in self._fields[name]}}
         if msg.api == "JoinGroup":
             free = [m for m in range(self.sizes[MEMBER]) if not (G[USED] >> m) & 1]
             if mid == NONE and not free:
@@ -556,12 +567,14 @@ class WorldModel:
         return self._keep(res)
 
     def _failover(self, G: tuple) -> list:
-        """The coordinator moves: the group is unloaded here and loaded from the log there."""
+        """The coordinator moves (spec/world.py FAILOVER): unloaded here, loaded from the log there."""
+        F = FAILOVER
         res = []
-        for b, _ in handle(self, _Branch(G, NONE, NONE), "Unload", {}):
-            b.w[PJ] = b.w[PS] = self._no_park     # the old coordinator's parked requests are gone
-            if b.w[LOG_HAS]:
-                for b2, _ in handle(self, b, "Load", {"record": b.w[LOG]}):
+        for b, _ in handle(self, _Branch(G, NONE, NONE), F.unload, {}):
+            self._effect(b, "forget", {}, NONE)
+            flat = self._flat(b.w)
+            if self._failover_when(flat, self._route_base, ()):
+                for b2, _ in handle(self, b, F.load, {"record": self._failover_record(flat, self._route_base, ())}):
                     res.append((Step("coordinator failover: unload, load the last record", tuple(b2.rows),
                                      tuple(b2.msgs), "Failover"), tuple(b2.w), _patches(b2.resp)))
             else:
@@ -673,6 +686,16 @@ def _initial(t, initial, sizes):
     if initial is None:
         return default_of(t)
     return initial
+
+
+def _reads_group_only(terms: list) -> None:
+    """Terms evaluated on G read only the group's variables (which sit at their flat-view places in G)."""
+    from groupspec.spec.lang import walk
+    group = {v.name for v in STATE_VARS}
+    for t in terms:
+        read = {n.data for n in walk(t) if n.op == "var"}
+        if not read <= group:
+            raise AssertionError(f"a request's parameter reads {sorted(read - group)}, not the group's variables")
 
 
 def _check_locality(client_rows: list) -> None:

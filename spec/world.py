@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, MapOf, Not, Or, Param, Record, SetOf, Var,
+from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, If, MapOf, Not, Or, Param, Record, SetOf, Var,
                    default_of, empty, lift, none)
 from .rows import Row, sets
-from .schema import (Error, GroupRecord, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl)
+from .schema import Error, GroupRecord, INSTANCE, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl
 
 CLIENT = "Client"
 Phase = Enum("ClientPhase", "idle", "joining", "syncing", "stable", "left", "crashed")
@@ -320,6 +320,14 @@ ACTIONS: tuple[Action, ...] = (
            UNFAIR, "group", ("failover",), fault=True),
 )
 ACTION_BY_NAME = {a.name: a for a in ACTIONS}
+# When each timer action may fire: when the table's timer of its trigger is armed (table.TIMERS),
+# per member for a member's timer.  Timely clients rejoin within the rebalance timeout and sync
+# within the session timeout, so a world of them never sees these timers fire (the initial
+# delay still does):
+TIMELY_SILENT = ("join", "sync")
+TIMER_LABELS = {"HeartbeatExpiry": "session timer of m{member} fires",
+                "PendingExpiry": "pending timer of m{member} fires",
+                "JoinTimer": "the delayed join expires", "SyncTimer": "the sync timer expires"}
 CLIENT_TRIGGERS = tuple(a.trigger for a in ACTIONS if a.trigger.startswith("Client"))
 
 
@@ -332,12 +340,25 @@ def fairness(action: Action, timely: bool) -> str:
 @dataclass(frozen=True)
 class Message:
     """A client's request of one kind: the coordinator API it is, the trigger parameters taken
-    from the request's fields (`fields`: parameter -> request variable) or fixed for every
-    client of the world (`fixed`), and whether the client reads the answer."""
+    from the request's fields (`fields`: parameter -> a term over REQ and the group's
+    variables) or fixed for every client of the world (`fixed`), and whether the client reads
+    the answer.  Every request also carries WHO."""
     api: str
     fields: dict
     fixed: dict
     answered: bool = True
+
+
+# A request in flight, as the coordinator receives it (the client's `rq_*` variables, or its
+# late request's `rq_late_*`), and the sending client's configured group.instance.id.
+REQ = {"member": Param("req.member", Dom(MEMBER)), "gen": Param("req.gen", INT),
+       "assign": Param("req.assign", MapOf(MEMBER, SetOf(PARTITION))), "parts": Param("req.parts", SetOf(PARTITION))}
+CLIENT_INSTANCE = Param("client_instance", Dom(INSTANCE))
+# Who the request is from (KafkaApis / GC.validateCurrentMember): the coordinator knows a member
+# id only while the member (or a pending member) holds it; a request with an id it does not
+# know names nobody it holds.
+WHO = {"member": If(REQ["member"].in_(W.members | W.pending), REQ["member"], none(MEMBER)),
+       "member_empty": REQ["member"] == none(MEMBER), "instance": CLIENT_INSTANCE}
 
 
 MESSAGES: dict[str, Message] = {
@@ -345,13 +366,13 @@ MESSAGES: dict[str, Message] = {
     # session and rebalance timeouts alike for every client
     "join": Message("JoinGroup", {}, {"session_ms": 10_000, "rebalance_ms": 10_000, "req_ptype": 0,
                                       "req_ptype_empty": False, "req_protos": 0}),
-    "sync": Message("SyncGroup", {"generation": "rq_gen", "assignments": "rq_assign"},
+    "sync": Message("SyncGroup", {"generation": REQ["gen"], "assignments": REQ["assign"]},
                     {"req_ptype": NONE, "req_ptype_given": False, "req_protocol": NONE,
                      "req_protocol_given": False}),
-    "heartbeat": Message("Heartbeat", {"generation": "rq_gen"}, {}),
+    "heartbeat": Message("Heartbeat", {"generation": REQ["gen"]}, {}),
     # what a client commits is its position, offset 1 on every partition: durability is checked by
     # comparing the group's offsets with the log's, so one value serves
-    "commit": Message("OffsetCommit", {"generation": "rq_gen", "commit_parts": "rq_parts"}, {"commit": 1}),
+    "commit": Message("OffsetCommit", {"generation": REQ["gen"], "commit_parts": REQ["parts"]}, {"commit": 1}),
     # AbstractCoordinator.maybeLeaveGroup sends LeaveGroup as the consumer closes: nothing reads the answer
     "leave": Message("LeaveGroup", {}, {}, answered=False),
 }
@@ -440,6 +461,23 @@ def record_initial(name: str, t):
 
 
 ROUTE_EFFECTS: dict = _routes()
+
+
+@dataclass(frozen=True)
+class Failover:
+    """The coordinator moves (Action Failover): the group is unloaded here (`unload`'s rows),
+    the requests parked at the old coordinator are gone (`forget`), and the new one loads the
+    log's last record (`load`'s rows with `record`) if the log holds one (`when`)."""
+    unload: str
+    forget: Effect
+    load: str
+    record: object
+    when: object
+
+
+FAILOVER = Failover("Unload", Effect(TRUE(), {"parked_join": W.parked_join.fill(none(CLIENT)),
+                                              "parked_sync": W.parked_sync.fill(none(CLIENT))}),
+                    "Load", W.log, W.log_has)
 
 
 # A write of a group record may fail (fault `append_failure`: NOT_ENOUGH_REPLICAS, the
