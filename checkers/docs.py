@@ -185,7 +185,7 @@ def invariant_md(inv, heading: str) -> str:
 
 def world_md() -> str:
     """The closed world the checkers explore: clients, network, end-to-end invariants."""
-    from groupspec.spec.world import ACTIONS, CLIENT_ROWS, MESSAGES, ROUTE_EFFECTS, WORLD_INVARIANTS, WORLD_VARS
+    from groupspec.spec.world import ACTIONS, CLIENT_ROWS, MESSAGES, ROUTE_EFFECTS, WHO, WORLD_INVARIANTS, WORLD_VARS
     lines = [HEADER, "# The closed world\n",
              "What `groupspec check` explores: the coordinator (every row of `table.md`), consumer clients "
              "and the network. Clients are rows in the same language, fired per client (`p.client`); "
@@ -208,7 +208,9 @@ def world_md() -> str:
                      f"{'yes' if a.fault else ''} |")
     lines.append("\n\n## What a request is to the coordinator\n\nA delivered request is handled as "
                  "`spec/handling.py` says (its rows, where their outputs go, the eager re-check) with these "
-                 "parameters.\n\n| message | API | from the request | fixed | the client reads the answer |\n"
+                 "parameters, and who it is from: "
+                 + "; ".join(f"{k} ← {show(t)}" for k, t in WHO.items()) + ".\n\n"
+                 "| message | API | from the request | fixed | the client reads the answer |\n"
                  "|---|---|---|---|---|")
     for name, m in MESSAGES.items():
         lines.append(f"| {name} | {m.api} | {_cell(', '.join(f'{k} ← {v}' for k, v in m.fields.items()))} | "
