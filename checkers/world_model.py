@@ -48,7 +48,7 @@ from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS, TIMERS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER,
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
                                   MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMELY_SILENT, TIMER_LABELS,
                                   WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
                                   Phase, fairness)
@@ -223,6 +223,7 @@ class WorldModel:
                                                            for v, t in e.updates.items()])
                          for key, e in {**ROUTE_EFFECTS, "forget": FAILOVER.forget}.items()}
         self._failover_when = compile_term(FAILOVER.when, lay)
+        self._fresh = compile_term(FRESH, lay)
         self._failover_record = compile_term(FAILOVER.record, lay)
         # what a request is to the coordinator (spec/world.py WHO, MESSAGES): terms over the request
         # and the group's variables (which G holds at their places in the flat view)
@@ -519,8 +520,8 @@ class WorldModel:
         w = b.w
         w[USED] |= w[G_MEMBERS] | w[G_PENDING]     # member ids are never reused
 
-    def state(self, b: "_Branch") -> list:
-        return b.w
+    def in_state(self, b: "_Branch", state: int) -> list:
+        return [(b, b.w[E.STATE_I] == state)]
 
     def _group_fire(self, g: tuple, trigger: str, p: list):
         key = (g, trigger, tuple(p))
@@ -545,10 +546,9 @@ class WorldModel:
         params = {**{k: f(G, p, ()) for k, f in self._who}, **self._fixed[name],
                   **{k: f(G, p, ()) for k, f in self._fields[name]}}
         if msg.api == "JoinGroup":
-            free = [m for m in range(self.sizes[MEMBER]) if not (G[USED] >> m) & 1]
-            if mid == NONE and not free:
+            params["fresh"] = fresh = self._fresh(self._flat(G), self._route_base, ())
+            if mid == NONE and fresh == NONE:
                 return [], 1     # the world's member-id budget is spent: a bound, not a behaviour
-            params["fresh"] = free[0] if free else NONE
             params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
         start = _Branch(G, sender, mid)          # a reply's echoed member id is the request's
         if msg.api == "LeaveGroup":

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .concrete import Layout, compile_term
-from .engine import EngineError, Outcome, Output, STATE_I
+from .engine import EngineError, Outcome, Output
 from .kafka import ERRORS, JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE
 from .lang import NONE, Apply, Dom, Fun, Param, Term
 from .schema import GroupRecord, PROTOCOL, PROTOLIST, STATES
@@ -139,9 +139,10 @@ class Host(Protocol):
     """What runs a step: the runtime coordinator, or the closed world.  `ctx` is the host's
     branch of the step (the closed world forks one per outcome it follows)."""
 
-    def outcomes(self, ctx, trigger: str, params: dict) -> list[Outcome]:
+    def outcomes(self, ctx, trigger: str, params: dict) -> list[Outcome | None]:
         """The outcomes of firing `trigger` to follow (the runtime: the one it chooses; the
-        closed world: every one).  [] if no row fires."""
+        closed world: every one).  [] if no row fires; a None among outcomes: in that branch
+        no row fires (a symbolic host, which follows every row under its guard)."""
 
     def fork(self, ctx) -> Any:
         """A copy of branch `ctx` to follow another outcome in."""
@@ -162,8 +163,9 @@ class Host(Protocol):
     def routed(self, ctx, trigger: str) -> None:
         """After a row's outputs are routed (and before the eager re-check)."""
 
-    def state(self, ctx) -> tuple:
-        """The group's state in branch `ctx`."""
+    def in_state(self, ctx, state: int) -> list[tuple[Any, bool]]:
+        """[(branch, whether the group is in `state` there)]: one branch for a concrete host,
+        both for a symbolic one."""
 
     eager: Eager     # the rule after every row (EAGER)
 
@@ -178,6 +180,9 @@ def handle(host: Host, ctx, trigger: str, params: dict) -> list[tuple[Any, dict 
     branches = [ctx] + [host.fork(ctx) for _ in outcomes[1:]]
     results: list = []
     for o, c in zip(outcomes, branches):
+        if o is None:
+            results.append((c, None))
+            continue
         host.enter(c, o, params)
         reply = None
         live = [c]
@@ -222,9 +227,12 @@ def settle(host: Host, ctx, after: str) -> list:
     """The eager rule (the host's, EAGER in Kafka) after row `after`: in PreparingRebalance,
     the join completes within the step if it can."""
     rule = host.eager
-    if host.state(ctx)[STATE_I] != rule.state or after in rule.skip_after:
+    if after in rule.skip_after:
         return [(ctx, None)]
-    return handle(host, ctx, rule.trigger, {})
+    res = []
+    for c, inside in host.in_state(ctx, rule.state):
+        res += handle(host, c, rule.trigger, {}) if inside else [(c, None)]
+    return res
 
 
 def leave(host: Host, ctx, params: dict, identities: list[dict]) -> list[tuple[Any, dict | None, list]]:

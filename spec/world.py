@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, If, MapOf, Not, Or, Param, Record, SetOf, Var,
+from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, If, Lowest, MapOf, Not, Or, Param, Record, SetOf,
+                   Var,
                    default_of, empty, lift, none)
 from .rows import Row, sets
 from .schema import Error, GroupRecord, INSTANCE, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl
@@ -360,6 +361,11 @@ CLIENT_INSTANCE = Param("client_instance", Dom(INSTANCE))
 WHO = {"member": If(REQ["member"].in_(W.members | W.pending), REQ["member"], none(MEMBER)),
        "member_empty": REQ["member"] == none(MEMBER), "instance": CLIENT_INSTANCE}
 
+
+# The member id a JoinGroup without one is given: the lowest never issued (real ids are UUIDs,
+# never reused; the size of the member domain bounds how many ids a world can issue, and a
+# JoinGroup without an id once they are spent is cut as a bound, not a behaviour).
+FRESH = Lowest(W.parked_join.keys_where(lambda c: TRUE()) - W.used_ids)
 
 MESSAGES: dict[str, Message] = {
     # a consumer of Kafka 3.9: JoinGroup at its newest version, one protocol type and list, the
