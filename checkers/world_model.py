@@ -47,9 +47,9 @@ from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
 from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES
-from groupspec.spec.table import TIMER_TRIGGERS, TIMERS
+from groupspec.spec.table import TIMER_TRIGGERS
 from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
-                                  MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMELY_SILENT, TIMER_LABELS,
+                                  MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, armed,
                                   WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
                                   Phase, fairness)
 
@@ -235,8 +235,7 @@ class WorldModel:
         self._timers = []
         for a in ACTIONS:
             if a.trigger in TIMER_TRIGGERS.values() and _enabled_by(a, cfg):
-                conds = [cond for name, (trig, cond) in TIMERS.items()
-                         if trig == a.trigger and not (cfg.timely and name in TIMELY_SILENT)]
+                conds = armed(a.trigger, cfg.timely)
                 if conds:
                     self._timers.append((a.trigger, a.per == "member", compile_term(Or(*conds), E.LAYOUT)))
         self._timer_params = {m: E.make_params({"timer_member": m}) for m in range(-1, self.sizes[MEMBER])}
@@ -415,9 +414,9 @@ class WorldModel:
 
     def _compute_group_events(self, G: tuple):
         res = []
-        for trigger, per_member, armed in self._timers:
+        for trigger, per_member, is_armed in self._timers:
             for m in range(self.sizes[MEMBER]) if per_member else (NONE,):
-                if armed(G, self._timer_params[m], ()):
+                if is_armed(G, self._timer_params[m], ()):
                     label = TIMER_LABELS[trigger].format(member=m)
                     res += self._coordinator(G, trigger, {"timer_member": m} if per_member else {}, label, m)
         if self._on("Failover") and G[E.STATE_I] != ABSENT:

@@ -139,10 +139,11 @@ class Host(Protocol):
     """What runs a step: the runtime coordinator, or the closed world.  `ctx` is the host's
     branch of the step (the closed world forks one per outcome it follows)."""
 
-    def outcomes(self, ctx, trigger: str, params: dict) -> list[Outcome | None]:
+    def outcomes(self, ctx, trigger: str, params: dict) -> list[Outcome]:
         """The outcomes of firing `trigger` to follow (the runtime: the one it chooses; the
-        closed world: every one).  [] if no row fires; a None among outcomes: in that branch
-        no row fires (a symbolic host, which follows every row under its guard)."""
+        closed world: every one).  [] if no row fires; an outcome whose `row` is None: in
+        that branch no row fires (a symbolic host follows every row under its guard, and
+        that branch too)."""
 
     def fork(self, ctx) -> Any:
         """A copy of branch `ctx` to follow another outcome in."""
@@ -180,10 +181,10 @@ def handle(host: Host, ctx, trigger: str, params: dict) -> list[tuple[Any, dict 
     branches = [ctx] + [host.fork(ctx) for _ in outcomes[1:]]
     results: list = []
     for o, c in zip(outcomes, branches):
-        if o is None:
+        host.enter(c, o, params)
+        if o.row is None:
             results.append((c, None))
             continue
-        host.enter(c, o, params)
         reply = None
         live = [c]
         stones = []

@@ -326,6 +326,15 @@ ACTION_BY_NAME = {a.name: a for a in ACTIONS}
 # within the session timeout, so a world of them never sees these timers fire (the initial
 # delay still does):
 TIMELY_SILENT = ("join", "sync")
+
+
+def armed(trigger: str, timely: bool) -> list:
+    """The conditions under which a timer of `trigger` may fire in a world (timely or not): the
+    table's armed conditions of that trigger's timers (table.TIMERS), minus TIMELY_SILENT's."""
+    from .table import TIMERS
+    return [cond for name, (trig, cond) in TIMERS.items() if trig == trigger and not (timely and name in TIMELY_SILENT)]
+
+
 TIMER_LABELS = {"HeartbeatExpiry": "session timer of m{member} fires",
                 "PendingExpiry": "pending timer of m{member} fires",
                 "JoinTimer": "the delayed join expires", "SyncTimer": "the sync timer expires"}
