@@ -17,6 +17,8 @@ from typing import Callable, List, Optional
 import typer
 from rich.console import Console
 
+from .paths import REPO, default_scenario_paths
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="An executable spec of Kafka's classic consumer-group coordinator, and its checkers.")
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
@@ -30,18 +32,6 @@ if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]
 # emoji off: a scenario named `:thumbs_up:` is printed as written
 err = Console(stderr=True, soft_wrap=True, emoji=False)
 out = Console(soft_wrap=True, emoji=False)
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def default_scenario_paths() -> list[Path]:
-    """The project's own suite, and the shared examples beside the repository when present."""
-    paths = [REPO / "tests" / "scenarios"]
-    shared = REPO.parent / "shared" / "scenarios"
-    if shared.is_dir():
-        paths.append(shared)
-    return [p for p in paths if p.exists()]
-
 
 def fail_input(message: str) -> None:
     say_error(f"groupspec: {_one_line(message)}")

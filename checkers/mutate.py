@@ -276,7 +276,7 @@ def _scenarios_catch(rows: list) -> str:
     """The first conformance scenario (tests/scenarios, spec target) the mutant table fails, or ''.
     A survivor of the checker that a scenario catches changes an answer no safety property is
     about (an error code the clients recover from alike); the scenario pins it."""
-    from .cli import REPO, default_scenario_paths
+    from .paths import REPO, default_scenario_paths
     from .scenarios.model import load_file
     from .scenarios.report import scenario_files
     from .scenarios.runner import run_scenario
