@@ -258,8 +258,9 @@ def check_cmd(
     """Explore every reachable state of a bounded closed world; report the shortest violation."""
     import dataclasses
     from .counterexample import mermaid, step_table, to_itf
-    from .explicit import PRESETS, check, check_parallel, world_problem
+    from .explicit import check, check_parallel
     from .world_model import WorldModel
+    from .worlds import PRESETS, world_problem
     if preset not in PRESETS:
         fail_input(f"--preset {preset!r}: unknown preset; use {', '.join(PRESETS)}")
     if liveness and workers is not None and workers != 1:
@@ -294,17 +295,17 @@ def check_cmd(
                              f"{distinct / max(secs, 1e-9):,.0f} states/s"))
     if live:
         live.start()
+    model = WorldModel(cfg)
     try:
         if workers > 1:
-            res = check_parallel(cfg, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
+            res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
         else:
-            res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
+            res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
     except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
         fail_input(f"the search stopped: {e}")
     finally:
         if live:
             live.stop()
-    model = WorldModel(cfg)
     from groupspec.spec.table import ROWS
     fired = dict(res.coverage)
     never = [r.name for r in ROWS if r.name not in fired]
@@ -385,8 +386,10 @@ def mutate_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
-    from .explicit import PRESETS
+    from functools import partial
     from .mutate import UNFIT_WORLDS, mutants, run, summary
+    from .world_model import WorldModel
+    from .worlds import PRESETS
     names = _preset_list("--preset", preset)
     if not names:
         fail_input(f"--preset {preset!r} names no world; give one or more of {', '.join(PRESETS)}, comma-separated")
@@ -400,7 +403,7 @@ def mutate_cmd(
     for name in names:
         if name in UNFIT_WORLDS:
             fail_input(f"--preset {name}: {UNFIT_WORLDS[name]}")
-    worlds = [(n, PRESETS[n], n in live) for n in names]
+    worlds = [(n, partial(WorldModel, PRESETS[n]), n in live) for n in names]
     _bounded_workers("--jobs", jobs)
     total = len(mutants())
     if sample is not None and not 1 <= sample <= total:
@@ -429,7 +432,7 @@ def mutate_cmd(
 
 def _preset_list(option: str, given: str) -> list[str]:
     """A comma-separated list of presets, each known and named once."""
-    from .explicit import PRESETS
+    from .worlds import PRESETS
     names = [n.strip() for n in given.split(",") if n.strip()]
     for name in names:
         if name not in PRESETS:

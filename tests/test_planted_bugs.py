@@ -24,9 +24,9 @@ import dataclasses
 
 import pytest
 
-from groupspec.checkers import explicit
-from groupspec.checkers.explicit import PRESETS, check
+from groupspec.checkers.explicit import check
 from groupspec.checkers.world_model import WorldModel
+from groupspec.checkers.worlds import PRESETS
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
 from groupspec.spec.lang import FALSE, TRUE, If, Lowest, Term
@@ -51,7 +51,7 @@ PR = E.STATES.index("PreparingRebalance")
 @pytest.mark.parametrize("cfg,liveness", [(TINY, True), (SMALL, False), (TINY_GEN2, False), (ZOMBIE, False),
                                           (HUNG, True)], ids=["tiny", "small", "tiny-gen2", "zombie", "hung"])
 def test_the_worlds_are_clean(cfg, liveness):
-    r = check(cfg, liveness=liveness)
+    r = check(WorldModel(cfg), liveness=liveness)
     assert r.result == "ok" and r.complete
     assert "join-completes-once-all-rejoined" in r.invariants
 
@@ -135,7 +135,7 @@ def test_member_id_from_client_id_alone():
     # same client.id, so a new member is handed the id a member or pending member already holds
     in_use = V.members | V.pending
     rows = plant(lambda r: subst_row(r, P.fresh, If(in_use.is_empty(), P.fresh, Lowest(in_use))), _new_member_rows)
-    r = check(TINY, rows=rows)
+    r = check(WorldModel(TINY, rows))
     # the coordinator issues a member's id as a new pending id: the second consumer is told to
     # rejoin as the first one (the group's record breaks, and two consumers hold one id)
     assert_shortest_violation(r, {"pending-not-members", "no-shared-member-id"},
@@ -147,7 +147,7 @@ def test_member_ids_recycled():
     # an expiry is issued again while the consumer that held it still uses it
     slots = V.session_ms.keys_where(lambda v: TRUE())          # every member slot
     rows = plant(lambda r: subst_row(r, P.fresh, Lowest(slots - (V.members | V.pending))), _new_member_rows)
-    r = check(SMALL, rows=rows)
+    r = check(WorldModel(SMALL, rows))
     assert_shortest_violation(r, "no-shared-member-id", {"PendingExpiry: pending member expires"})
 
 
@@ -155,7 +155,7 @@ def test_static_member_id_without_uuid():
     # generateMemberId for a static member as its group.instance.id alone: the replacing process gets
     # the zombie's member id, so GC.updateStaticMemberAndRebalance fences nothing (KIP-345)
     rows = plant(lambda r: subst_row(r, P.fresh, V.static[P.instance]), lambda n: "known static member rejoins" in n)
-    r = check(ZOMBIE, rows=rows)
+    r = check(WorldModel(ZOMBIE, rows))
     assert_shortest_violation(r, "no-shared-member-id",
                               {"JoinGroup: known static member rejoins, protocol unchanged: persist the new id (Stable)"})
 
@@ -169,7 +169,7 @@ def test_static_replacement_keeps_the_old_member_id():
             u["instance_of"] = V.instance_of.put(P.fresh, P.instance)
         return u
     rows = plant(lambda r: edit_sets(r, keep_old), lambda n: "known static member rejoins" in n)
-    r = check(ZOMBIE, rows=rows)
+    r = check(WorldModel(ZOMBIE, rows))
     assert_shortest_violation(r, "static-ids-unique",
                               {"JoinGroup: known static member rejoins during PreparingRebalance (PreparingRebalance)"})
 
@@ -183,7 +183,7 @@ def test_pending_sync_expiry_does_nothing():
     # GC.onExpirePendingSync treats the expiry as unexpected and returns (only the timer is gone)
     rows = plant(lambda r: dataclasses.replace(r, steps=[Set_({"sync_timer": FALSE()})], target=None),
                  lambda n: n.startswith("SyncTimer: members that never synced are removed"))
-    r = check(HUNG, liveness=True, rows=rows)
+    r = check(WorldModel(HUNG, rows), liveness=True)
     assert_stuck_lasso(r, CR, {"SyncTimer: members that never synced are removed during CompletingRebalance"})
 
 
@@ -193,7 +193,7 @@ def test_no_delayed_sync_armed():
         r = edit_sets(r, lambda u: {**u, "sync_timer": FALSE()} if "pending_sync" in u and "sync_timer" in u else u)
         return without_outputs(r, lambda o: o.kind == "arm" and o.timer == "sync")
     completes = {"CompleteJoin: join completes, next generation", "JoinTimer: join completes, next generation"}
-    r = check(HUNG, liveness=True, rows=plant(no_timer, completes.__contains__))
+    r = check(WorldModel(HUNG, plant(no_timer, completes.__contains__)), liveness=True)
     assert_stuck_lasso(r, CR, completes)
 
 
@@ -203,7 +203,7 @@ def test_delayed_sync_completed_by_the_first_sync():
     parks = {"SyncGroup: leader sends the assignment", "SyncGroup: follower waits for the assignment"}
     rows = plant(lambda r: edit_sets(r, lambda u: {"sync_timer": FALSE()} if list(u) == ["sync_timer"] else u),
                  parks.__contains__)
-    r = check(HUNG, liveness=True, rows=rows)
+    r = check(WorldModel(HUNG, rows), liveness=True)
     assert_stuck_lasso(r, CR, parks)
 
 
@@ -224,7 +224,7 @@ def keep_session_timer(r):
 def test_leave_group_keeps_the_session_timer():
     # GC.handleLeaveGroup without removeHeartbeatForLeavingMember before removeMemberAndUpdateGroup
     rows = plant(keep_session_timer, lambda n: n.startswith("LeaveMember: member leaves during"))
-    r = check(TINY, rows=rows)
+    r = check(WorldModel(TINY, rows))
     assert_shortest_violation(r, "timers-belong-to-members", {"LeaveMember: member leaves during Stable"})
 
 
@@ -232,13 +232,13 @@ def test_join_completion_keeps_the_timers_of_members_it_drops():
     # GC.onCompleteJoin removes the dynamic members that did not rejoin without
     # removeHeartbeatForLeavingMember (a second rebalance is needed: the first has only new members)
     drops = lambda n: n.startswith(("JoinTimer: join completes", "JoinTimer: no member", "CompleteJoin:"))  # noqa: E731
-    r = check(TINY_GEN2, rows=plant(keep_session_timer, drops))
+    r = check(WorldModel(TINY_GEN2, plant(keep_session_timer, drops)))
     assert_shortest_violation(r, "timers-belong-to-members", {"JoinTimer: join completes, next generation"})
 
 
 def test_sync_expiry_keeps_the_timers_of_members_it_drops():
     # GC.onExpirePendingSync removes the members that never synced but leaves their session timers
-    r = check(TINY, rows=plant(keep_session_timer, lambda n: n.startswith("SyncTimer: members that never synced")))
+    r = check(WorldModel(TINY, plant(keep_session_timer, lambda n: n.startswith("SyncTimer: members that never synced"))))
     assert_shortest_violation(r, "timers-belong-to-members",
                               {"SyncTimer: members that never synced are removed during CompletingRebalance"})
 
@@ -252,7 +252,7 @@ def test_delayed_join_never_completes_early():
     # DelayedJoin.tryComplete always false (as InitialDelayedJoin's): no checkAndComplete helps,
     # only the rebalance timeout completes the join
     rows = plant(lambda r: dataclasses.replace(r, own=FALSE()), lambda n: n.startswith("CompleteJoin:"))
-    r = check(TINY, rows=rows)
+    r = check(WorldModel(TINY, rows))
     # the last member is removed (here by the sync expiry) and the empty group waits in
     # PreparingRebalance for the timeout instead of completing to Empty
     assert_shortest_violation(r, "join-completes-once-all-rejoined", {"SyncTimer: members that never synced are "
@@ -269,28 +269,27 @@ class _NoRecheckAfter(WorldModel):
         return super()._eager(G, rows, msgs, resp)
 
 
-def _check_without_recheck(monkeypatch, cfg, after: set):
+def _check_without_recheck(cfg, after: set):
     # the re-check lives in the world model (WorldModel._eager), not in a row: plant it there
     assert hasattr(WorldModel, "_eager"), "the world model no longer re-checks join completion in _eager"
-    model = type("Planted", (_NoRecheckAfter,), {"after": frozenset(after)})
-    monkeypatch.setattr(explicit, "WorldModel", model)
-    return check(cfg)
+    planted = type("Planted", (_NoRecheckAfter,), {"after": frozenset(after)})
+    return check(planted(cfg))
 
 
-def test_leave_during_preparing_rebalance_does_not_recheck(monkeypatch):
+def test_leave_during_preparing_rebalance_does_not_recheck():
     # GC.removeMemberAndUpdateGroup without `case PreparingRebalance => checkAndComplete`
     # (the bug of KoP's port, streamnative/kop#380): the last member to rejoin is waited for
     # no more, but the join completes only at the rebalance timeout
     leave = {"LeaveMember: member leaves during PreparingRebalance"}
-    r = _check_without_recheck(monkeypatch, TINY, leave)
+    r = _check_without_recheck(TINY, leave)
     assert_shortest_violation(r, "join-completes-once-all-rejoined", leave)
     assert leave <= set(r.path[-1][0].rows)
 
 
-def test_pending_member_expiry_does_not_recheck(monkeypatch):
+def test_pending_member_expiry_does_not_recheck():
     # GC.removePendingMemberAndUpdateGroup without checkAndComplete (KAFKA-7909)
     expiry = {"PendingExpiry: pending member expires"}
-    r = _check_without_recheck(monkeypatch, SMALL, expiry)
+    r = _check_without_recheck(SMALL, expiry)
     assert_shortest_violation(r, "join-completes-once-all-rejoined", expiry)
     assert expiry <= set(r.path[-1][0].rows)
 
@@ -303,5 +302,5 @@ def test_delayed_join_expiry_does_not_force_completion():
              if not (isinstance(s, Set_) and "members" in s.updates) and not (isinstance(s, Out) and s.kind == "cancel")]
     forced = {"JoinTimer: join completes, next generation", "JoinTimer: join completes with no members"}
     rows = plant(lambda r: dataclasses.replace(r, steps=rearm, target=None), forced.__contains__)
-    r = check(TINY, liveness=True, rows=rows)
+    r = check(WorldModel(TINY, rows), liveness=True)
     assert_stuck_lasso(r, PR, forced)
