@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 
 from groupspec.spec.kafka import ERRORS
-from groupspec.spec.lang import NONE, iter_bits
+from groupspec.spec.concrete import iter_bits
+from groupspec.spec.lang import NONE
 from groupspec.spec.world import ALL_VARS
 
 from .world_model import WorldModel

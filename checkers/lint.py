@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 import z3
 
 from groupspec.spec.invariants import structural
-from groupspec.spec.lang import Not, SymEnv, to_z3, walk
+from groupspec.spec.lang import Not, walk
 from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import MEMBER, P, STATES, V, TRIGGERS, kafka_moves, legal_moves
-from groupspec.spec.symbolic import (default_sizes, fresh_params, fresh_state, in_states, params_well_formed,
-                                     row_relation, state_well_formed)
+from groupspec.spec.symbolic import (SymEnv, default_sizes, fresh, fresh_params, fresh_state, in_states,
+                                     params_well_formed, row_relation, state_well_formed, to_z3, well_formed)
 from groupspec.spec.table import ROWS, TIMER_TRIGGERS, enabled, timer_armed
 
 # Which triggers may make the cache moves (create, load, drop a group).
@@ -211,7 +211,6 @@ def _reads(t) -> set:
 def lint_clients(sizes: dict, timeout_ms: int, client_rows: list | None = None) -> tuple[int, list[Problem]]:
     """The closed world's client rows (default the spec's): for each trigger, exclusive and
     reachable (a client's triggers are its choices, so they need not cover every state)."""
-    from groupspec.spec.lang import fresh, well_formed
     from groupspec.spec.world import ALL_VARS, CLIENT, CLIENT_ROWS, WORLD_PARAMS
     wsizes = dict(sizes, **{CLIENT: 2})
     state = {v.name: fresh("w." + v.name, v.type, wsizes) for v in ALL_VARS}

@@ -4,10 +4,11 @@ Over the explored graph of a bounded world, find a reachable cycle in which
 the group never leaves PreparingRebalance or CompletingRebalance (whether
 clients keep acting or wait on parked requests), and which is fair: every timer that stays armed, every
 message that stays in flight and every response that stays unread along
-the cycle is eventually taken (weak fairness of the coordinator's timers,
-of the network, and of clients reading their responses).  Crashes,
-leaves, heartbeats and commits are the environment's free choices.
-Such a cycle is a lasso: a path to it, and the loop (the class of
+the cycle is eventually taken.  Which actions are fair, and how, is
+declared with the world's actions (spec/world.py ACTIONS): weakly fair
+timers, network and clients' own progress; crashes, leaves, heartbeats and
+commits are the environment's free choices.  Such a cycle is a lasso: a
+path to it, and the loop (the class of
 KAFKA-12890, and of a join that never completes).
 
 Fair cycles are found as in model checkers for weak fairness: take the
@@ -18,11 +19,13 @@ cycle through them proves nothing.
 
 What is stuck, what is progress, and each step's fairness are the model's
 answers (checkers/model.py: `transient`, `progress`, `action_class`,
-`is_fault`); this module only walks the graph.
+`is_fault`); this module only walks the graph, and reads no step's name.
 """
 from __future__ import annotations
 
 from collections import deque
+
+from groupspec.spec.world import STRONG, UNFAIR
 
 from .model import Model
 
@@ -33,12 +36,15 @@ def find_lasso(model: Model, states: list, edges: list, bounded: set = frozenset
     (j, step); `initial` the indices of the initial states.
 
     States in `bounded` had successors cut off by the model's boundary: a cycle through
-    them proves nothing (the cut-off step might leave it), so they are left out.
+    them proves nothing (the cut-off step might leave it), so they are left out.  A
+    strongly fair class (a timely client's heartbeat thread) is taken eventually if enabled
+    again and again, so a cycle that keeps passing a state where one is enabled without
+    taking it is not fair.
     """
     stuck = [model.transient(s) and i not in bounded for i, s in enumerate(states)]
     classes: dict = {}
 
-    def action_class(step) -> tuple[str, str]:      # asked per edge: one answer per step object
+    def action_class(step) -> tuple:      # asked per edge: one answer per step object
         got = classes.get(step)
         if got is None:
             got = classes[step] = model.action_class(step)
@@ -65,7 +71,7 @@ def _fair_within(n: int, edges: list, keep, action_class, roots):
         for i in comp:
             for _, step in edges[i]:
                 cls, fairness = action_class(step)
-                if fairness == "strong" and cls not in taken:
+                if fairness == STRONG and cls not in taken:
                     starved.add(i)
         if starved:
             rest = members - starved
@@ -73,7 +79,7 @@ def _fair_within(n: int, edges: list, keep, action_class, roots):
             continue
         enabled_everywhere = None
         for i in comp:
-            fair_here = {cls for cls, fairness in (action_class(step) for _, step in edges[i]) if fairness == "weak"}
+            fair_here = {cls for cls, fairness in (action_class(step) for _, step in edges[i]) if fairness != UNFAIR}
             enabled_everywhere = fair_here if enabled_everywhere is None else enabled_everywhere & fair_here
         if enabled_everywhere and not enabled_everywhere <= taken:
             continue                               # some fair action is starved: not a fair cycle

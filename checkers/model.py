@@ -23,9 +23,10 @@ from typing import Callable, Hashable, Literal, Protocol, TypeVar
 
 State = TypeVar("State", bound=Hashable)
 Fairness = Literal["weak", "strong", "none"]
-"""How a liveness search treats an action, as TLA+ writes WF_vars(A) and SF_vars(A):
-"weak", taken eventually if it stays enabled; "strong", taken eventually if it is enabled
-again and again; "none", the environment's free choice (it may never be taken)."""
+"""How a liveness search treats an action, as TLA+ writes WF_vars(A) and SF_vars(A) (the
+values of spec/world.py's WEAK, STRONG and UNFAIR): "weak", taken eventually if it stays
+enabled; "strong", taken eventually if it is enabled again and again; "none", the
+environment's free choice (it may never be taken)."""
 
 
 class Model(Protocol[State]):
@@ -64,9 +65,9 @@ class Model(Protocol[State]):
         """A state where the system has made progress (liveness: a state from which no progress
         and no end is reachable, other than through a fault, is a violation)."""
 
-    def action_class(self, step) -> tuple[str, Fairness]:
+    def action_class(self, step) -> tuple[Hashable, Fairness]:
         """The fairness class a step belongs to (the steps of one class are one action for
-        fairness), and that action's fairness."""
+        fairness: one fairness condition), and that action's fairness."""
 
     def is_fault(self, step) -> bool:
         """A fault (a crash): progress that depends on one does not count."""

@@ -307,7 +307,7 @@ def _rel(path, root) -> str:
 
 def _unreached_why(row: Row) -> str:
     """Why a row cannot fire in the closed world, from its trigger."""
-    from .world_model import NOT_IN_WORLD
+    from groupspec.spec.world import NOT_IN_WORLD
     return NOT_IN_WORLD.get(row.trigger, "no reachable state of these worlds meets its condition")
 
 

@@ -37,11 +37,10 @@ counterexamples and invariants read.
 `WorldModel` is the checkers' model (`checkers/model.py`): the engines in
 `explicit.py` and `mutate.py` search it through that interface only.  Its
 symmetry is renaming clients (`representative`, `orbit`); the fairness of
-its steps is, for now, read from their labels (`action_class`).
+its steps is what spec/world.py declares for their actions (`action_class`).
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import partial
@@ -51,20 +50,21 @@ from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
 from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_state, check_step,
                                        compiled as compiled_invariants)
-from groupspec.spec.kafka import ERRORS
-from groupspec.spec.lang import Layout, NONE, compile_term, iter_bits
+from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
+from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, record_of, require_known_member_id, vote
+from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
+from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
-from groupspec.spec.schema import MEMBER, PARTITION, STATE_VARS, STATES, JoinTimer
-from groupspec.spec.table import completion
-from groupspec.spec.world import (ALL_VARS, CLIENT, CLIENT_ROWS, CLIENT_TRIGGERS, N_GROUP, WORLD_INDEX,
-                                  WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind, Phase)
+from groupspec.spec.schema import MEMBER, STATE_VARS, STATES, JoinTimer
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, MESSAGES, N_GROUP,
+                                  READS, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS,
+                                  WORLD_PARAMS, Kind, Phase, fairness)
 
 from .worlds import WorldConfig
 
 NONE_ERR = ERRORS.index("NONE")
 KIND = {name: i for i, name in enumerate(Kind.values)}
-API_KIND = {"JoinGroup": KIND["join"], "SyncGroup": KIND["sync"], "Heartbeat": KIND["heartbeat"],
-            "OffsetCommit": KIND["commit"], "LeaveGroup": KIND["leave"], "LeaveMember": KIND["leave"]}
+API_KIND = {m.api: KIND[name] for name, m in MESSAGES.items()}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
 ABSENT = STATES.index("Absent")
 DELAYED_JOIN = JoinTimer.values.index("delayed")
@@ -93,20 +93,10 @@ G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"]
 G_HB, G_JOIN_TIMER, G_SYNC_TIMER = (E.STATE_INDEX[n] for n in ("hb_armed", "join_timer", "sync_timer"))
 C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
-# coordinator triggers the closed world never fires, and why
-NOT_IN_WORLD = {
-    "OffsetFetch": "the clients never send OffsetFetch (it reads offsets; no protocol decision depends on it)",
-    "DescribeGroup": "the clients never send DescribeGroups (an admin request)",
-    "ListGroups": "the clients never send ListGroups (an admin request)",
-    "ListGroupsEntry": "the clients never send ListGroups (an admin request)",
-    "DeleteGroup": "the clients never send DeleteGroups (an admin request)",
-    "ExpireOffsets": "offsets never expire in the closed world (no retention clock)",
-    "MarkDead": "the closed world never deletes the group's partition",
-}
 # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
 SKIPPED_OUTPUTS = ("arm", "cancel", "cancel_all", "delete_offsets")
 # client rows after which the client no longer reads answers to its parked requests
-FORGETS = {r.name for r in CLIENT_ROWS if r.trigger in ("ClientTimeout", "ClientCrash", "ClientRestart")}
+FORGETS = {r.name for r in CLIENT_ROWS if ACTION_BY_NAME[r.trigger].forgets}
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,15 +106,49 @@ class Step:
     action: str
     rows: tuple
     messages: tuple = ()     # (from, to, label) for sequence diagrams
+    act: str = ""            # the declared action it is (spec/world.py ACTIONS)
+    who: tuple = ()          # what the action's fairness is about: its client, message or member
+
+
+class _Branch:
+    """One branch of a coordinator step in the closed world (spec/handling.py's `ctx`): the
+    world's G being changed, the rows fired, the messages sent, the responses written
+    {client: response}, who sent the request being handled (NONE: nobody waits) and the member
+    id its reply echoes."""
+    __slots__ = ("w", "rows", "msgs", "resp", "sender", "echo", "g", "p")
+
+    def __init__(self, G, sender: int, echo: int):
+        self.w, self.rows, self.msgs, self.resp, self.sender, self.echo = list(G), [], [], {}, sender, echo
+
+    def copy(self) -> "_Branch":
+        b = _Branch.__new__(_Branch)
+        b.w, b.rows, b.msgs, b.resp = list(self.w), list(self.rows), list(self.msgs), dict(self.resp)
+        b.sender, b.echo, b.g, b.p = self.sender, self.echo, self.g, self.p
+        return b
+
+
+# the closed world's one protocol list holds its one protocol
+_ORDER = (0,)
+
+
+def _one_protocol(pl: int, protocol: int) -> int:
+    """A protocol list cut to the selected protocol: in a world of one protocol, the list itself."""
+    return pl
+
+
+REQUEST_FIELDS = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")   # a request's fields, in RQ order
 
 
 class WorldModel:
-    def __init__(self, cfg: WorldConfig, rows: list | None = None, keep_firings: bool = False):
+    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER,
+                 keep_firings: bool = False):
         """`rows`: the coordinator's table (default: the spec's; a mutant's when testing the checker).
+        `eager`: the re-check after every row (spec/handling.py; another one plants a bug).
         `keep_firings`: keep every coordinator firing the searches make, for `firings()` (mutation
         testing compares a mutant's rows with them; small worlds only: the memo is never dropped)."""
         self.cfg = cfg
         self._rows = rows
+        self.eager = eager
         self.n = cfg.clients
         self.sizes = cfg.sizes()
         self.group = E.Engine(rows, skip_outputs=SKIPPED_OUTPUTS)
@@ -135,8 +159,9 @@ class WorldModel:
         self.part_index = {tp: i for i, tp in enumerate(parts)}
         self.base = {"coord": 0, "group_id_ok": True, "cfg_min_session_ms": 10, "cfg_max_session_ms": 600_000,
                      "cfg_max_size": cfg.max_size, "cfg_initial_delay_ms": 3_000,
-                     "cfg_new_member_timeout_ms": 300_000, "proto_names": lambda pl: 1 if pl != NONE else 0,
-                     "vote": lambda pl, c: 0 if pl != NONE and c & 1 else NONE, "supports_skip": True,
+                     "cfg_new_member_timeout_ms": 300_000,
+                     "proto_names": lambda pl: mask_of(_ORDER) if pl != NONE else 0,
+                     "vote": lambda pl, c: vote(_ORDER, c) if pl != NONE else NONE, "supports_skip": True,
                      "assign": self._assign}
         self._base_vector = [None] * len(names)
         for k, v in self.base.items():
@@ -145,9 +170,12 @@ class WorldModel:
         # (AbstractCoordinator.maybeLeaveGroup: only dynamic members leave; a static member's
         # membership ends only by session expiry, KIP-345)
         inst = cfg.instances or (None,) * cfg.clients
-        self.triggers = [[t for t in CLIENT_TRIGGERS if _enabled_by(t, cfg)
-                          and not (t == "ClientLeave" and inst[c] is not None)] for c in range(cfg.clients)]
-        self._echo = NONE    # the member id of the request being delivered (what a reply echoes)
+        self.triggers = [[a.trigger for a in ACTIONS if a.trigger.startswith("Client") and _enabled_by(a, cfg)
+                          and not (a.trigger == "ClientLeave" and inst[c] is not None)] for c in range(cfg.clients)]
+        # the parameters every request of a kind carries (MESSAGES' `fixed`; a map: every key alike)
+        self._fixed = {name: {k: (tuple([v] * self.sizes[E.PARAM_TYPES[k].key])
+                                  if E.PARAM_TYPES[k].kind == "map" else v) for k, v in m.fixed.items()}
+                       for name, m in MESSAGES.items()}
         _check_locality()
         self._assign_cache: dict = {}
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
@@ -290,13 +318,13 @@ class WorldModel:
         for trig in self.triggers[c]:
             for o in self.clients.fire(flat, trig, p):
                 C2 = tuple(o.state[N_GROUP + k][c] for k in range(N_CV))
-                out.append((Step(f"c{c}: {o.row.name}", (o.row.name,)), C2))
-        if self.cfg.loss:
-            if C[RQ[0]]:
-                out.append((Step(f"the network loses c{c}'s request", ()),
-                            C[:RQ[0]] + self._no_request + C[RQ[0] + NRQ:]))
-            if C[RS]:
-                out.append((Step(f"the network loses the response to c{c}", ()), C[:RS] + self._init[1][RS:]))
+                out.append((Step(f"c{c}: {o.row.name}", (o.row.name,), (), trig, (c,)), C2))
+        if self._on("LoseRequest") and C[RQ[0]]:
+            out.append((Step(f"the network loses c{c}'s request", (), (), "LoseRequest", (c,)),
+                        C[:RQ[0]] + self._no_request + C[RQ[0] + NRQ:]))
+        if self._on("LoseResponse") and C[RS]:
+            out.append((Step(f"the network loses the response to c{c}", (), (), "LoseResponse", (c,)),
+                        C[:RS] + self._init[1][RS:]))
         return out
 
     def _gid(self, G: tuple) -> int:
@@ -340,48 +368,102 @@ class WorldModel:
 
     def _compute_group_events(self, G: tuple):
         res = []
-        if self.cfg.expiry:
+        if self._on("HeartbeatExpiry"):
             for m in iter_bits(G[G_HB]):
-                res += self._coordinator(G, "HeartbeatExpiry", {"timer_member": m}, f"session timer of m{m} fires")
+                res += self._coordinator(G, "HeartbeatExpiry", {"timer_member": m}, f"session timer of m{m} fires", m)
+        if self._on("PendingExpiry"):
             for m in iter_bits(G[G_PENDING]):
-                res += self._coordinator(G, "PendingExpiry", {"timer_member": m}, f"pending timer of m{m} fires")
+                res += self._coordinator(G, "PendingExpiry", {"timer_member": m}, f"pending timer of m{m} fires", m)
         if G[G_JOIN_TIMER] != 0 and not (self.cfg.timely and G[G_JOIN_TIMER] == DELAYED_JOIN):
             res += self._coordinator(G, "JoinTimer", {}, "the delayed join expires")
         if G[G_SYNC_TIMER] and not self.cfg.timely:
             res += self._coordinator(G, "SyncTimer", {}, "the sync timer expires")
-        if self.cfg.failover and G[E.STATE_I] != ABSENT:
+        if self._on("Failover") and G[E.STATE_I] != ABSENT:
             res += self._failover(G)
         return self._keep(res)
 
-    def _coordinator(self, G: tuple, trigger: str, params: dict, label: str) -> list:
-        return [(Step(label, tuple(rows), tuple(msgs)), G2, _patches(resp))
-                for G2, rows, msgs, resp in self._fire(G, trigger, params, NONE)]
+    def _coordinator(self, G: tuple, trigger: str, params: dict, label: str, who=None) -> list:
+        return [(Step(label, tuple(b.rows), tuple(b.msgs), trigger, (who,)), tuple(b.w), _patches(b.resp))
+                for b, _ in handle(self, _Branch(G, NONE, NONE), trigger, params)]
 
-    def _fire(self, G: tuple, trigger: str, params: dict, sender: int) -> list:
-        """All outcomes of firing `trigger` and what it entails (appends, eager completion):
-        [(G', rows fired, messages, responses {client: response fields})]."""
-        p = self.params(**params)
-        g = G[:N_GROUP]
-        outcomes = self._group_fire(g, trigger, p)
-        if not outcomes:
-            return [(G, [], [], {})]
-        results = []
-        rest = list(G[N_GROUP:])
-        for o in outcomes:
-            try:
-                # after every row, as the runtime checks them: a world step may chain rows
-                # (unload then load, an append and its completion), and a row's broken state
-                # must not hide behind the next row's
-                check_step(g, o.state, p, o.outputs, where=f"after row {o.row.name!r}")
-                check_state(o.state, where=f"after row {o.row.name!r}")
-            except InvariantViolation as e:
-                e.row = o.row.name      # the counterexample's last step names the row that broke it
-                raise
-            branches = self._route([(list(o.state) + rest, [o.row.name], [], {})], o.outputs, sender)
-            for w, rows, msgs, resp in branches:
-                w[USED] |= w[G_MEMBERS] | w[G_PENDING]     # member ids are never reused
-                results += self._eager(tuple(w), rows, msgs, resp)
-        return results
+    def _on(self, action: str) -> bool:
+        """Whether the world's switches enable a declared action (spec/world.py ACTIONS)."""
+        return _enabled_by(ACTION_BY_NAME[action], self.cfg)
+
+    # -- the host of spec/handling.py: what a step does to the closed world ----------------
+
+    def outcomes(self, b: "_Branch", trigger: str, params: dict) -> list:
+        b.p = p = self.params(**params)
+        b.g = g = tuple(b.w[:N_GROUP])
+        return self._group_fire(g, trigger, p)
+
+    def fork(self, b: "_Branch") -> "_Branch":
+        return b.copy()
+
+    def enter(self, b: "_Branch", o, params: dict) -> None:
+        try:
+            # after every row, as the runtime checks them: a world step may chain rows
+            # (unload then load, an append and its completion), and a row's broken state
+            # must not hide behind the next row's
+            check_step(b.g, o.state, b.p, o.outputs, where=f"after row {o.row.name!r}")
+            check_state(o.state, where=f"after row {o.row.name!r}")
+        except InvariantViolation as e:
+            e.row = o.row.name      # the counterexample's last step names the row that broke it
+            raise
+        b.w[:N_GROUP] = o.state
+        b.rows.append(o.row.name)
+
+    def route(self, b: "_Branch", out) -> None:
+        k = out.kind
+        w = b.w
+        if k == "reply":
+            if b.sender != NONE:
+                _respond(b.resp, b.sender, out.api, out.fields, b.msgs, echo=b.echo)
+        elif k == "park":
+            at = PJ if out.api == "JoinGroup" else PS
+            w[at] = _put(w[at], out.member, b.sender)   # a late request parks for nobody
+        elif k == "answer":
+            at = PJ if out.api == "JoinGroup" else PS
+            client = w[at][out.member]
+            if client != NONE:
+                w[at] = _put(w[at], out.member, NONE)
+                _respond(b.resp, client, out.api, out.fields, b.msgs, echo=out.member)
+        # timers: time is abstract here, the engine skips their outputs (SKIPPED_OUTPUTS)
+
+    def append(self, b: "_Branch", out) -> list:
+        errors = ["NONE"] + (["NOT_ENOUGH_REPLICAS"] if self.cfg.append_failure and out.api != "offsets" else [])
+        res = []
+        for error in errors:
+            b2 = b.copy() if error != errors[-1] else b
+            if error == "NONE":
+                # The log keeps the group's last metadata record and every offset commit record: a
+                # coordinator that takes over loads both (GMM.loadGroupsAndOffsets; a group with
+                # offsets and no metadata loads Empty at generation 0, as a blank record does).
+                w = b2.w
+                w[LOG_HAS] = True
+                f = out.fields
+                rec = w[LOG]
+                if out.api == "offsets":
+                    parts = f["commit_parts"]
+                    offsets = tuple(v if (parts >> p) & 1 else o for p, (o, v) in enumerate(zip(rec[-1], f["commit"])))
+                    w[LOG] = rec[:-1] + (offsets,)
+                else:
+                    new = record_of(f, _one_protocol)
+                    w[LOG] = tuple(new[k] for k in RECORD_FIELDS) + (rec[-1],)
+            res.append((b2, error))
+        return res
+
+    def tombstones(self, b: "_Branch", outs: list) -> None:
+        # the record is gone: nothing can load it again (offset tombstones: offsets never expire here)
+        if any(o.kind == "tombstone" for o in outs):
+            b.w[LOG_HAS], b.w[LOG] = False, self._init[0][LOG]
+
+    def routed(self, b: "_Branch", trigger: str) -> None:
+        w = b.w
+        w[USED] |= w[G_MEMBERS] | w[G_PENDING]     # member ids are never reused
+
+    def state(self, b: "_Branch") -> list:
+        return b.w
 
     def _group_fire(self, g: tuple, trigger: str, p: list):
         key = (g, trigger, tuple(p))
@@ -392,130 +474,55 @@ class WorldModel:
             got = self._gcache[key] = self.group.fire(g, trigger, p)
         return got
 
-    def _eager(self, G: tuple, rows: list, msgs: list, resp: dict) -> list:
-        """Kafka re-checks a pending join after every change in PreparingRebalance."""
-        if G[E.STATE_I] == PREPARING and self._group_fire(G[:N_GROUP], "CompleteJoin", self._base_vector):
-            return [(G2, rows + r2, msgs + m2, {**resp, **resp2})
-                    for G2, r2, m2, resp2 in self._fire(G, "CompleteJoin", {}, NONE)]
-        return [(G, rows, msgs, resp)]
-
-    def _route(self, branches: list, outputs: list, sender: int) -> list:
-        for out in outputs:
-            nxt = []
-            for w, rows, msgs, resp in branches:
-                k = out.kind
-                if k == "reply" and sender != NONE:
-                    _respond(resp, sender, API_KIND.get(out.api, KIND["none"]), out.fields, msgs,
-                             echo=self._echo)
-                elif k == "park":
-                    at = PJ if out.api == "JoinGroup" else PS
-                    w[at] = _put(w[at], out.member, sender)   # a late request parks for nobody
-                elif k == "answer":
-                    at = PJ if out.api == "JoinGroup" else PS
-                    client = w[at][out.member]
-                    if client != NONE:
-                        w[at] = _put(w[at], out.member, NONE)
-                        _respond(resp, client, API_KIND[out.api], out.fields, msgs, echo=out.member)
-                elif k == "append":
-                    nxt += self._append(w, rows, msgs, resp, out, sender)
-                    continue
-                elif k == "tombstone":      # the record is gone: nothing can load it again
-                    w[LOG_HAS], w[LOG] = False, self._init[0][LOG]
-                nxt.append((w, rows, msgs, resp))
-            branches = nxt
-        return branches
-
-    def _append(self, w: list, rows: list, msgs: list, resp: dict, out, sender: int) -> list:
-        f = out.fields
-        results = []
-        errors = ["NONE"] + (["NOT_ENOUGH_REPLICAS"] if self.cfg.append_failure and out.api != "offsets" else [])
-        for error in errors:
-            w2 = list(w)
-            if error == "NONE":
-                # The log keeps the group's last metadata record and every offset commit record: a
-                # coordinator that takes over loads both (GMM.loadGroupsAndOffsets; a group with
-                # offsets and no metadata loads Empty at generation 0, as a blank record does).
-                w2[LOG_HAS] = True
-                rec = w2[LOG]
-                if out.api == "offsets":
-                    parts = f["commit_parts"]
-                    offsets = tuple(v if (parts >> p) & 1 else o for p, (o, v) in enumerate(zip(rec[-1], f["commit"])))
-                    w2[LOG] = rec[:-1] + (offsets,)
-                else:
-                    w2[LOG] = (f["generation"], f["protocol_type"], f["protocol"], f["leader"], f["members"],
-                               f["instance_of"], f["protos"], f["session_ms"], f["rebalance_ms"], f["assignment"],
-                               rec[-1])
-            trig, params = completion(out.api, f)
-            params["error"] = ERRORS.index(error)
-            for G3, r3, m3, resp3 in self._fire(tuple(w2), trig, params, sender):
-                results.append((list(G3), rows + r3, msgs + m3, {**resp, **resp3}))
-        return results
-
     def _compute_delivery(self, G: tuple, c: int, late: bool, req: tuple):
         kind, mid, gen, assign, parts = req
+        name = Kind.values[kind]
+        msg = MESSAGES[name]
         known = mid != NONE and ((G[G_MEMBERS] | G[G_PENDING]) >> mid) & 1
         inst = self.cfg.instances[c] if self.cfg.instances else None
-        who = {"member": mid if known else NONE, "member_empty": mid == NONE,
-               "instance": NONE if inst is None else inst}
-        name = Kind.values[kind]
         what = f"late {name}" if late else name
         label = f"deliver c{c}'s {what}"
         sent = ((f"c{c}", "coordinator", f"{what} m{mid}" if mid != NONE else what),)
-        sender = NONE if late else c        # nobody waits for the answer to a late request
-        self._echo = mid                    # a reply's echoed member id is the request's
-        if kind == KIND["join"]:
+        # nobody waits for the answer to a late request, nor to a LeaveGroup
+        sender = NONE if late or not msg.answered else c
+        fields = dict(zip(REQUEST_FIELDS, req))
+        params = {"member": mid if known else NONE, "member_empty": mid == NONE,
+                  "instance": NONE if inst is None else inst, **self._fixed[name],
+                  **{param: fields[var] for param, var in msg.fields.items()}}
+        if msg.api == "JoinGroup":
             free = [m for m in range(self.sizes[MEMBER]) if not (G[USED] >> m) & 1]
             if mid == NONE and not free:
                 return [], 1     # the world's member-id budget is spent: a bound, not a behaviour
-            # KafkaApis.handleJoinGroupRequest: requireKnownMemberId = version >= 4 && no group.instance.id
-            params = {**who, "fresh": free[0] if free else NONE, "require_known": inst is None, "session_ms": 10_000,
-                      "rebalance_ms": 10_000, "req_ptype": 0, "req_ptype_empty": False, "req_protos": 0}
-            fired = self._fire(G, "JoinGroup", params, sender)
-        elif kind == KIND["sync"]:
-            params = {**who, "generation": gen, "req_ptype": NONE, "req_ptype_given": False, "req_protocol": NONE,
-                      "req_protocol_given": False, "assignments": assign}
-            fired = self._fire(G, "SyncGroup", params, sender)
-        elif kind == KIND["heartbeat"]:
-            fired = self._fire(G, "Heartbeat", {**who, "generation": gen}, sender)
-        elif kind == KIND["commit"]:
-            params = {**who, "generation": gen, "commit": tuple(1 for _ in range(self.sizes[PARTITION])),
-                      "commit_parts": parts}
-            fired = self._fire(G, "OffsetCommit", params, sender)
+            params["fresh"] = free[0] if free else NONE
+            params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
+        start = _Branch(G, sender, mid)          # a reply's echoed member id is the request's
+        if msg.api == "LeaveGroup":
+            who = {k: params[k] for k in ("member", "member_empty", "instance")}
+            ends = [b for b, _, _ in leave(self, start, {}, [who])]
         else:
-            fired = self._leave(G, who)
+            ends = [b for b, _ in handle(self, start, msg.api, params)]
+        act = "DeliverLate" if late else "Deliver"
         res = []
-        for G2, rows, msgs, resp in fired:
-            res.append((Step(label, tuple(rows), sent + tuple(msgs)), G2, _patches(resp), False))
+        for b in ends:
+            G2, rows, msgs = tuple(b.w), tuple(b.rows), sent + tuple(b.msgs)
+            res.append((Step(label, rows, msgs, act, (c, kind)), G2, _patches(b.resp), False))
             if self.cfg.duplication and not late:
-                res.append((Step(label + " (a copy stays in flight)", tuple(rows), sent + tuple(msgs)), G2,
-                            _patches(resp), True))
+                res.append((Step(label + " (a copy stays in flight)", rows, msgs, "Duplicate", (c, kind)), G2,
+                            _patches(b.resp), True))
         return self._keep(res)
-
-    def _leave(self, G: tuple, who: dict) -> list:
-        """LeaveGroup: the group-level checks, then the member's (GC.handleLeaveGroup)."""
-        res = []
-        for G1, r1, m1, resp1 in self._fire(G, "LeaveGroup", {}, NONE):
-            if STATES[G1[E.STATE_I]] in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable"):
-                for G2, r2, m2, resp2 in self._fire(G1, "LeaveMember", who, NONE):
-                    res.append((G2, r1 + r2, m1 + m2, {**resp1, **resp2}))
-            else:
-                res.append((G1, r1, m1, resp1))
-        return res
 
     def _failover(self, G: tuple) -> list:
         """The coordinator moves: the group is unloaded here and loaded from the log there."""
         res = []
-        for G1, r1, m1, resp1 in self._fire(G, "Unload", {}, NONE):
-            w = list(G1)
-            w[PJ] = w[PS] = self._no_park     # the old coordinator's parked requests are gone
-            G1 = tuple(w)
-            if G1[LOG_HAS]:
-                for G2, r2, m2, resp2 in self._fire(G1, "Load", {"record": G1[LOG]}, NONE):
-                    res.append((Step("coordinator failover: unload, load the last record", tuple(r1 + r2),
-                                     tuple(m1 + m2)), G2, _patches({**resp1, **resp2})))
+        for b, _ in handle(self, _Branch(G, NONE, NONE), "Unload", {}):
+            b.w[PJ] = b.w[PS] = self._no_park     # the old coordinator's parked requests are gone
+            if b.w[LOG_HAS]:
+                for b2, _ in handle(self, b, "Load", {"record": b.w[LOG]}):
+                    res.append((Step("coordinator failover: unload, load the last record", tuple(b2.rows),
+                                     tuple(b2.msgs), "Failover"), tuple(b2.w), _patches(b2.resp)))
             else:
-                res.append((Step("coordinator failover: unload (no record to load)", tuple(r1), tuple(m1)), G1,
-                            _patches(resp1)))
+                res.append((Step("coordinator failover: unload (no record to load)", tuple(b.rows), tuple(b.msgs),
+                                 "Failover"), tuple(b.w), _patches(b.resp)))
         return res
 
     # -- properties -----------------------------------------------------------------
@@ -557,28 +564,16 @@ class WorldModel:
         """A legitimate end: every client has left or crashed."""
         return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"]) for C in s[1:])
 
-    # -- fairness, read from the steps' labels ------------------------------------------
-    # Fairness is per client and per timer.  A client's step is labelled `c<k>: <client row>`;
-    # the environment's choices are the client rows named exactly as in ENVIRONMENT (a prefix
-    # would also take "heartbeat or commit: ...", which is the client reading a response), and
-    # the coordinator's failover, whose label is no client's.
+    # -- fairness, as the world's actions declare it (spec/world.py ACTIONS) ----------------
 
-    def action_class(self, step: Step) -> tuple[str, str]:
-        label = step.action
-        if label.startswith("deliver "):
-            return label, "weak"                     # the network delivers each client's request
-        client, what = _client_row(label)
-        if client is not None:
-            if what in ENVIRONMENT:
-                # a timely client's heartbeat thread runs: taken if enabled again and again
-                return f"{client}: {what}", "strong" if self.cfg.timely and what == "heartbeat" else "none"
-            return f"{client}: reads its response", "weak"
-        if "timer" in label or "delayed join" in label:
-            return label, "weak"                     # an armed timer eventually fires
-        return label, "none"
+    def action_class(self, step: Step) -> tuple:
+        """One class per action, or per process of actions, and per what the fairness is about
+        (its client, message or member)."""
+        a = ACTION_BY_NAME[step.act]
+        return (a.process or a.name, *step.who), fairness(a, self.cfg.timely)
 
     def is_fault(self, step: Step) -> bool:
-        return _client_row(step.action)[1] in CLIENT_FAULTS
+        return ACTION_BY_NAME[step.act].fault
 
     # -- symmetry: renaming clients ---------------------------------------------------------
     # A client's key is its own tuple plus the parked requests that refer to it; the
@@ -622,23 +617,6 @@ class WorldModel:
         return size
 
 
-# the client rows that are the environment's free choices (a coordinator failover is one too:
-# its label is no client's, so action_class leaves it unfair); giving up on a request still in
-# the network is the reordering fault's choice
-ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets",
-               "request timed out in the network, rejoin (it arrives late)",
-               "heartbeat or commit timed out in the network (it arrives late)")
-# client rows that are faults: no progress may depend on them
-CLIENT_FAULTS = ("crash", "restart after a crash")
-_CLIENT_LABEL = re.compile(r"(c\d+): (.*)", re.S)
-
-
-def _client_row(label: str) -> tuple[str | None, str | None]:
-    """(`c<k>`, the client row's name) of a client's step label, or (None, None)."""
-    m = _CLIENT_LABEL.match(label)
-    return (m.group(1), m.group(2)) if m else (None, None)
-
-
 def permute(s: tuple, order: tuple) -> tuple:
     """Rename clients: new client k is old client order[k]."""
     if list(order) == sorted(order):
@@ -668,22 +646,22 @@ def _invariant_width() -> int:
     return width
 
 
-def _enabled_by(trigger: str, cfg: WorldConfig) -> bool:
-    """Which client triggers the world's faults and features switch on."""
-    return {"ClientCrash": cfg.crash, "ClientTimeout": cfg.loss or cfg.reordering, "ClientRestart": cfg.restart,
-            "ClientCommit": cfg.commits, "ClientLeave": cfg.leaves, "ClientOvertake": cfg.reordering}.get(trigger, True)
+def _enabled_by(action, cfg: WorldConfig) -> bool:
+    """Whether a world's switches enable a declared action: any of its switches is on."""
+    return not action.switch or any(getattr(cfg, f) for f in action.switch)
 
 
-def _respond(resp: dict, c: int, kind: int, fields: dict, msgs: list, echo: int) -> None:
-    """Client c's response slot gets this response (its tail of the client's tuple)."""
-    def val(name, default):
-        v = fields.get(name, default)
+def _respond(resp: dict, c: int, api: str, fields: dict, msgs: list, echo: int) -> None:
+    """Client c's response slot gets this response (its tail of the client's tuple): what the
+    client reads of it (spec/world.py READS)."""
+    reads = READS.get(api, {"rs_error": "error"})
+    def val(var, default):
+        v = fields.get(reads.get(var), default)
         return echo if v is ECHO else v
-    err = fields.get("error", fields.get("error_all", fields.get("member_error", NONE_ERR)))
-    a = fields.get("assignment", 0)
-    resp[c] = (kind, err, val("member", NONE), val("generation", -1), val("leader", NONE), val("members", 0),
-               a if isinstance(a, int) else 0)
-    msgs.append(("coordinator", f"c{c}", f"{Kind.values[kind]} {ERRORS[err]}"))
+    a = val("rs_assignment", 0)
+    resp[c] = (API_KIND.get(api, KIND["none"]), val("rs_error", NONE_ERR), val("rs_member", NONE),
+               val("rs_gen", -1), val("rs_leader", NONE), val("rs_members", 0), a if isinstance(a, int) else 0)
+    msgs.append(("coordinator", f"c{c}", f"{Kind.values[resp[c][0]]} {ERRORS[resp[c][1]]}"))
 
 
 def _patches(resp: dict) -> tuple:

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from groupspec.spec import engine as E
-from groupspec.spec.kafka import (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX,
-                                  JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE, NEWEST_VERSION, brief, check_config)
-from groupspec.spec.lang import NONE, iter_bits, mask_of
+from groupspec.spec.concrete import iter_bits, mask_of
+from groupspec.spec.handling import EAGER, complete, handle, leave, record_of, require_known_member_id, vote
+from groupspec.spec.kafka import DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX, NEWEST_VERSION, brief, check_config
+from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import CONFIG_KEYS, INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES, Coord
 from groupspec.spec.table import TIMER_TRIGGERS, completion
@@ -75,11 +76,10 @@ class Parked:
 class PendingAppend:
     group: str
     kind: str                       # sync, empty, static_replace, offsets
-    params: dict                    # captured trigger parameters
+    fields: dict                    # what the append output captured (its completion's parameters)
     record: list                    # what the log holds once it succeeds
-    request: Any = None             # the OffsetCommit waiting on it
+    request: Any = None             # the request waiting on it (an OffsetCommit, a static member's JoinGroup)
     reserved: tuple = ()            # member slots it refers to
-    trigger: str = ""               # the row trigger that completes it (table.completion)
 
 
 @dataclass
@@ -142,7 +142,7 @@ class GroupCoordinator:
         self.fail_next: str | None = None
         self.appends: deque[PendingAppend] = deque()   # held appends, oldest first
         self.fired: list[str] = []                     # names of the rows fired (coverage)
-        self.outcomes = 0                              # outcomes the engine worked out (the work done)
+        self.outcomes_worked = 0                       # outcomes the engine worked out (the work done)
         self._ids = itertools.count(1)
         self._current: tuple | None = None            # (request id, api, callback, member id) being handled
         self._reply: dict | None = None
@@ -225,7 +225,7 @@ class GroupCoordinator:
         version = req.get("version", NEWEST_VERSION["JoinGroup"])
         rk = req.get("require_known_member_id")
         if rk is None:
-            rk = version >= JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE and req.get("instance") is None
+            rk = require_known_member_id(version, req.get("instance"))
         protocols = [(p, "") if isinstance(p, str) else (p["name"], str(p.get("metadata", "")))
                      for p in req.get("protocols") or []]
         ptype = req.get("protocol_type") or ""
@@ -270,24 +270,15 @@ class GroupCoordinator:
 
     def _api_LeaveGroup(self, req: dict) -> None:
         g = self._group(req["group"])
-        base = self._base(g, "LeaveGroup", req)
         members = req.get("members")
         if members is None:   # v0-2: one member id
             members = [{"member": req.get("member") or ""}]
-        self._fire(g, "LeaveGroup", base)
-        top = self._reply or {}
-        errors = []
-        if top.get("each"):
-            for ident in members:
-                self._reply = None
-                self._fire(g, "LeaveMember", {**base, **self._who(g, ident)})
-                if self._reply is None:     # a row that forgot to reply: a bug of the table, not an answer
-                    raise E.EngineError(f"LeaveMember: row {self.fired[-1]!r} gave no per-member answer")
-                errors.append(self._reply["error"])
-        elif top.get("member_error"):
-            errors = [top["member_error"]] * len(members)
+        base = {**self.cfg_params, **self._base(g, "LeaveGroup", req)}
+        [(_, top, errors)] = leave(self, g, base, [self._who(g, ident) for ident in members])
+        self._settled(g)
+        errors = [ERRORS[e] for e in errors]
         version = req.get("version", NEWEST_VERSION["LeaveGroup"])
-        error = top.get("error", "NONE")
+        error = ERRORS[top["error"]] if "error" in top else "NONE"
         if version < 3 and error == "NONE" and errors:
             error = errors[0]
         self._reply = {"error": error, "errors": errors}
@@ -501,15 +492,36 @@ class GroupCoordinator:
                 g.client.pop(i, None)
 
     def _fire(self, g: Group, trigger: str, params: dict) -> None:
+        """Fire `trigger` on group `g` and everything it entails (spec/handling.py)."""
+        handle(self, g, trigger, {**self.cfg_params, **params})
+        self._settled(g)
+
+    def _settled(self, g: Group) -> None:
+        """After a whole step (its rows, their writes' completions, the eager re-check)."""
+        if self.debug:
+            from groupspec.spec.invariants import check_settled
+            check_settled(g.state, where=f"in group {g.group_id!r} after row {self.fired[-1]!r} and the "
+                                         f"eager CompleteJoin")
+        self._release_slots(g)
+
+    # -- the host of spec/handling.py: what a step does to this coordinator ----------------
+
+    eager = EAGER
+
+    def outcomes(self, g: Group, trigger: str, params: dict) -> list:
         self._widen(g)
-        p = E.make_params({**self.cfg_params, **params})
+        self._p = p = E.make_params({**self.cfg_params, **params})
         outcomes = self.engine.fire(g.state, trigger, p)
-        self.outcomes += len(outcomes)
-        if not outcomes:
-            return
+        self.outcomes_worked += len(outcomes)
         if len(outcomes) > 1:
             outcomes = _distinct(outcomes)
-        out = outcomes[self.choose(outcomes) if len(outcomes) > 1 else 0]
+            return [outcomes[self.choose(outcomes)]]
+        return outcomes
+
+    def fork(self, g: Group) -> Group:
+        raise AssertionError("the runtime follows one outcome: nothing to fork")
+
+    def enter(self, g: Group, out, params: dict) -> None:
         self.fired.append(out.row.name)
         prev_state = g.state
         before = g.state[E.STATE_I]
@@ -519,64 +531,57 @@ class GroupCoordinator:
             g.state_ts = self.clock.now()
             if g.lifecycle is not None:
                 move(g.lifecycle, path)
-        self._apply(g, out.outputs, p)
-        self._drop_orphans(g)
         if self.debug:
             from groupspec.spec.invariants import check_state, check_step
             where = f"in group {g.group_id!r} after row {out.row.name!r}"
             check_state(g.state, where=where)
-            check_step(prev_state, g.state, p, out.outputs, where=where)
-        if trigger != "CompleteJoin":
-            self._fire_internal(g)
-            if self.debug:
-                from groupspec.spec.invariants import check_settled
-                check_settled(g.state, where=f"in group {g.group_id!r} after row {out.row.name!r} and the "
-                                             f"eager CompleteJoin")
-        self._release_slots(g)
+            check_step(prev_state, g.state, self._p, out.outputs, where=where)
 
-    def _fire_internal(self, g: Group) -> None:
-        """Run eager internal rows (a join whose members have all rejoined completes at once)."""
-        while self.engine.enabled(g.state, "CompleteJoin", E.make_params(self.cfg_params)):
-            self._fire(g, "CompleteJoin", {})
-
-    def _apply(self, g: Group, outputs: list, p: list) -> None:
-        tombstones: list[dict] = []      # one batch, as GMM.cleanupGroupMetadata appends them
-        for o in outputs:
-            k = o.kind
-            if k == "reply":
-                self._reply = self._render(g, o.api, o.fields)
-            elif k == "park":
-                rid, api, cb, mid = self._current
-                g.parked[(o.api, o.member)] = Parked(rid, o.api, cb, mid)
+    def route(self, g: Group, o) -> None:
+        k = o.kind
+        if k == "reply":
+            self._reply = self._render(g, o.api, o.fields)
+        elif k == "park":
+            rid, api, cb, mid = self._current
+            g.parked[(o.api, o.member)] = Parked(rid, o.api, cb, mid)
+            g.slot_of[g.ids[o.member]] = o.member
+        elif k == "answer":
+            parked = g.parked.pop((o.api, o.member), None)
+            if parked is not None and parked.callback is not None:
+                parked.callback(self._render(g, o.api, o.fields, echo=parked.member_id))
+        elif k == "arm":
+            self.timers.arm((g.group_id, o.timer, o.member), o.duration)
+            if o.member != NONE and g.ids[o.member] is not None:
                 g.slot_of[g.ids[o.member]] = o.member
-            elif k == "answer":
-                parked = g.parked.pop((o.api, o.member), None)
-                if parked is not None and parked.callback is not None:
-                    parked.callback(self._render(g, o.api, o.fields, echo=parked.member_id))
-            elif k == "arm":
-                self.timers.arm((g.group_id, o.timer, o.member), o.duration)
-                if o.member != NONE and g.ids[o.member] is not None:
-                    g.slot_of[g.ids[o.member]] = o.member
-            elif k == "cancel":
-                self.timers.cancel((g.group_id, o.timer, o.member))
-            elif k == "cancel_all":
-                self.timers.cancel_where(lambda key: key[0] == g.group_id)
-            elif k == "append":
-                self._append(g, o)
-            elif k == "tombstone":
-                tombstones.append({"type": "group_tombstone", "group": g.group_id})
-            elif k == "delete_offsets":
+        elif k == "cancel":
+            self.timers.cancel((g.group_id, o.timer, o.member))
+        elif k == "cancel_all":
+            self.timers.cancel_where(lambda key: key[0] == g.group_id)
+        else:
+            raise E.EngineError(f"no route for a {k!r} output (spec/handling.py ROUTES)")
+
+    def tombstones(self, g: Group, outs: list) -> None:
+        batch: list[dict] = []      # one batch, as GMM.cleanupGroupMetadata appends them
+        for o in outs:
+            if o.kind == "tombstone":
+                batch.append({"type": "group_tombstone", "group": g.group_id})
+            else:
                 for i in iter_bits(o.fields["parts"]):
-                    tombstones.append({"type": "offset_tombstone", "group": g.group_id,
-                                       "partition": self.domains[PARTITION].values[i]})
+                    batch.append({"type": "offset_tombstone", "group": g.group_id,
+                                  "partition": self.domains[PARTITION].values[i]})
                     g.commit_ts.pop(i, None)
-        if tombstones:
-            self._write_tombstones(tombstones)
+        self._write_tombstones(batch)
+
+    def routed(self, g: Group, trigger: str) -> None:
+        self._drop_orphans(g)
         # a member's id becomes known once the member exists
         s = g.state
         for m in iter_bits(E.get(s, "members") | E.get(s, "pending")):
             if g.ids[m] is not None:
                 g.slot_of[g.ids[m]] = m
+
+    def state(self, g: Group) -> tuple:
+        return g.state
 
     def _write_tombstones(self, batch: list[dict]) -> None:
         """Kafka removes the group or offsets from its cache whatever the append does, and only
@@ -595,37 +600,38 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ appends
 
-    def _append(self, g: Group, o) -> None:
+    def append(self, g: Group, o) -> list:
         f = o.fields
+        request = None
         if o.api == "offsets":
             rid, api, cb, mid = self._current
             parts = list(iter_bits(f["commit_parts"]))
             record = [{"type": "offset", "group": g.group_id, "partition": self.domains[PARTITION].values[i],
                        "offset": f["commit"][i], "commit_ts": self.clock.now()} for i in parts]
-            trigger, params = completion("offsets", f)
-            a = PendingAppend(g.group_id, "offsets", params, record, request=(rid, cb, mid), trigger=trigger)
+            request = (rid, cb, mid)
+            reserved = ()
             # the request is answered when the append completes
             self._reply = None
         else:
             record = [self._group_record(g, f)]
-            trigger, params = completion(o.api, f)
+            _, params = completion(o.api, f)
             reserved = tuple(x for x in (params["append_member"], params["append_old"], params["append_old_leader"],
                                          params["append_leader"], *iter_bits(params["append_members"]))
                              if x != NONE)
-            request = None
             if o.api == "static_replace":
                 rid, api, cb, mid = self._current
                 request = (rid, cb, mid)
-            a = PendingAppend(g.group_id, o.api, params, record, request=request, reserved=reserved, trigger=trigger)
+        a = PendingAppend(g.group_id, o.api, f, record, request=request, reserved=reserved)
         if self.hold:
             self.appends.append(a)
-            return
+            return [(g, None)]
         error = self.fail_next or "NONE"
         self.fail_next = None
-        self._complete(a, error)
+        return [(g, self._write(a, error))]
 
-    def _complete(self, a: PendingAppend, error: str) -> None:
-        g = self._group(a.group)
+    def _write(self, a: PendingAppend, error: str) -> str:
+        """Write an append that completes with `error` (a storage failure turns NONE into
+        KAFKA_STORAGE_ERROR): the error its completion row sees."""
         if error == "NONE":
             try:
                 if a.record:
@@ -633,25 +639,33 @@ class GroupCoordinator:
             except StorageError as e:
                 logger.warning("append failed, answered as Kafka's KAFKA_STORAGE_ERROR: %s", e)
                 error = "KAFKA_STORAGE_ERROR"
-        if a.request is not None:
+        if a.kind == "offsets" and error == "NONE":
+            g = self.groups[a.group]
+            for i in iter_bits(a.fields["commit_parts"]):
+                g.commit_ts[i] = a.record[0]["commit_ts"] if a.record else self.clock.now()
+        return error
+
+    def _complete(self, a: PendingAppend, error: str) -> None:
+        """A held append completes: its completion row answers the request that waits on it."""
+        g = self._group(a.group)
+        error = self._write(a, error)
+        if a.request is None:
+            complete(self, g, a.kind, a.fields, error)
+        else:
             rid, cb, mid = a.request
-            if a.kind == "offsets" and error == "NONE":
-                for i in iter_bits(a.params["commit_parts"]):
-                    g.commit_ts[i] = a.record[0]["commit_ts"] if a.record else self.clock.now()
             saved = self._current, self._reply
             self._current, self._reply = (rid, a.kind, cb, mid), None
-            self._fire(g, a.trigger, {**a.params, "error": ERROR_INDEX[error]})
-            reply = self._reply
-            self._current, self._reply = saved
-            if reply is not None:
-                if self._current is not None and self._current[0] == rid:
-                    self._reply = reply          # completed while the request is handled
-                elif cb is not None:
-                    cb(reply)                    # a held append completed later
-        else:
-            self._fire(g, a.trigger, {**a.params, "error": ERROR_INDEX[error]})
+            try:
+                complete(self, g, a.kind, a.fields, error)
+                reply = self._reply
+            finally:
+                self._current, self._reply = saved
+            if reply is not None and cb is not None:
+                cb(reply)
+        self._settled(g)
 
-    def _group_record(self, g: Group, f: dict) -> dict:
+    def _group_record(self, g: Group, fields: dict) -> dict:
+        f = record_of(fields, self._selected_only)
         members = []
         for m in iter_bits(f["members"]):
             protos = self.domains[PROTOLIST].values[f["protos"][m]] if f["protos"][m] != NONE else ()
@@ -683,9 +697,8 @@ class GroupCoordinator:
         for slot, m in slots:
             if m.get("instance") is not None:
                 inst[slot] = self.domains[INSTANCE](m["instance"])
-            # Kafka reloads a member's protocols as just the selected one (GMM.readGroupMessageValue)
-            sel = [tuple(x) for x in m["protocols"] if x[0] == rec["protocol"]]
-            protos[slot] = self.domains[PROTOLIST](tuple(sel))
+            # the record holds the member's selected protocol only (handling.record_of)
+            protos[slot] = self.domains[PROTOLIST](tuple(tuple(x) for x in m["protocols"]))
             sess[slot], reb[slot] = m["session_ms"], m["rebalance_ms"]
             assign[slot] = mask_of([self.domains[PARTITION](p) for p in m["assignment"]])
         offsets = [NONE] * max(1, len(self.domains[PARTITION]) + len(lg.offsets))
@@ -729,14 +742,17 @@ class GroupCoordinator:
         return 0 if pl == NONE else self._protocol_list(pl)[1]
 
     def _vote(self, pl: int, candidates: int) -> int:
-        """MemberMetadata.vote: the member's first protocol among the candidates."""
         if pl == NONE:
             return NONE
         got = self._votes.get((pl, candidates))
         if got is None:
-            got = next((i for i in self._protocol_list(pl)[0] if (candidates >> i) & 1), NONE)
-            self._votes[(pl, candidates)] = got
+            got = self._votes[(pl, candidates)] = vote(self._protocol_list(pl)[0], candidates)
         return got
+
+    def _selected_only(self, pl: int, protocol: int) -> int:
+        """Protocol list `pl` cut to `protocol` (what the log keeps of a member's protocols)."""
+        name = self._name(PROTOCOL, protocol)
+        return self.domains[PROTOLIST](tuple(x for x in self.domains[PROTOLIST].values[pl] if x[0] == name))
 
     def _id(self, g: Group, slot: int) -> str:
         if slot == NONE or slot >= len(g.ids) or g.ids[slot] is None:

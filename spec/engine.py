@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .lang import Layout, NONE, Term, choices_in, compile_term, iter_bits
+from .concrete import Layout, compile_term, iter_bits
+from .lang import NONE, Term, choices_in
 from .rows import ECHO, Out, Row, Set_
 from .schema import PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME
 from .table import ROWS

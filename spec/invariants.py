@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lang import (And, ForAll, Implies, Layout, Not, Or, Term, Var, compile_term, lift, Count)
+from .concrete import Layout, compile_term
+from .lang import And, ForAll, Implies, Not, Or, Term, Var, lift, Count
 from .kafka import ERRORS
 from .schema import GroupState, JoinTimer, P, STATE_VARS, V
 
@@ -61,12 +62,7 @@ def _in(*names: str) -> Term:
     return Or(*[V.state == _st(n) for n in names])
 
 
-def _prev_in(*names: str) -> Term:
-    return Or(*[Prev.state == _st(n) for n in names])
-
-
 held = Not(V.state == _st("Absent"))
-statics = lambda s=V: Count(s.members, lambda m: s.instance_of[m].is_some())  # noqa: E731
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant(

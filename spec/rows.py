@@ -147,10 +147,6 @@ def append(kind: str, **captured) -> Out:
     return Out("append", api=kind, fields=captured)
 
 
-def tombstone() -> Out:
-    return Out("tombstone")
-
-
 def _elem_type(s: Term):
     from .lang import Dom
     return Dom(s.type.key)

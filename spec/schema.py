@@ -22,7 +22,6 @@ PARTITION = "Partition"    # a topic partition (assignments and offsets)
 PROTOCOL = "Protocol"      # an assignment protocol name ("range")
 PROTOLIST = "ProtoList"    # a member's ordered list of (protocol name, metadata)
 PTYPE = "ProtocolType"     # a protocol type ("consumer")
-DOMAINS = (MEMBER, INSTANCE, PARTITION, PROTOCOL, PROTOLIST, PTYPE)
 
 # -- the lifecycle ------------------------------------------------------------
 # Kafka's five states, plus Absent: the coordinator holds no such group (it was

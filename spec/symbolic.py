@@ -1,21 +1,252 @@
-"""Rows as pieces of a transition relation, in Z3.
+"""The symbolic meaning of terms and rows: Z3 over fixed domain sizes.
 
-`row_relation(row, state, params)` gives a row's guard, the state after it
-(its steps applied in order, symbolically) and its outputs, for a world of
-fixed domain sizes.  The lint, the BMC and the induction checks all build
-on this, and a test holds it to the concrete interpretation on many
-states.
+Terms: ``to_z3(t, env)`` turns a term into a Z3 expression for a world of
+fixed domain sizes: a set is a bit-vector, a map a Python list of Z3 terms
+(one per element), a record a tuple, an element or enum an Int, and a
+quantifier over a set expands into a finite conjunction, so every query
+stays quantifier-free.
+
+Rows: ``row_relation(row, state, params)`` gives a row's guard, the state
+after it (its steps applied in order, symbolically) and its outputs.  The
+lint, the BMC and the induction checks all build on these, and a test holds
+them to the concrete interpretation (``concrete.py``) on many states.
+Both parts live here, apart from the terms, so that only what reasons in Z3
+imports it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import z3
 
-from .lang import NONE, SymEnv, Term, fresh, to_z3, well_formed
+from .lang import NONE, LangError, Term, Type, choices_in, default_of
 from .rows import ECHO, Out, Row, Set_
 from .schema import PARAM_TYPES, STATE_VARS, STATES, Bounds
 
+
+# -- terms ---------------------------------------------------------------------
+
+class SymEnv:
+    """Z3 values of state variables, parameters and choices, for fixed domain sizes."""
+
+    def __init__(self, sizes: dict[str, int], state: dict[str, Any], params: dict[str, Any]):
+        self.sizes = sizes
+        self.state = state
+        self.params = params
+
+
+def z3_sort(t: Type, sizes: dict[str, int]):
+    if t.kind == "bool":
+        return z3.BoolSort()
+    if t.kind in ("int", "enum", "dom"):
+        return z3.IntSort()
+    if t.kind == "set":
+        return z3.BitVecSort(max(1, sizes[t.key]))
+    raise LangError(f"no single Z3 sort for {t!r}")
+
+
+def fresh(name: str, t: Type, sizes: dict[str, int]):
+    """A fresh symbolic value of type t (a list of them for a map, a tuple for a record)."""
+    if t.kind == "record":
+        return tuple(fresh(f"{name}.{f}", ft, sizes) for f, ft in zip(t.values, t.args))
+    if t.kind == "map":
+        return [fresh(f"{name}[{i}]", t.value, sizes) for i in range(sizes[t.key])]
+    if t.kind == "fun":
+        return z3.Function(name, *[z3_sort(a, sizes) for a in t.args], z3_sort(t.value, sizes))
+    return z3.Const(name, z3_sort(t, sizes))
+
+
+def well_formed(value, t: Type, sizes: dict[str, int]) -> list:
+    """Range constraints that make a symbolic value a value of type t."""
+    if t.kind == "record":
+        return [c for v, ft in zip(value, t.args) for c in well_formed(v, ft, sizes)]
+    if t.kind == "map":
+        return [c for v in value for c in well_formed(v, t.value, sizes)]
+    if t.kind == "enum":
+        return [value >= 0, value < len(t.values)]
+    if t.kind == "dom":
+        return [value >= NONE, value < sizes[t.name]]
+    return []
+
+
+def concrete_to_z3(value, t: Type, sizes: dict[str, int]):
+    """A concrete value as a Z3 value (used to compare both interpretations)."""
+    if t.kind == "record":
+        return tuple(concrete_to_z3(v, ft, sizes) for v, ft in zip(value, t.args))
+    if t.kind == "map":
+        return [concrete_to_z3(v, t.value, sizes) for v in value]
+    if t.kind == "bool":
+        return z3.BoolVal(bool(value))
+    if t.kind in ("int", "enum", "dom"):
+        return z3.IntVal(int(value))
+    if t.kind == "set":
+        return z3.BitVecVal(value, max(1, sizes[t.key]))
+    raise LangError(f"no Z3 value for {t!r}")
+
+
+def to_z3(t: Term, env: SymEnv):
+    """The Z3 meaning of term t in env."""
+    return _Sym(env).go(t, {})
+
+
+class _Sym:
+    def __init__(self, env: SymEnv):
+        self.env = env
+
+    def bit(self, s, i):
+        return z3.Extract(i, i, s) == 1
+
+    def elem_in(self, e, s, dom: str):
+        n = self.env.sizes[dom]
+        if isinstance(e, int):
+            return self.bit(s, e) if 0 <= e < n else z3.BoolVal(False)
+        return z3.Or([z3.And(e == i, self.bit(s, i)) for i in range(n)]) if n else z3.BoolVal(False)
+
+    def width(self, dom):
+        return max(1, self.env.sizes[dom])
+
+    def go(self, n: Term, bound: dict):  # noqa: C901 — one case per operator
+        op, env = n.op, self.env
+        if op == "const":
+            return concrete_to_z3(n.data, n.type, env.sizes)
+        if op == "var":
+            return env.state[n.data]
+        if op == "param":
+            return env.params[n.data]
+        if op == "choose":
+            return env.params["choice:" + n.data]
+        if op == "bound":
+            v = bound[id(n)]
+            return z3.IntVal(v) if isinstance(v, int) else v
+        if op in ("forall", "exists", "filter", "maxover", "bigunion", "put_all"):
+            return self.binder(n, bound)
+        if op == "keys_where":
+            m = self.go(n.args[0], bound)
+            w = self.width(n.type.key)
+            return _sum_bits([(self.go(n.args[1], {**bound, id(n.data): v}), i) for i, v in enumerate(m)], w)
+        a = [self.go(x, bound) for x in n.args]
+        if op == "and":
+            return z3.And(a)
+        if op == "or":
+            return z3.Or(a)
+        if op == "not":
+            return z3.Not(a[0])
+        if op == "ite":
+            return _ite(a[0], a[1], a[2])
+        if op == "eq":
+            return _eq(a[0], a[1])
+        if op == "lt":
+            return a[0] < a[1]
+        if op == "le":
+            return a[0] <= a[1]
+        if op == "add":
+            return a[0] + a[1]
+        if op == "sub":
+            return a[0] - a[1]
+        if op == "union":
+            return a[0] | a[1]
+        if op == "inter":
+            return a[0] & a[1]
+        if op == "diff":
+            return a[0] & ~a[1]
+        if op == "in":
+            return self.elem_in(a[0], a[1], n.args[1].type.key)
+        if op == "singleton":
+            dom = n.type.key
+            w, size = self.width(dom), env.sizes[dom]
+            e = a[0]
+            return _sum_bits([(e == i, i) for i in range(size)], w)
+        if op == "is_empty":
+            return a[0] == 0
+        if op == "count":
+            dom = n.args[0].type.key
+            return z3.Sum([z3.If(self.bit(a[0], i), 1, 0) for i in range(env.sizes[dom])] or [z3.IntVal(0)])
+        if op == "get":
+            m, k = a
+            out = concrete_to_z3(default_of(n.type), n.type, env.sizes)
+            for i in range(len(m)):
+                out = _ite(k == i, m[i], out)
+            return out
+        if op == "fill":
+            m, v = a
+            return [v for _ in m]
+        if op == "named":
+            return a[0]
+        if op == "field":
+            return a[0][n.data]
+        if op == "put":
+            m, k, v = a
+            return [_ite(k == i, v, m[i]) for i in range(len(m))]
+        if op == "apply":
+            fn, *args = a
+            return fn(*args)
+        if op == "lowest":
+            dom = n.args[0].type.key
+            out = z3.IntVal(NONE)
+            for i in reversed(range(env.sizes[dom])):
+                out = z3.If(self.bit(a[0], i), z3.IntVal(i), out)
+            return out
+        raise LangError(f"no symbolic meaning for operator {op}")
+
+    def binder(self, n: Term, bound: dict):
+        op = n.op
+        dom = n.data.type.name
+        size = self.env.sizes[dom]
+        if op == "put_all":
+            m = self.go(n.args[0], bound)
+            keys = self.go(n.args[1], bound)
+            out = []
+            for i in range(size):
+                body = self.go(n.args[2], {**bound, id(n.data): i})
+                out.append(_ite(self.bit(keys, i), body, m[i]))
+            return out
+        s = self.go(n.args[0], bound)
+        bodies = [(self.bit(s, i), self.go(n.args[1], {**bound, id(n.data): i})) for i in range(size)]
+        if op == "forall":
+            return z3.And([z3.Implies(c, x) for c, x in bodies]) if bodies else z3.BoolVal(True)
+        if op == "exists":
+            return z3.Or([z3.And(c, x) for c, x in bodies]) if bodies else z3.BoolVal(False)
+        if op == "filter":
+            return _sum_bits([(z3.And(c, x), i) for i, (c, x) in enumerate(bodies)], self.width(dom))
+        if op == "maxover":
+            acc = self.go(n.args[2], bound)
+            for c, x in bodies:
+                acc = z3.If(z3.And(c, x > acc), x, acc)
+            return acc
+        if op == "bigunion":
+            w = self.width(n.type.key)
+            acc = z3.BitVecVal(0, w)
+            for c, x in bodies:
+                acc = acc | z3.If(c, x, z3.BitVecVal(0, w))
+            return acc
+        raise LangError(op)
+
+
+def _sum_bits(conds_bits, width):
+    acc = z3.BitVecVal(0, width)
+    for c, i in conds_bits:
+        acc = acc | z3.If(c, z3.BitVecVal(1 << i, width), z3.BitVecVal(0, width))
+    return acc
+
+
+def _ite(c, x, y):
+    if isinstance(x, tuple):
+        return tuple(_ite(c, xi, yi) for xi, yi in zip(x, y))
+    if isinstance(x, list):
+        return [_ite(c, xi, yi) for xi, yi in zip(x, y)]
+    return z3.If(c, x, y)
+
+
+def _eq(x, y):
+    if isinstance(x, tuple):
+        return z3.And([_eq(xi, yi) for xi, yi in zip(x, y)]) if x else z3.BoolVal(True)
+    if isinstance(x, list):
+        return z3.And([_eq(xi, yi) for xi, yi in zip(x, y)]) if x else z3.BoolVal(True)
+    return x == y
+
+
+# -- rows ----------------------------------------------------------------------
 
 @dataclass
 class SymOutput:
@@ -53,10 +284,6 @@ def params_well_formed(params: dict, sizes: dict[str, int]) -> list:
     return cs
 
 
-def holds(term: Term, state: dict, params: dict, sizes: dict[str, int]):
-    return to_z3(term, SymEnv(sizes, state, params))
-
-
 def in_states(row: Row, state: dict):
     return z3.Or([state["state"] == STATES.index(s) for s in row.states])
 
@@ -85,7 +312,6 @@ def row_relation(row: Row, state: dict, params: dict, sizes: dict[str, int], cho
 
 def _declare_choices(step, env: SymEnv, sizes, constraints: list) -> None:
     """A choice is a fresh element of its set (NONE when the set is empty)."""
-    from .lang import choices_in, _Sym
     terms = list(step.updates.values()) if isinstance(step, Set_) else [
         t for t in (step.member, step.duration, step.over, step.when, *step.fields.values()) if isinstance(t, Term)]
     for t in terms:
@@ -102,7 +328,6 @@ def _declare_choices(step, env: SymEnv, sizes, constraints: list) -> None:
 
 
 def _outputs(o: Out, env: SymEnv, sizes) -> list[SymOutput]:
-    from .lang import _Sym
     res = []
 
     def one(bound: dict, cond):

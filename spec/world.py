@@ -27,6 +27,8 @@ world can issue.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .lang import BOOL, INT, NONE, Apply, Dom, Enum, Fun, MapOf, Not, Or, Param, SetOf, Var, empty, lift, none
 from .rows import Row, sets
 from .schema import (Error, GroupRecord, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl)
@@ -249,8 +251,130 @@ CLIENT_ROWS: list[Row] = [
         None, "fault: the consumer process dies"),
 ]
 
-CLIENT_TRIGGERS = ("ClientStart", "ClientReceive", "ClientHeartbeat", "ClientCommit", "ClientLeave", "ClientCrash",
-                   "ClientTimeout", "ClientOvertake", "ClientRestart")
+
+# -- the world's actions, and their fairness ----------------------------------------------
+#
+# Every way the closed world can move is one of these.  Fairness is declared here, per
+# action, as TLA+ writes WF_vars(A) / SF_vars(A): a weakly fair action that stays enabled is
+# eventually taken; a strongly fair one that is enabled again and again is; an unfair one
+# (`none`) is the environment's free choice, or a fault.  Fairness holds per `per` (one
+# condition for each client, each message in flight, each member's timer), and actions that
+# name the same `process` share one condition, as the steps of a PlusCal `fair process` do.
+# Liveness reads only this: renaming a row never changes fairness.
+WEAK, STRONG, UNFAIR = "weak", "strong", "none"
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    meaning: str
+    fairness: str             # WEAK, STRONG or UNFAIR
+    per: str                  # what each fairness condition is about: client, message, member, group
+    switch: tuple = ()        # the world's switches (WorldConfig fields) that enable it, any of them; () always
+    timely: str = ""          # its fairness in a world of timely clients, if different
+    process: str = ""         # actions whose fairness is one condition (a client's own progress)
+    fault: bool = False       # a fault: no progress may depend on it
+    forgets: bool = False     # the client closes its connection: answers to its parked requests are lost
+    trigger: str = ""         # the table trigger it fires (client rows, coordinator timers)
+
+
+OWN = "its own progress"
+ACTIONS: tuple[Action, ...] = (
+    # the clients (spec/world.py's CLIENT_ROWS, one trigger each)
+    Action("ClientStart", "a client starts and joins", WEAK, "client", process=OWN, trigger="ClientStart"),
+    Action("ClientReceive", "a client reads the response in flight to it", WEAK, "client", process=OWN,
+           trigger="ClientReceive"),
+    Action("ClientTimeout", "a client gives up on a request (request.timeout.ms) and rejoins", WEAK, "client",
+           ("loss", "reordering"), process=OWN, forgets=True, trigger="ClientTimeout"),
+    Action("ClientRestart", "a crashed consumer process is started again", WEAK, "client", ("restart",),
+           process=OWN, fault=True, forgets=True, trigger="ClientRestart"),
+    Action("ClientHeartbeat", "a stable client heartbeats (its heartbeat thread)", UNFAIR, "client",
+           timely=STRONG, trigger="ClientHeartbeat"),
+    Action("ClientCommit", "a stable client commits the offsets of the partitions it owns", UNFAIR, "client",
+           ("commits",), trigger="ClientCommit"),
+    Action("ClientLeave", "a stable dynamic member closes and leaves the group", UNFAIR, "client", ("leaves",),
+           trigger="ClientLeave"),
+    Action("ClientCrash", "the consumer process dies", UNFAIR, "client", ("crash",), fault=True, forgets=True,
+           trigger="ClientCrash"),
+    Action("ClientOvertake", "a client gives up on a request still in the network, which arrives late",
+           UNFAIR, "client", ("reordering",), trigger="ClientOvertake"),
+    # the network
+    Action("Deliver", "the coordinator receives a client's request and handles it (spec/handling.py)", WEAK,
+           "message"),
+    Action("DeliverLate", "a request its client gave up on reaches the coordinator; nobody reads the answer",
+           WEAK, "message", ("reordering",)),
+    Action("Duplicate", "the coordinator receives a request and a copy of it stays in flight", UNFAIR, "message",
+           ("duplication",), fault=True),
+    Action("LoseRequest", "the network loses a client's request", UNFAIR, "client", ("loss",), fault=True),
+    Action("LoseResponse", "the network loses the response to a client", UNFAIR, "client", ("loss",),
+           fault=True),
+    # the coordinator's timers: an armed timer eventually fires
+    Action("HeartbeatExpiry", "a member's session timer fires", WEAK, "member", ("expiry",),
+           trigger="HeartbeatExpiry"),
+    Action("PendingExpiry", "a pending member's timer fires", WEAK, "member", ("expiry",), trigger="PendingExpiry"),
+    Action("JoinTimer", "the delayed join expires", WEAK, "group", trigger="JoinTimer"),
+    Action("SyncTimer", "the pending-sync timer expires", WEAK, "group", trigger="SyncTimer"),
+    # the coordinator moves: unloaded here, loaded from the log there
+    Action("Failover", "the group's offsets partition moves: Unload, then Load of the log's last record",
+           UNFAIR, "group", ("failover",), fault=True),
+)
+ACTION_BY_NAME = {a.name: a for a in ACTIONS}
+CLIENT_TRIGGERS = tuple(a.trigger for a in ACTIONS if a.trigger.startswith("Client"))
+
+
+def fairness(action: Action, timely: bool) -> str:
+    return action.timely if timely and action.timely else action.fairness
+
+
+# -- the messages: what a client's request is to the coordinator ----------------------------
+
+@dataclass(frozen=True)
+class Message:
+    """A client's request of one kind: the coordinator API it is, the trigger parameters taken
+    from the request's fields (`fields`: parameter -> request variable) or fixed for every
+    client of the world (`fixed`), and whether the client reads the answer."""
+    api: str
+    fields: dict
+    fixed: dict
+    answered: bool = True
+
+
+MESSAGES: dict[str, Message] = {
+    # a consumer of Kafka 3.9: JoinGroup at its newest version, one protocol type and list, the
+    # session and rebalance timeouts alike for every client
+    "join": Message("JoinGroup", {}, {"session_ms": 10_000, "rebalance_ms": 10_000, "req_ptype": 0,
+                                      "req_ptype_empty": False, "req_protos": 0}),
+    "sync": Message("SyncGroup", {"generation": "rq_gen", "assignments": "rq_assign"},
+                    {"req_ptype": NONE, "req_ptype_given": False, "req_protocol": NONE,
+                     "req_protocol_given": False}),
+    "heartbeat": Message("Heartbeat", {"generation": "rq_gen"}, {}),
+    # what a client commits is its position, offset 1 on every partition: durability is checked by
+    # comparing the group's offsets with the log's, so one value serves
+    "commit": Message("OffsetCommit", {"generation": "rq_gen", "commit_parts": "rq_parts"}, {"commit": 1}),
+    # AbstractCoordinator.maybeLeaveGroup sends LeaveGroup as the consumer closes: nothing reads the answer
+    "leave": Message("LeaveGroup", {}, {}, answered=False),
+}
+
+# What a client reads of each API's response: its response slot's variable -> the response
+# field (a reply's member id may echo the request's: rows.ECHO)
+READS: dict[str, dict] = {
+    "JoinGroup": {"rs_error": "error", "rs_member": "member", "rs_gen": "generation", "rs_leader": "leader",
+                  "rs_members": "members"},
+    "SyncGroup": {"rs_error": "error", "rs_assignment": "assignment"},
+    "Heartbeat": {"rs_error": "error"},
+    "OffsetCommit": {"rs_error": "error_all"},
+}
+
+# coordinator triggers the closed world never fires, and why
+NOT_IN_WORLD = {
+    "OffsetFetch": "the clients never send OffsetFetch (it reads offsets; no protocol decision depends on it)",
+    "DescribeGroup": "the clients never send DescribeGroups (an admin request)",
+    "ListGroups": "the clients never send ListGroups (an admin request)",
+    "ListGroupsEntry": "the clients never send ListGroups (an admin request)",
+    "DeleteGroup": "the clients never send DeleteGroups (an admin request)",
+    "ExpireOffsets": "offsets never expire in the closed world (no retention clock)",
+    "MarkDead": "the closed world never deletes the group's partition",
+}
 
 
 # -- end-to-end properties --------------------------------------------------------------

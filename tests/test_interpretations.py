@@ -12,9 +12,10 @@ import z3
 from hypothesis import given, strategies as st
 
 from groupspec.spec import engine as E
-from groupspec.spec.lang import NONE, SymEnv, compile_closure, compile_term, concrete_to_z3, to_z3
+from groupspec.spec.concrete import compile_closure, compile_term
+from groupspec.spec.lang import NONE
 from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, PROTOLIST, STATE_VARS
-from groupspec.spec.symbolic import in_states, row_relation
+from groupspec.spec.symbolic import SymEnv, concrete_to_z3, in_states, row_relation, to_z3
 from groupspec.spec.table import ROWS
 
 SIZES = {"Member": 3, "Instance": 2, "Partition": 2, "Protocol": 2, "ProtoList": 3, "ProtocolType": 2}

@@ -29,6 +29,7 @@ from groupspec.checkers.world_model import WorldModel
 from groupspec.checkers.worlds import PRESETS
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
+from groupspec.spec.handling import Eager
 from groupspec.spec.lang import FALSE, TRUE, If, Lowest, Term
 from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import P, V
@@ -259,21 +260,10 @@ def test_delayed_join_never_completes_early():
                                                                       "removed during CompletingRebalance"})
 
 
-class _NoRecheckAfter(WorldModel):
-    """The world with the drivers' eager CompleteJoin skipped after the rows in `after`."""
-    after: frozenset = frozenset()
-
-    def _eager(self, G, rows, msgs, resp):
-        if rows and rows[-1] in self.after:
-            return [(G, rows, msgs, resp)]
-        return super()._eager(G, rows, msgs, resp)
-
-
 def _check_without_recheck(cfg, after: set):
-    # the re-check lives in the world model (WorldModel._eager), not in a row: plant it there
-    assert hasattr(WorldModel, "_eager"), "the world model no longer re-checks join completion in _eager"
-    planted = type("Planted", (_NoRecheckAfter,), {"after": frozenset(after)})
-    return check(planted(cfg))
+    # the re-check is spec/handling.py's eager rule, not a row: plant the bug by giving the world
+    # a rule that leaves it out after the rows in `after`
+    return check(WorldModel(cfg, eager=Eager(skip_after=frozenset(after))))
 
 
 def test_leave_during_preparing_rebalance_does_not_recheck():

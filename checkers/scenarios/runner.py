@@ -236,9 +236,9 @@ def _explore(world: World, action: Callable[[World], None], budget: list, bad) -
             decisions.append(len(outcomes))
             return prefix[i] if i < len(prefix) else 0
         w.coord.choose = choose
-        before = w.coord.outcomes
+        before = w.coord.outcomes_worked
         action(w)
-        budget[0] -= w.coord.outcomes - before
+        budget[0] -= w.coord.outcomes_worked - before
         w.coord.choose = lambda outcomes: 0
         for i in range(len(prefix), len(decisions)):
             for alt in range(1, decisions[i]):
