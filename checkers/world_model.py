@@ -205,8 +205,8 @@ class WorldModel:
         self._one_class = len(self._classes) == 1
 
     def recipe(self) -> partial:
-        """This model again (its class, configuration and rows; not its memo tables)."""
-        return partial(type(self), self.cfg, self._rows)
+        """This model again: its class, configuration, rows and eager rule (not its memo tables)."""
+        return partial(type(self), self.cfg, self._rows, self.eager)
 
     def invariants(self) -> list[str]:
         """What `successors` (steps and outputs, after every row) and `violated` (states) check."""
