@@ -46,7 +46,8 @@ from groupspec.spec.table import ROWS
 from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
                                   MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, Kind, armed)
 
-from .world_model import SKIPPED_OUTPUTS, WorldConfig, WorldModel, world_invariants, _enabled_by
+from .world_model import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
+from .worlds import WorldConfig
 
 ABSENT = STATES.index("Absent")
 # How many eager re-checks one step may enter (each may re-enter after a row that stays in
@@ -318,7 +319,7 @@ class SymbolicWorld:
         return paths
 
     def _clear(self, s: dict, c: int, names: tuple, cond, label: str) -> Path:
-        init = dict(zip(_VAR_NAMES, self.model.flat(self.model.initial())))
+        init = dict(zip(_VAR_NAMES, self.model.flat(self.model.init_states()[0])))
         state = dict(s)
         for n in names:
             state[n] = list(state[n])
@@ -401,11 +402,11 @@ class SymbolicWorld:
 
     @property
     def _blank(self) -> dict:
-        return dict(zip(_VAR_NAMES, self.model.flat(self.model.initial())))
+        return dict(zip(_VAR_NAMES, self.model.flat(self.model.init_states()[0])))
 
     def initial(self) -> dict:
         return {v.name: concrete_to_z3(x, v.type, self.sizes)
-                for v, x in zip(ALL_VARS, self.model.flat(self.model.initial()))}
+                for v, x in zip(ALL_VARS, self.model.flat(self.model.init_states()[0]))}
 
     def fresh_state(self, k) -> tuple[dict, list]:
         s = {v.name: fresh(f"d{k}.{v.name}", v.type, self.sizes) for v in ALL_VARS}
@@ -561,11 +562,11 @@ def _replayed(W: SymbolicWorld, trace: list, violation: str, k: int) -> BmcResul
     successor of the one before, and the last must break an invariant (or be reached by a
     step that breaks one on its way, as the explicit checker reports it)."""
     model = W.model
-    cur = model.initial()
+    cur = model.init_states()[0]
     path = [(None, model.flat(cur))]
     for i, want in enumerate(trace[1:], 1):
         try:
-            succ = model.successors(cur)
+            succ, _ = model.successors(cur)
         except InvariantViolation as e:
             if i == len(trace) - 1:
                 return BmcResult("violation", k, violation, path, trace,

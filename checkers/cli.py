@@ -17,6 +17,8 @@ from typing import Callable, List, Optional
 import typer
 from rich.console import Console
 
+from .paths import REPO, default_scenario_paths
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="An executable spec of Kafka's classic consumer-group coordinator, and its checkers.")
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
@@ -30,18 +32,6 @@ if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]
 # emoji off: a scenario named `:thumbs_up:` is printed as written
 err = Console(stderr=True, soft_wrap=True, emoji=False)
 out = Console(soft_wrap=True, emoji=False)
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def default_scenario_paths() -> list[Path]:
-    """The project's own suite, and the shared examples beside the repository when present."""
-    paths = [REPO / "tests" / "scenarios"]
-    shared = REPO.parent / "shared" / "scenarios"
-    if shared.is_dir():
-        paths.append(shared)
-    return [p for p in paths if p.exists()]
-
 
 def fail_input(message: str) -> None:
     say_error(f"groupspec: {_one_line(message)}")
@@ -268,8 +258,9 @@ def check_cmd(
     """Explore every reachable state of a bounded closed world; report the shortest violation."""
     import dataclasses
     from .counterexample import mermaid, step_table, to_itf
-    from .explicit import PRESETS, check, check_parallel, world_problem
+    from .explicit import check, check_parallel
     from .world_model import WorldModel
+    from .worlds import PRESETS, world_problem
     if preset not in PRESETS:
         fail_input(f"--preset {preset!r}: unknown preset; use {', '.join(PRESETS)}")
     if liveness and workers is not None and workers != 1:
@@ -304,17 +295,17 @@ def check_cmd(
                              f"{distinct / max(secs, 1e-9):,.0f} states/s"))
     if live:
         live.start()
+    model = WorldModel(cfg)
     try:
         if workers > 1:
-            res = check_parallel(cfg, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
+            res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
         else:
-            res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
+            res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
     except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
         fail_input(f"the search stopped: {e}")
     finally:
         if live:
             live.stop()
-    model = WorldModel(cfg)
     from groupspec.spec.table import ROWS
     fired = dict(res.coverage)
     never = [r.name for r in ROWS if r.name not in fired]
@@ -395,8 +386,10 @@ def mutate_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
-    from .explicit import PRESETS
+    from functools import partial
     from .mutate import UNFIT_WORLDS, mutants, run, summary
+    from .world_model import WorldModel
+    from .worlds import PRESETS
     names = _preset_list("--preset", preset)
     if not names:
         fail_input(f"--preset {preset!r} names no world; give one or more of {', '.join(PRESETS)}, comma-separated")
@@ -410,7 +403,7 @@ def mutate_cmd(
     for name in names:
         if name in UNFIT_WORLDS:
             fail_input(f"--preset {name}: {UNFIT_WORLDS[name]}")
-    worlds = [(n, PRESETS[n], n in live) for n in names]
+    worlds = [(n, partial(WorldModel, PRESETS[n]), n in live) for n in names]
     _bounded_workers("--jobs", jobs)
     total = len(mutants())
     if sample is not None and not 1 <= sample <= total:
@@ -439,7 +432,7 @@ def mutate_cmd(
 
 def _preset_list(option: str, given: str) -> list[str]:
     """A comma-separated list of presets, each known and named once."""
-    from .explicit import PRESETS
+    from .worlds import PRESETS
     names = [n.strip() for n in given.split(",") if n.strip()]
     for name in names:
         if name not in PRESETS:

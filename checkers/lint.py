@@ -23,6 +23,9 @@ legal moves (or a move of the coordinator's group cache), and the
 python-statemachine lifecycle allows exactly those.
 
 A problem comes with a witness: the state and parameters Z3 found.
+
+Each check lints the spec's rows unless given others (`table`,
+`client_rows`): the tests plant a broken row in a copy of the table.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import MEMBER, P, STATES, V, TRIGGERS, kafka_moves, legal_moves
 from groupspec.spec.symbolic import (SymEnv, default_sizes, fresh, fresh_params, fresh_state, in_states,
                                      params_well_formed, row_relation, state_well_formed, to_z3, well_formed)
-from groupspec.spec.table import ROWS, TIMER_TRIGGERS, enabled, rows_of, timer_armed
+from groupspec.spec.table import ROWS, TIMER_TRIGGERS, enabled, timer_armed
 
 # Which triggers may make the cache moves (create, load, drop a group).
 CACHE_MOVE_TRIGGERS = {
@@ -66,17 +69,20 @@ class LintResult:
     checks: int
     seconds: float
     sizes: dict
+    rows: int           # how many coordinator rows were linted
 
     def as_json(self) -> dict:
         return {"result": "ok" if not self.problems else "problems", "checks": self.checks,
-                "seconds": round(self.seconds, 2), "bounds": self.sizes, "rows": len(ROWS),
+                "seconds": round(self.seconds, 2), "bounds": self.sizes, "rows": self.rows,
                 "problems": [p.as_json() for p in self.problems]}
 
 
-def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> LintResult:
+def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None, table: list = ROWS,
+         client_rows: list | None = None) -> LintResult:
+    """Every check below, of the coordinator's rows `table` and the clients' `client_rows`."""
     sizes = sizes or default_sizes()
     start = time.perf_counter()
-    problems = check_moves()
+    problems = check_moves(table)
     checks = 1
     state = fresh_state(sizes)
     params = fresh_params(sizes)
@@ -84,7 +90,7 @@ def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> 
     env = SymEnv(sizes, state, params)
     assume += [to_z3(inv.formula, env) for inv in structural()]
     for trig in TRIGGERS:
-        rows = rows_of(trig.name)
+        rows = [r for r in table if r.trigger == trig.name]
         if not rows:
             continue
         if progress:
@@ -125,12 +131,12 @@ def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> 
                                         _witness(solver, state, params, sizes)))
             elif res == z3.unknown:
                 problems.append(Problem("covering", trig.name, [], "Z3 gave up (timeout)"))
-    c1, p1 = check_timers(sizes, timeout_ms, progress)
-    c2, p2 = lint_clients(sizes, timeout_ms)
-    return LintResult(problems + p1 + p2, checks + c1 + c2, time.perf_counter() - start, sizes)
+    c1, p1 = check_timers(sizes, timeout_ms, progress, table)
+    c2, p2 = lint_clients(sizes, timeout_ms, client_rows)
+    return LintResult(problems + p1 + p2, checks + c1 + c2, time.perf_counter() - start, sizes, len(table))
 
 
-def check_timers(sizes: dict, timeout_ms: int, progress=None) -> tuple[int, list[Problem]]:
+def check_timers(sizes: dict, timeout_ms: int, progress=None, table: list = ROWS) -> tuple[int, list[Problem]]:
     """Each row keeps the timer invariant: every armed timer's condition (table.TIMERS) holds.
 
     Which timers are armed before a row is free (fresh booleans), constrained only by
@@ -158,7 +164,7 @@ def check_timers(sizes: dict, timeout_ms: int, progress=None) -> tuple[int, list
     problems, checks = [], 0
     if progress:
         progress("timers")
-    for r in ROWS:
+    for r in table:
         fired = [key for key in keys if TIMER_TRIGGERS[key[0]] == r.trigger]
         timing = any(isinstance(s, Out) and s.kind in ("arm", "cancel", "cancel_all") for s in r.steps)
         if not (fired or timing or any(isinstance(s, Set_) and read & set(s.updates) for s in r.steps)):
@@ -202,9 +208,9 @@ def _reads(t) -> set:
     return {(n.op, n.data) for n in walk(t) if n.op in ("var", "param")}
 
 
-def lint_clients(sizes: dict, timeout_ms: int) -> tuple[int, list[Problem]]:
-    """The closed world's client rows: for each trigger, exclusive and reachable (a client's
-    triggers are its choices, so they need not cover every state)."""
+def lint_clients(sizes: dict, timeout_ms: int, client_rows: list | None = None) -> tuple[int, list[Problem]]:
+    """The closed world's client rows (default the spec's): for each trigger, exclusive and
+    reachable (a client's triggers are its choices, so they need not cover every state)."""
     from groupspec.spec.world import ALL_VARS, CLIENT, CLIENT_ROWS, WORLD_PARAMS
     wsizes = dict(sizes, **{CLIENT: 2})
     state = {v.name: fresh("w." + v.name, v.type, wsizes) for v in ALL_VARS}
@@ -214,7 +220,7 @@ def lint_clients(sizes: dict, timeout_ms: int) -> tuple[int, list[Problem]]:
     env = SymEnv(wsizes, state, params)
     problems, checks = [], 0
     by_trigger: dict = {}
-    for r in CLIENT_ROWS:
+    for r in CLIENT_ROWS if client_rows is None else client_rows:
         by_trigger.setdefault(r.trigger, []).append(r)
     for trig, rows in by_trigger.items():
         solver = z3.Solver()
@@ -260,18 +266,18 @@ def _witness(solver, state: dict, params: dict, sizes) -> dict:
     return out
 
 
-def check_moves() -> list[Problem]:
+def check_moves(table: list = ROWS) -> list[Problem]:
     """Every row's state changes are legal; the lifecycle machine allows exactly the legal moves."""
     problems = []
     legal, kafka = legal_moves(), kafka_moves()
-    for r in ROWS:
+    for r in table:
         for mv in r.moves():
             if mv not in legal:
                 problems.append(Problem("moves", r.trigger, [r.name], f"{mv[0]} -> {mv[1]} is not a legal move"))
             elif mv not in kafka and r.trigger not in CACHE_MOVE_TRIGGERS.get(mv, set()):
                 problems.append(Problem("moves", r.trigger, [r.name],
                                         f"{mv[0]} -> {mv[1]} is a group-cache move, not one {r.trigger} makes"))
-    made = {mv for r in ROWS for mv in r.moves()}
+    made = {mv for r in table for mv in r.moves()}
     for mv in sorted(legal - made):
         problems.append(Problem("moves", "", [], f"{mv[0]} -> {mv[1]} is declared legal but no row makes it"))
     try:

@@ -32,30 +32,44 @@ memoized:
 - timers and failover: keyed by G.
 
 `flat(state)` gives the spec's variable-by-variable view, which
-counterexamples, invariants and liveness read.
+counterexamples and invariants read.
+
+`WorldModel` is the checkers' model (`checkers/model.py`): the engines in
+`explicit.py` and `mutate.py` search it through that interface only.  Its
+symmetry is renaming clients (`representative`, `orbit`); the fairness of
+its steps is what spec/world.py declares for their actions (`action_class`).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from functools import partial
+from math import factorial
 
 from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
-from groupspec.spec.invariants import InvariantViolation, check_state, check_step, compiled as compiled_invariants
+from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_state, check_step,
+                                       compiled as compiled_invariants)
 from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
 from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, require_known_member_id, vote
 from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
 from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
-from groupspec.spec.schema import INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES
+from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS
 from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
                                   MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, armed,
                                   WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
                                   Phase, fairness)
 
+from .worlds import WorldConfig
+
 KIND = {name: i for i, name in enumerate(Kind.values)}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
 ABSENT = STATES.index("Absent")
+PREPARING = STATES.index("PreparingRebalance")
+# the states a fair behaviour may not stay among forever: a group in a rebalance
+IN_REBALANCE = frozenset({PREPARING, STATES.index("CompletingRebalance")})
 
 # -- the client-major layout ---------------------------------------------------------------
 CLIENT_VARS = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.key == CLIENT]
@@ -81,59 +95,6 @@ C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
 # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
 SKIPPED_OUTPUTS = ("arm", "cancel", "cancel_all", "delete_offsets")
-
-
-@dataclass
-class WorldConfig:
-    clients: int = 2
-    topics: int = 1
-    partitions: int = 2            # per topic
-    max_generation: int = 2
-    member_ids: int = 4            # how many member ids the coordinator may ever issue
-    crash: bool = True
-    expiry: bool = True            # session and pending-member timers fire
-    failover: bool = True          # the coordinator unloads and a new one loads the last record
-    append_failure: bool = True    # a group-metadata append may fail
-    commits: bool = True
-    leaves: bool = True
-    max_size: int = 1 << 30        # group.max.size
-    instances: tuple | None = None  # each client's group.instance.id (an index; equal ones: a zombie), or None
-    restart: bool = False          # a crashed client may be restarted
-    loss: bool = False             # the network may lose a request or response (clients time out)
-    waive: tuple = ()              # ((invariant, why), ...): invariants this world does not check, and why
-    duplication: bool = False      # the network may deliver a request twice
-    reordering: bool = False       # a request may be overtaken by its client's later ones (spec/world.py)
-    # Timely clients: every client rejoins within the rebalance timeout and syncs within the session
-    # timeout, so the DelayedJoin completes when all have rejoined (it never expires) and the
-    # pending-sync timer never fires (the initial delay still does).  In such a world without faults
-    # the group needs one generation per membership change, and the generation bound becomes a
-    # property: a successor cut by it is a rebalance no client caused (`rebalance_budget`).
-    timely: bool = False
-    rebalance_budget: bool = False
-
-    FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart")
-
-    def __post_init__(self):
-        if self.rebalance_budget:
-            faults = [f for f in self.FAULTS if getattr(self, f)]
-            if faults or not self.timely:
-                raise ValueError(
-                    "--rebalance-budget holds only for timely clients without faults (a fault or a timeout may "
-                    "cause a rebalance no client asked for); turn on --timely and turn off: "
-                    f"{', '.join('--' + f.replace('_', '-') for f in faults) or 'nothing else'}")
-
-    def sizes(self) -> dict:
-        n_inst = max(1, len({i for i in (self.instances or ()) if i is not None}))
-        return {MEMBER: self.member_ids, INSTANCE: n_inst, PARTITION: self.topics * self.partitions, PROTOCOL: 1,
-                PROTOLIST: 1, PTYPE: 1, CLIENT: self.clients}
-
-    def symmetry_classes(self) -> list[list[int]]:
-        """Clients that renaming may exchange: those configured alike (the same group.instance.id)."""
-        inst = self.instances or (None,) * self.clients
-        classes: dict = {}
-        for c in range(self.clients):
-            classes.setdefault(inst[c], []).append(c)
-        return list(classes.values())
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,11 +138,15 @@ def _one_protocol(pl: int, protocol: int) -> int:
 
 class WorldModel:
     def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER,
-                 client_rows: list | None = None):
+                 client_rows: list | None = None, keep_firings: bool = False):
         """`rows`: the coordinator's table (default: the spec's; a mutant's when testing the checker).
         `eager`: the re-check after every row (spec/handling.py; another one plants a bug).
-        `client_rows`: the clients' table (default: spec/world.py's)."""
+        `client_rows`: the clients' table (default: spec/world.py's).
+        `keep_firings`: keep every coordinator firing the searches make, for `firings()` (mutation
+        testing compares a mutant's rows with them; small worlds only: the memo is never dropped)."""
         self.cfg = cfg
+        self._rows = rows
+        self._client_rows = client_rows
         self.eager = eager
         self.n = cfg.clients
         self.sizes = cfg.sizes()
@@ -207,7 +172,6 @@ class WorldModel:
         inst = cfg.instances or (None,) * cfg.clients
         self.triggers = [[a.trigger for a in ACTIONS if a.trigger.startswith("Client") and _enabled_by(a, cfg)
                           and not (a.trigger == "ClientLeave" and inst[c] is not None)] for c in range(cfg.clients)]
-        self.pruned = 0      # successors of the last state cut off by a bound
         # the parameters every request of a kind carries (MESSAGES' `fixed`; a map: every key alike)
         self._fixed = {name: {k: (tuple([v] * self.sizes[E.PARAM_TYPES[k].key])
                                   if E.PARAM_TYPES[k].kind == "map" else v) for k, v in m.fixed.items()}
@@ -241,8 +205,7 @@ class WorldModel:
         self._timer_params = {m: E.make_params({"timer_member": m}) for m in range(-1, self.sizes[MEMBER])}
         self._assign_cache: dict = {}
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
-        # keep every firing (mutation testing compares a mutant's rows with them; small worlds only)
-        self.keep_firings = False
+        self.keep_firings = keep_firings
         self._moves: dict = {}        # (client, C_i) -> client moves
         # G is hashed once per state, into a number the other memo tables are keyed by (CPython does
         # not cache a tuple's hash, and G is the biggest part of a state); numbers are never reused
@@ -264,16 +227,35 @@ class WorldModel:
         self._no_late = self._init[1][LATE[0]:LATE[0] + NRQ]
         self._no_park = self._init[0][PJ]
         self._blank_columns = self._blank[N_GROUP:N_GROUP + N_CV]
+        # renaming clients: those configured alike (the same group.instance.id) are interchangeable
+        self._classes = cfg.symmetry_classes()
+        self._one_class = len(self._classes) == 1
+
+    def recipe(self) -> partial:
+        """This model again: its class, configuration, rows and eager rule (not its memo tables)."""
+        return partial(type(self), self.cfg, self._rows, self.eager, self._client_rows)
+
+    def invariants(self) -> list[str]:
+        """What `successors` (steps and outputs, after every row) and `violated` (states) check."""
+        return [i.name for i in INVARIANTS if i.kind in ("state", "step", "output")] + \
+            [i.name for i in world_invariants(self.cfg)]
+
+    def failing_step(self, e: InvariantViolation) -> Step:
+        row = getattr(e, "row", "")
+        return Step(f"row {row!r} breaks {e.invariant.name}", (row,) if row else ())
+
+    def shard_key(self, s: tuple) -> tuple:
+        return s[0]         # G: deliveries, timers and invariants are memoized on it
+
+    def firings(self):
+        """(g, trigger, params, outcomes) of every coordinator firing made so far (`keep_firings`)."""
+        for (g, trigger, p), outcomes in self._gcache.items():
+            yield g, trigger, p, outcomes
 
     # -- the world and its two views --------------------------------------------------
 
-    @staticmethod
-    def blank_parked(cfg: WorldConfig) -> tuple:
-        """`parked_join` (and `parked_sync`) when nothing is parked."""
-        return (NONE,) * cfg.member_ids
-
-    def initial(self) -> tuple:
-        return self._init
+    def init_states(self) -> list[tuple]:
+        return [self._init]
 
     def flat(self, s: tuple) -> tuple:
         """The spec's view: one value per variable of ALL_VARS (per-client maps as tuples)."""
@@ -306,8 +288,8 @@ class WorldModel:
 
     # -- successors -------------------------------------------------------------------
 
-    def successors(self, s: tuple) -> list[tuple[Step, tuple]]:
-        """Every (step, next state); `self.pruned` counts the successors a bound cut off."""
+    def successors(self, s: tuple) -> tuple[list[tuple[Step, tuple]], int]:
+        """Every (step, next state), and how many successors a bound cut off."""
         out: list = []
         cut = 0
         G = s[0]
@@ -339,8 +321,7 @@ class WorldModel:
         cut += k
         for step, G2, patches in got:
             out.append((step, _apply(s, G2, -1, None, patches)))
-        self.pruned = cut
-        return out
+        return out, cut
 
     def _client_moves(self, c: int, C: tuple) -> list:
         key = (c, C)
@@ -608,12 +589,80 @@ class WorldModel:
         self._winv[key] = bad
         return bad
 
-    def some_stable(self, s: tuple) -> bool:
+    def progress(self, s: tuple) -> bool:
+        """Some client holds an assignment (Kafka promises a consumer that keeps trying one)."""
         return any(C[C_PHASE] == PHASE["stable"] for C in s[1:])
+
+    def transient(self, s: tuple) -> bool:
+        """The group is in a rebalance: a fair behaviour leaves it (the class of KAFKA-12890)."""
+        return s[0][E.STATE_I] in IN_REBALANCE
 
     def is_end(self, s: tuple) -> bool:
         """A legitimate end: every client has left or crashed."""
         return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"]) for C in s[1:])
+
+    # -- fairness, as the world's actions declare it (spec/world.py ACTIONS) ----------------
+
+    def action_class(self, step: Step) -> tuple:
+        """One class per action, or per process of actions, and per what the fairness is about
+        (its client, message or member)."""
+        a = ACTION_BY_NAME[step.act]
+        return (a.process or a.name, *step.who), fairness(a, self.cfg.timely)
+
+    def is_fault(self, step: Step) -> bool:
+        return ACTION_BY_NAME[step.act].fault
+
+    # -- symmetry: renaming clients ---------------------------------------------------------
+    # A client's key is its own tuple plus the parked requests that refer to it; the
+    # representative sorts each class of clients by key and renames the references.
+
+    def _keys(self, s: tuple) -> list:
+        G = s[0]
+        pj, ps = G[PJ], G[PS]
+        return [(s[c + 1], tuple(m for m, x in enumerate(pj) if x == c), tuple(m for m, x in enumerate(ps) if x == c))
+                for c in range(self.n)]
+
+    def representative(self, s: tuple) -> tuple:
+        G = s[0]
+        parked = G[PJ] != self._no_park or G[PS] != self._no_park
+        if self._one_class and not parked:      # the common case: sort the clients' tuples
+            cl = s[1:]
+            srt = tuple(sorted(cl))
+            return s if srt == cl else (G,) + srt
+        keys = self._keys(s) if parked else [(C,) for C in s[1:]]
+        order = list(range(self.n))
+        for cls in self._classes:
+            for pos, old in zip(cls, sorted(cls, key=keys.__getitem__)):
+                order[pos] = old
+        return permute(s, tuple(order))
+
+    def orbit(self, s: tuple) -> int:
+        """Per class |class|! over the stabilizer (clients with equal keys, which refer to no
+        parked request, may be exchanged)."""
+        if self._one_class and s[0][PJ] == self._no_park and s[0][PS] == self._no_park:
+            cl = s[1:]
+            if len(set(cl)) == self.n:          # the common case: every client is different
+                return factorial(self.n)
+            keys = cl
+        else:
+            keys = self._keys(s)
+        size = 1
+        for cls in self._classes:
+            size *= factorial(len(cls))
+            for k in Counter(keys[c] for c in cls).values():
+                size //= factorial(k)
+        return size
+
+
+def permute(s: tuple, order: tuple) -> tuple:
+    """Rename clients: new client k is old client order[k]."""
+    if list(order) == sorted(order):
+        return s
+    new_of = {old: new for new, old in enumerate(order)}
+    G = list(s[0])
+    for at in (PJ, PS):
+        G[at] = tuple(NONE if v == NONE else new_of[v] for v in G[at])
+    return (tuple(G),) + tuple(s[old + 1] for old in order)
 
 
 def world_invariants(cfg: WorldConfig) -> list:
@@ -637,14 +686,6 @@ def _invariant_width() -> int:
 def _enabled_by(action, cfg: WorldConfig) -> bool:
     """Whether a world's switches enable a declared action: any of its switches is on."""
     return not action.switch or any(getattr(cfg, f) for f in action.switch)
-
-
-def action_class(step: Step, cfg: WorldConfig) -> tuple:
-    """(fairness class, fairness, fault?) of a step, from its declared action (spec/world.py
-    ACTIONS): one class per action, or per process of actions, and per what the fairness is
-    about (its client, message or member)."""
-    a = ACTION_BY_NAME[step.act]
-    return (a.process or a.name, *step.who), fairness(a, cfg.timely), a.fault
 
 
 def _patches(resp: dict) -> tuple:

@@ -24,8 +24,9 @@ import dataclasses
 
 import pytest
 
-from groupspec.checkers.explicit import PRESETS, check
+from groupspec.checkers.explicit import check
 from groupspec.checkers.world_model import WorldModel
+from groupspec.checkers.worlds import PRESETS
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
 from groupspec.spec.handling import Eager
@@ -51,7 +52,7 @@ PR = E.STATES.index("PreparingRebalance")
 @pytest.mark.parametrize("cfg,liveness", [(TINY, True), (SMALL, False), (TINY_GEN2, False), (ZOMBIE, False),
                                           (HUNG, True)], ids=["tiny", "small", "tiny-gen2", "zombie", "hung"])
 def test_the_worlds_are_clean(cfg, liveness):
-    r = check(cfg, liveness=liveness)
+    r = check(WorldModel(cfg), liveness=liveness)
     assert r.result == "ok" and r.complete
     assert "join-completes-once-all-rejoined" in r.invariants
 
@@ -135,7 +136,7 @@ def test_member_id_from_client_id_alone():
     # same client.id, so a new member is handed the id a member or pending member already holds
     in_use = V.members | V.pending
     rows = plant(lambda r: subst_row(r, P.fresh, If(in_use.is_empty(), P.fresh, Lowest(in_use))), _new_member_rows)
-    r = check(TINY, rows=rows)
+    r = check(WorldModel(TINY, rows))
     # the coordinator issues a member's id as a new pending id: the second consumer is told to
     # rejoin as the first one (the group's record breaks, and two consumers hold one id)
     assert_shortest_violation(r, {"pending-not-members", "no-shared-member-id"},
@@ -147,7 +148,7 @@ def test_member_ids_recycled():
     # an expiry is issued again while the consumer that held it still uses it
     slots = V.session_ms.keys_where(lambda v: TRUE())          # every member slot
     rows = plant(lambda r: subst_row(r, P.fresh, Lowest(slots - (V.members | V.pending))), _new_member_rows)
-    r = check(SMALL, rows=rows)
+    r = check(WorldModel(SMALL, rows))
     assert_shortest_violation(r, "no-shared-member-id", {"PendingExpiry: pending member expires"})
 
 
@@ -155,7 +156,7 @@ def test_static_member_id_without_uuid():
     # generateMemberId for a static member as its group.instance.id alone: the replacing process gets
     # the zombie's member id, so GC.updateStaticMemberAndRebalance fences nothing (KIP-345)
     rows = plant(lambda r: subst_row(r, P.fresh, V.static[P.instance]), lambda n: "known static member rejoins" in n)
-    r = check(ZOMBIE, rows=rows)
+    r = check(WorldModel(ZOMBIE, rows))
     assert_shortest_violation(r, "no-shared-member-id",
                               {"JoinGroup: known static member rejoins, protocol unchanged: persist the new id (Stable)"})
 
@@ -169,7 +170,7 @@ def test_static_replacement_keeps_the_old_member_id():
             u["instance_of"] = V.instance_of.put(P.fresh, P.instance)
         return u
     rows = plant(lambda r: edit_sets(r, keep_old), lambda n: "known static member rejoins" in n)
-    r = check(ZOMBIE, rows=rows)
+    r = check(WorldModel(ZOMBIE, rows))
     assert_shortest_violation(r, "static-ids-unique",
                               {"JoinGroup: known static member rejoins during PreparingRebalance (PreparingRebalance)"})
 
@@ -183,7 +184,7 @@ def test_pending_sync_expiry_does_nothing():
     # GC.onExpirePendingSync treats the expiry as unexpected and returns (only the timer is gone)
     rows = plant(lambda r: dataclasses.replace(r, steps=[Set_({"sync_timer": FALSE()})], target=None),
                  lambda n: n.startswith("SyncTimer: members that never synced are removed"))
-    r = check(HUNG, liveness=True, rows=rows)
+    r = check(WorldModel(HUNG, rows), liveness=True)
     assert_stuck_lasso(r, CR, {"SyncTimer: members that never synced are removed during CompletingRebalance"})
 
 
@@ -193,7 +194,7 @@ def test_no_delayed_sync_armed():
         r = edit_sets(r, lambda u: {**u, "sync_timer": FALSE()} if "pending_sync" in u and "sync_timer" in u else u)
         return without_outputs(r, lambda o: o.kind == "arm" and o.timer == "sync")
     completes = {"CompleteJoin: join completes, next generation", "JoinTimer: join completes, next generation"}
-    r = check(HUNG, liveness=True, rows=plant(no_timer, completes.__contains__))
+    r = check(WorldModel(HUNG, plant(no_timer, completes.__contains__)), liveness=True)
     assert_stuck_lasso(r, CR, completes)
 
 
@@ -203,7 +204,7 @@ def test_delayed_sync_completed_by_the_first_sync():
     parks = {"SyncGroup: leader sends the assignment", "SyncGroup: follower waits for the assignment"}
     rows = plant(lambda r: edit_sets(r, lambda u: {"sync_timer": FALSE()} if list(u) == ["sync_timer"] else u),
                  parks.__contains__)
-    r = check(HUNG, liveness=True, rows=rows)
+    r = check(WorldModel(HUNG, rows), liveness=True)
     assert_stuck_lasso(r, CR, parks)
 
 
@@ -224,7 +225,7 @@ def keep_session_timer(r):
 def test_leave_group_keeps_the_session_timer():
     # GC.handleLeaveGroup without removeHeartbeatForLeavingMember before removeMemberAndUpdateGroup
     rows = plant(keep_session_timer, lambda n: n.startswith("LeaveMember: member leaves during"))
-    r = check(TINY, rows=rows)
+    r = check(WorldModel(TINY, rows))
     assert_shortest_violation(r, "timers-belong-to-members", {"LeaveMember: member leaves during Stable"})
 
 
@@ -232,13 +233,13 @@ def test_join_completion_keeps_the_timers_of_members_it_drops():
     # GC.onCompleteJoin removes the dynamic members that did not rejoin without
     # removeHeartbeatForLeavingMember (a second rebalance is needed: the first has only new members)
     drops = lambda n: n.startswith(("JoinTimer: join completes", "JoinTimer: no member", "CompleteJoin:"))  # noqa: E731
-    r = check(TINY_GEN2, rows=plant(keep_session_timer, drops))
+    r = check(WorldModel(TINY_GEN2, plant(keep_session_timer, drops)))
     assert_shortest_violation(r, "timers-belong-to-members", {"JoinTimer: join completes, next generation"})
 
 
 def test_sync_expiry_keeps_the_timers_of_members_it_drops():
     # GC.onExpirePendingSync removes the members that never synced but leaves their session timers
-    r = check(TINY, rows=plant(keep_session_timer, lambda n: n.startswith("SyncTimer: members that never synced")))
+    r = check(WorldModel(TINY, plant(keep_session_timer, lambda n: n.startswith("SyncTimer: members that never synced"))))
     assert_shortest_violation(r, "timers-belong-to-members",
                               {"SyncTimer: members that never synced are removed during CompletingRebalance"})
 
@@ -252,7 +253,7 @@ def test_delayed_join_never_completes_early():
     # DelayedJoin.tryComplete always false (as InitialDelayedJoin's): no checkAndComplete helps,
     # only the rebalance timeout completes the join
     rows = plant(lambda r: dataclasses.replace(r, own=FALSE()), lambda n: n.startswith("CompleteJoin:"))
-    r = check(TINY, rows=rows)
+    r = check(WorldModel(TINY, rows))
     # the last member is removed (here by the sync expiry) and the empty group waits in
     # PreparingRebalance for the timeout instead of completing to Empty
     assert_shortest_violation(r, "join-completes-once-all-rejoined", {"SyncTimer: members that never synced are "
@@ -262,7 +263,7 @@ def test_delayed_join_never_completes_early():
 def _check_without_recheck(cfg, after: set):
     # the re-check is spec/handling.py's eager rule, not a row: plant the bug by giving the world
     # a rule that leaves it out after the rows in `after`
-    return check(cfg, model=WorldModel(cfg, eager=Eager(skip_after=frozenset(after))))
+    return check(WorldModel(cfg, eager=Eager(skip_after=frozenset(after))))
 
 
 def test_leave_during_preparing_rebalance_does_not_recheck():
@@ -291,5 +292,5 @@ def test_delayed_join_expiry_does_not_force_completion():
              if not (isinstance(s, Set_) and "members" in s.updates) and not (isinstance(s, Out) and s.kind == "cancel")]
     forced = {"JoinTimer: join completes, next generation", "JoinTimer: join completes with no members"}
     rows = plant(lambda r: dataclasses.replace(r, steps=rearm, target=None), forced.__contains__)
-    r = check(TINY, liveness=True, rows=rows)
+    r = check(WorldModel(TINY, rows), liveness=True)
     assert_stuck_lasso(r, PR, forced)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from groupspec.checkers.explicit import PRESETS, check
-from groupspec.checkers.world_model import WorldConfig, WorldModel, action_class
+from groupspec.checkers.explicit import check
+from groupspec.checkers.world_model import WorldModel
+from groupspec.checkers.worlds import PRESETS, WorldConfig
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.spec import table as T
 from groupspec.spec.lang import FALSE
@@ -37,10 +38,9 @@ def test_renaming_every_row_changes_no_liveness_verdict():
     # the verdicts of a fair world and of one with a join that never completes (a lasso), with the
     # clients' rows and the coordinator's renamed: fairness is declared per action, not per name
     for cfg, rows in ((PRESETS["settle"], None), (TINY, _never_completing_join())):
-        plain = check(cfg, liveness=True, rows=rows)
+        plain = check(WorldModel(cfg, rows), liveness=True)
         renamed_rows = None if rows is None else _renamed(rows)
-        model = WorldModel(cfg, rows=renamed_rows, client_rows=_renamed(CLIENT_ROWS))
-        renamed = check(cfg, liveness=True, rows=renamed_rows, model=model)
+        renamed = check(WorldModel(cfg, rows=renamed_rows, client_rows=_renamed(CLIENT_ROWS)), liveness=True)
         assert (renamed.result, renamed.distinct_states, len(renamed.path)) == \
             (plain.result, plain.distinct_states, len(plain.path))
     assert plain.result == "lasso"
@@ -50,13 +50,13 @@ def test_every_step_of_a_world_with_every_switch_is_a_declared_action():
     cfg = WorldConfig(clients=2, topics=1, partitions=1, max_generation=1, member_ids=3, loss=True,
                       duplication=True, reordering=True, restart=True)
     model = WorldModel(cfg)
-    seen, frontier, acts = {model.initial()}, [model.initial()], set()
+    seen, frontier, acts = {model.init_states()[0]}, [model.init_states()[0]], set()
     while frontier and len(seen) < 20_000:
         nxt = []
         for s in frontier:
-            for step, t in model.successors(s):
+            for step, t in model.successors(s)[0]:
                 acts.add(step.act)
-                cls, fairness, fault = action_class(step, cfg)
+                cls, fairness = model.action_class(step)
                 assert fairness in ("weak", "strong", "none") and cls[0]
                 if t not in seen:
                     seen.add(t)
