@@ -265,7 +265,10 @@ def check_cmd(
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Explore every reachable state of a bounded closed world; report the shortest violation."""
+    """Explore every reachable state of a bounded closed world; report the shortest violation.
+    The depth reported is how deep the breadth-first search went or, with a counterexample,
+    the counterexample's length in steps (a --liveness lasso: the path to the loop and one lap
+    of it; no progress: the path to the stuck state)."""
     import dataclasses
     from .counterexample import mermaid, step_table, to_itf
     from .explicit import PRESETS, check, check_parallel, world_problem

@@ -423,13 +423,21 @@ def _check_liveness(cfg: WorldConfig, max_states, deadlock: bool, rows, progress
         res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")
         res.path = _lasso_path(flat, edges, stem + loop[1:])
         res.loop_start = len(stem) - 1
-        return res
+        return _counterexample_depth(res)
     stuck = find_no_progress(states_by_id, labelled, bounded, model.is_end, model.some_stable)
     if stuck is not None:
         res = finish("no-progress", "no client can ever get an assignment again")
         res.path = _lasso_path(flat, edges, _stem(labelled, stuck))
-        return res
+        return _counterexample_depth(res)
     return finish("ok")
+
+
+def _counterexample_depth(res: Result) -> Result:
+    """A liveness counterexample is found after the whole graph is searched: its depth is its own
+    length in steps (a lasso: the stem and one lap of the loop), as a safety counterexample's is,
+    not how deep the search went."""
+    res.depth = len(res.path) - 1
+    return res
 
 
 def _lasso_path(states: list, edges: list, ids: list) -> list:

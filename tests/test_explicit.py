@@ -125,6 +125,7 @@ def test_a_join_that_never_completes_is_reported_as_a_lasso(monkeypatch):
     r = check(TINY, liveness=True, rows=rows)
     assert r.result == "lasso"
     assert 0 <= r.loop_start < len(r.path) - 1
+    assert r.depth == len(r.path) - 1          # the lasso's length (stem and one lap), not the search's depth
     stuck = {E.get(s, "state") for _, s in r.path[r.loop_start:]}
     assert stuck == {E.STATES.index("PreparingRebalance")}
 
@@ -151,6 +152,7 @@ def test_a_group_that_can_never_form_is_reported(monkeypatch):
     r = _mutated_live("JoinGroup: invalid group id", own=T.ROW_BY_NAME["JoinGroup: invalid group id"].own.args[0])
     assert r.result == "no-progress", r.result
     assert len(r.path) >= 1
+    assert r.depth == len(r.path) - 1 == 0     # the initial state is already stuck; the search went deeper
 
 
 def _mutated_live(name: str, **changes):

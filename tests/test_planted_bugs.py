@@ -120,6 +120,7 @@ def assert_shortest_violation(r, invariant: str | set, planted: set):
 def assert_stuck_lasso(r, state: int, planted: set):
     assert r.result == "lasso", (r.result, r.violation)
     assert 0 <= r.loop_start < len(r.path) - 1
+    assert r.depth == len(r.path) - 1          # the lasso's own length, stem and one lap
     assert {E.get(s, "state") for _, s in r.path[r.loop_start:]} == {state}
     assert rows_fired(r) & planted, "the counterexample does not go through the planted bug"
 
