@@ -233,8 +233,8 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
 
 @app.command("check")
 def check_cmd(
-    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3 "
-                                                         "(seconds), ci (under two minutes), deep (nightly)"),
+    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3, "
+                                                         "hung (seconds), ci (under two minutes), deep (nightly)"),
     clients: Optional[int] = typer.Option(None, "--clients", help="number of consumer clients"),
     topics: Optional[int] = typer.Option(None, "--topics"),
     partitions: Optional[int] = typer.Option(None, "--partitions", help="partitions per topic"),
@@ -249,6 +249,9 @@ def check_cmd(
                                                help="the network may deliver a request twice"),
     reordering: Optional[bool] = typer.Option(None, "--reordering/--no-reordering",
                                               help="a request may be overtaken by its client's later ones"),
+    hung_poll: Optional[bool] = typer.Option(None, "--hung-poll/--no-hung-poll",
+                                             help="a client's poll loop may hang after its JoinGroup response: it "
+                                                  "never syncs while its heartbeat thread keeps heartbeating"),
     timely: Optional[bool] = typer.Option(None, "--timely/--no-timely",
                                           help="clients answer within their timeouts: the DelayedJoin never "
                                                "expires and the sync timeout never fires"),
@@ -285,7 +288,7 @@ def check_cmd(
                                        max_generation=max_generation, member_ids=member_ids, crash=crash,
                                        expiry=expiry, failover=failover, append_failure=append_failure,
                                        loss=loss, duplication=duplication, reordering=reordering,
-                                       timely=timely, rebalance_budget=rebalance_budget).items()
+                                       hung_poll=hung_poll, timely=timely, rebalance_budget=rebalance_budget).items()
                  if v is not None}
     try:
         cfg = dataclasses.replace(PRESETS[preset], **overrides)

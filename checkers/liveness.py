@@ -27,14 +27,18 @@ from groupspec.spec import engine as E
 STUCK = {STATES.index("PreparingRebalance"), STATES.index("CompletingRebalance")}
 # the client rows that are the environment's free choices (a coordinator failover is one too:
 # its label is no client's, so action_class leaves it unfair); giving up on a request still in
-# the network is the reordering fault's choice
+# the network is the reordering fault's choice; a poll loop that hangs, what its heartbeat thread
+# sends meanwhile and whether it ever leaves are the hung_poll fault's (it need never sync)
 ENVIRONMENT = ("leave the group", "crash", "heartbeat", "commit offsets",
                "request timed out in the network, rejoin (it arrives late)",
-               "heartbeat or commit timed out in the network (it arrives late)")
+               "heartbeat or commit timed out in the network (it arrives late)",
+               "join: joined, then the poll loop hangs before SyncGroup", "hung: the heartbeat thread heartbeats",
+               "hung past max.poll.interval.ms: the heartbeat thread leaves")
 
 
 # client rows that are faults: no progress may depend on them
-CLIENT_FAULTS = ("crash", "restart after a crash")
+CLIENT_FAULTS = ("crash", "restart after a crash", "join: joined, then the poll loop hangs before SyncGroup",
+                 "hung past max.poll.interval.ms: the heartbeat thread leaves")
 
 
 def action_class(label: str) -> tuple[str, bool]:

@@ -47,8 +47,8 @@ from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES,
                                    JoinTimer)
 from groupspec.spec.table import completion
-from groupspec.spec.world import (ALL_VARS, CLIENT, CLIENT_ROWS, CLIENT_TRIGGERS, N_GROUP, WORLD_INDEX,
-                                  WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind, Phase)
+from groupspec.spec.world import (ALL_VARS, CLIENT, CLIENT_ROWS, CLIENT_TRIGGERS, LEAVE_TRIGGERS, N_GROUP,
+                                  WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind, Phase)
 
 NONE_ERR = ERRORS.index("NONE")
 KIND = {name: i for i, name in enumerate(Kind.values)}
@@ -123,8 +123,13 @@ class WorldConfig:
     # property: a successor cut by it is a rebalance no client caused (`rebalance_budget`).
     timely: bool = False
     rebalance_budget: bool = False
+    # A client's poll loop may hang after its JoinGroup response: it never syncs, and its heartbeat
+    # thread keeps heartbeating (spec/world.py).  Only worlds without session expiry say that the
+    # heartbeats keep its session alive: under abstract time an armed session timer may fire anyway.
+    hung_poll: bool = False
 
-    FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart")
+    FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart",
+              "hung_poll")
 
     def __post_init__(self):
         if self.rebalance_budget:
@@ -178,12 +183,10 @@ class WorldModel:
         self._base_vector = [None] * len(names)
         for k, v in self.base.items():
             self._base_vector[self.space.param_index[k]] = v
-        # per client: a static member (group.instance.id) never sends LeaveGroup when it closes
-        # (AbstractCoordinator.maybeLeaveGroup: only dynamic members leave; a static member's
-        # membership ends only by session expiry, KIP-345)
+        # per client: a static member (group.instance.id) never sends LeaveGroup
         inst = cfg.instances or (None,) * cfg.clients
         self.triggers = [[t for t in CLIENT_TRIGGERS if _enabled_by(t, cfg)
-                          and not (t == "ClientLeave" and inst[c] is not None)] for c in range(cfg.clients)]
+                          and not (t in LEAVE_TRIGGERS and inst[c] is not None)] for c in range(cfg.clients)]
         self.pruned = 0      # successors of the last state cut off by a bound
         self._echo = NONE    # the member id of the request being delivered (what a reply echoes)
         _check_locality()
@@ -595,7 +598,8 @@ def _invariant_width() -> int:
 def _enabled_by(trigger: str, cfg: WorldConfig) -> bool:
     """Which client triggers the world's faults and features switch on."""
     return {"ClientCrash": cfg.crash, "ClientTimeout": cfg.loss or cfg.reordering, "ClientRestart": cfg.restart,
-            "ClientCommit": cfg.commits, "ClientLeave": cfg.leaves, "ClientOvertake": cfg.reordering}.get(trigger, True)
+            "ClientCommit": cfg.commits, "ClientLeave": cfg.leaves, "ClientOvertake": cfg.reordering,
+            "ClientHang": cfg.hung_poll, "ClientPollTimeout": cfg.hung_poll}.get(trigger, True)
 
 
 def _respond(resp: dict, c: int, kind: int, fields: dict, msgs: list, echo: int) -> None:

@@ -29,8 +29,8 @@ from groupspec.checkers.explicit import PRESETS, check
 from groupspec.checkers.world_model import WorldModel
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
-from groupspec.spec.lang import FALSE, TRUE, If, Lowest, Term
-from groupspec.spec.rows import Out, Set_
+from groupspec.spec.lang import FALSE, TRUE, If, Lowest, Not, Term
+from groupspec.spec.rows import Out, Set_, cancel, sets
 from groupspec.spec.schema import P, V
 
 # -- the worlds ----------------------------------------------------------------------------
@@ -43,13 +43,17 @@ ZOMBIE = dataclasses.replace(TINY, instances=(0, 0), waive=PRESETS["static"].wai
 # KAFKA-12890's setting: a consumer may hang (it sends nothing more) while its heartbeat
 # thread keeps its session alive (no expiry); the others' requests time out and are retried
 HUNG = dataclasses.replace(TINY, crash=True, loss=True, member_ids=2)
+# the same as a client behaviour (the hung_poll fault): the poll loop hangs after the JoinGroup
+# response and the heartbeat thread goes on heartbeating, in CompletingRebalance too
+HUNG_POLL = PRESETS["hung"]
 
 CR = E.STATES.index("CompletingRebalance")
 PR = E.STATES.index("PreparingRebalance")
 
 
 @pytest.mark.parametrize("cfg,liveness", [(TINY, True), (SMALL, False), (TINY_GEN2, False), (ZOMBIE, False),
-                                          (HUNG, True)], ids=["tiny", "small", "tiny-gen2", "zombie", "hung"])
+                                          (HUNG, True), (HUNG_POLL, True)],
+                         ids=["tiny", "small", "tiny-gen2", "zombie", "hung", "hung-poll"])
 def test_the_worlds_are_clean(cfg, liveness):
     r = check(cfg, liveness=liveness)
     assert r.result == "ok" and r.complete
@@ -178,7 +182,8 @@ def test_static_replacement_keeps_the_old_member_id():
 # == 2. a group stuck in CompletingRebalance (KAFKA-12890) ======================================
 # The leader hangs after its JoinGroup response; the follower syncs and waits.  Kafka's DelayedSync
 # (GC.onExpirePendingSync) removes the leader after the rebalance timeout; without it the group waits
-# in CompletingRebalance forever while the follower's SyncGroups time out and are retried.
+# in CompletingRebalance forever: in HUNG while the follower's SyncGroups time out and are retried,
+# in HUNG_POLL while the hung leader's heartbeat thread goes on heartbeating.
 
 def test_pending_sync_expiry_does_nothing():
     # GC.onExpirePendingSync treats the expiry as unexpected and returns (only the timer is gone)
@@ -188,14 +193,46 @@ def test_pending_sync_expiry_does_nothing():
     assert_stuck_lasso(r, CR, {"SyncTimer: members that never synced are removed during CompletingRebalance"})
 
 
+def no_delayed_sync(r):
+    """GC.onCompleteJoin without schedulePendingSync."""
+    r = edit_sets(r, lambda u: {**u, "sync_timer": FALSE()} if "pending_sync" in u and "sync_timer" in u else u)
+    return without_outputs(r, lambda o: o.kind == "arm" and o.timer == "sync")
+
+
+COMPLETES = {"CompleteJoin: join completes, next generation", "JoinTimer: join completes, next generation"}
+
+
 def test_no_delayed_sync_armed():
     # Kafka before KAFKA-12890: GC.onCompleteJoin arms no DelayedSync
-    def no_timer(r):
-        r = edit_sets(r, lambda u: {**u, "sync_timer": FALSE()} if "pending_sync" in u and "sync_timer" in u else u)
-        return without_outputs(r, lambda o: o.kind == "arm" and o.timer == "sync")
-    completes = {"CompleteJoin: join completes, next generation", "JoinTimer: join completes, next generation"}
-    r = check(HUNG, liveness=True, rows=plant(no_timer, completes.__contains__))
-    assert_stuck_lasso(r, CR, completes)
+    r = check(HUNG, liveness=True, rows=plant(no_delayed_sync, COMPLETES.__contains__))
+    assert_stuck_lasso(r, CR, COMPLETES)
+
+
+def heartbeat_counts_as_sync(r):
+    """A heartbeat in CompletingRebalance that does what a SyncGroup does to the sync deadline
+    (GC.removePendingSyncMember): KAFKA-12890 itself, where heartbeats, newly allowed in
+    CompletingRebalance (apache/kafka#8834), completed the DelayedHeartbeat that had been the
+    deadline for the SyncGroup."""
+    deadline = [sets(pending_sync=V.pending_sync.without(P.member)),
+                cancel("sync", when=V.sync_timer & V.pending_sync.is_empty()),
+                sets(sync_timer=V.sync_timer & Not(V.pending_sync.is_empty()))]
+    return dataclasses.replace(r, steps=deadline + list(r.steps))
+
+
+@pytest.mark.parametrize("change,names", [
+    (heartbeat_counts_as_sync, {"Heartbeat: during CompletingRebalance"}),
+    (no_delayed_sync, COMPLETES),
+], ids=["heartbeat-counts-as-sync", "no-delayed-sync"])
+def test_a_hung_poll_loop_holds_the_group_in_completing_rebalance(change, names):
+    # the leader's poll loop hangs after its JoinGroup response; its heartbeat thread goes on, the
+    # follower syncs and waits: only the pending-sync timeout (GC.onExpirePendingSync) removes the
+    # leader, so without it the group stays in CompletingRebalance while the leader heartbeats
+    rows = plant(change, names.__contains__)
+    assert_stuck_lasso(check(HUNG_POLL, liveness=True, rows=rows), CR, names)
+    # and without the fault no client ever fails to sync: the same table passes, which is why the
+    # world needs a client that hangs
+    r = check(dataclasses.replace(HUNG_POLL, hung_poll=False), liveness=True, rows=rows)
+    assert r.result == "ok" and r.complete
 
 
 def test_delayed_sync_completed_by_the_first_sync():
