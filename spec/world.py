@@ -362,6 +362,39 @@ WORLD_INVARIANTS: tuple[Invariant, ...] = (
         scope="closed-world",
         note="The closed world completes appends at once, so between steps nothing is in flight to the log."),
     Invariant(
+        "membership-durable",
+        "A Stable group is what its last record in the log says: the same generation, protocol, leader and "
+        "members, and each member's assignment. Whatever a Stable group holds about its membership is stored, "
+        "so a coordinator that takes over loads this very group: no member id or assignment is answered that "
+        "the log does not hold.",
+        Implies(W.state == lift("Stable", GroupState),
+                W.log_has & (W.generation == W.log["generation"]) & (W.protocol == W.log["protocol"])
+                & (W.leader == W.log["leader"]) & (W.members == W.log["members"])
+                & ForAll(W.members, lambda m: W.assignment[m] == W.log["assignment"][m])),
+        "GC.doSyncGroup (setAndPropagateAssignment only in storeGroup's callback, once the append succeeded), "
+        "GC.updateStaticMemberAndRebalance (in Stable the new member id is stored before its JoinGroup is "
+        "answered, and reverted if the append fails), GMM.storeGroup, GMM.loadGroupsAndOffsets",
+        scope="closed-world",
+        note="The closed world completes appends at once, so between steps no group record is in flight to the "
+             "log; where appends take time, a Stable group runs ahead of its record while a static member's new "
+             "id is being stored. Assignments are compared for members only: GMM.storeGroup writes one per "
+             "member, whatever else the leader sent."),
+    Invariant(
+        "no-fencing-by-an-older-generation",
+        "No client holds an assignment of a generation newer than the group's (a group the coordinator does "
+        "not hold counts as generation 0): a SyncGroup is answered only once its generation is stored, so not "
+        "even a coordinator failover takes the group back behind a client's assignment, to fence it "
+        "(ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID) by an older generation or a group it has lost.",
+        ForAll(_stable_now(), lambda c: W.c_gen[c] <= W.generation),
+        "GC.doSyncGroup (answered in storeGroup's callback), GMM.loadGroupsAndOffsets (the last stored "
+        "generation), GC.validateHeartbeat, GC.validateOffsetCommit (a generation other than the group's is "
+        "fenced)",
+        scope="closed-world",
+        note="Only the generation: member ids have no order (Kafka's are UUIDs), so the closed world cannot "
+             "tell a client fenced by an older member id of its group.instance.id (a replacement answered but "
+             "never stored, KAFKA-10284) from a zombie fenced by a newer one. membership-durable catches that "
+             "at its cause: the replacement is answered while the log still holds the old id."),
+    Invariant(
         "rebalance-budget",
         "In a world of timely clients without faults, the group needs at most one generation per membership "
         "change (each client joins once and leaves at most once): no rebalance happens that no client caused, "

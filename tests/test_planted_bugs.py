@@ -1,12 +1,13 @@
 """Planted bugs: the classes of real Kafka bugs, each caught with a shortest counterexample.
 
-Four classes, each planted as two or more variants a Kafka engineer could
+Five classes, each planted as two or more variants a Kafka engineer could
 write (the Kafka code each one breaks is named in its test):
 
   1. a member that two clients share      member ids reused or not fenced
   2. a group stuck in CompletingRebalance the DelayedSync missing or idle (KAFKA-12890)
   3. a removed member's timer left armed  GM.remove without removeHeartbeatForLeavingMember
   4. a join completion never re-checked   DelayedJoin.tryComplete / checkAndComplete missed
+  5. membership answered but not stored   storeGroup skipped (KAFKA-2017, KAFKA-10284)
 
 Each bug is one row (or macro use) of spec/table.py changed on a copy of
 ROWS, except two of class 4: the re-check after a step is done by the
@@ -30,7 +31,7 @@ from groupspec.checkers.world_model import WorldModel
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
 from groupspec.spec.lang import FALSE, TRUE, If, Lowest, Not, Term
-from groupspec.spec.rows import Out, Set_, cancel, sets
+from groupspec.spec.rows import Out, Set_, answer, cancel, sets
 from groupspec.spec.schema import P, V
 
 # -- the worlds ----------------------------------------------------------------------------
@@ -46,14 +47,15 @@ HUNG = dataclasses.replace(TINY, crash=True, loss=True, member_ids=2)
 # the same as a client behaviour (the hung_poll fault): the poll loop hangs after the JoinGroup
 # response and the heartbeat thread goes on heartbeating, in CompletingRebalance too
 HUNG_POLL = PRESETS["hung"]
+FAILOVER = dataclasses.replace(TINY, failover=True)           # the coordinator moves: it loads the log
 
 CR = E.STATES.index("CompletingRebalance")
 PR = E.STATES.index("PreparingRebalance")
 
 
 @pytest.mark.parametrize("cfg,liveness", [(TINY, True), (SMALL, False), (TINY_GEN2, False), (ZOMBIE, False),
-                                          (HUNG, True), (HUNG_POLL, True)],
-                         ids=["tiny", "small", "tiny-gen2", "zombie", "hung", "hung-poll"])
+                                          (HUNG, True), (HUNG_POLL, True), (FAILOVER, False)],
+                         ids=["tiny", "small", "tiny-gen2", "zombie", "hung", "hung-poll", "failover"])
 def test_the_worlds_are_clean(cfg, liveness):
     r = check(cfg, liveness=liveness)
     assert r.result == "ok" and r.complete
@@ -343,3 +345,49 @@ def test_delayed_join_expiry_does_not_force_completion():
     rows = plant(lambda r: dataclasses.replace(r, steps=rearm, target=None), forced.__contains__)
     r = check(TINY, liveness=True, rows=rows)
     assert_stuck_lasso(r, PR, forced)
+
+
+# == 5. membership answered but not stored (KAFKA-2017, KAFKA-10284) ============================
+# A coordinator that answers what it has not stored looks right until it fails over: the next one
+# loads the log, and a consumer that was told otherwise is fenced.  membership-durable catches the
+# answer itself, no-fencing-by-an-older-generation the fencing it leads to.
+
+STORED = T.ROW_BY_NAME["StoreGroupDone: assignment stored"]
+LEADER_SYNCS = "SyncGroup: leader sends the assignment"
+
+
+def propagate_without_storing(r):
+    """GC.doSyncGroup that does at once what storeGroup's callback does (setAndPropagateAssignment,
+    Stable) and never appends the group: the coordinator state is not persisted (KAFKA-2017)."""
+    r = without_outputs(r, lambda o: o.kind == "append")
+    return dataclasses.replace(r, steps=r.steps + list(STORED.steps), target="Stable")
+
+
+def test_an_assignment_answered_before_it_is_stored():
+    r = check(TINY, rows=plant(propagate_without_storing, LEADER_SYNCS.__eq__))
+    assert_shortest_violation(r, "membership-durable", {LEADER_SYNCS})
+
+
+def test_a_group_lost_by_a_failover_fences_its_consumers():
+    # the same bug, seen where a consumer meets it: after a failover the new coordinator has no record
+    # of the group, and the consumer's assignment is of a generation the group no longer has
+    world = dataclasses.replace(FAILOVER, waive=(("membership-durable", "to see what the bug leads to"),))
+    r = check(world, rows=plant(propagate_without_storing, LEADER_SYNCS.__eq__))
+    assert_shortest_violation(r, "no-fencing-by-an-older-generation", {LEADER_SYNCS})
+    assert r.path[-1][0].action.startswith("coordinator failover")
+
+
+def test_a_static_replacement_answered_but_not_stored():
+    # GC.updateStaticMemberAndRebalance before KAFKA-10284: in Stable the new member id is answered
+    # (with the current generation and the old leader) without storeGroup, so the log keeps the old id
+    replaces = "JoinGroup: known static member rejoins, protocol unchanged: persist the new id (Stable)"
+
+    def answer_unstored(r):
+        new = P.fresh
+        answered = [answer("JoinGroup", new, **{**T.join_info(new), "leader": V.scratch_leader,
+                                                "members": T.NO_MEMBERS}),
+                    sets(awaiting_join=V.awaiting_join.without(new))]
+        appends = lambda st: isinstance(st, Out) and st.kind == "append"  # noqa: E731
+        return dataclasses.replace(r, steps=[x for st in r.steps for x in (answered if appends(st) else [st])])
+    r = check(ZOMBIE, rows=plant(answer_unstored, replaces.__eq__))
+    assert_shortest_violation(r, "membership-durable", {replaces})
