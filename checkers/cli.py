@@ -192,7 +192,8 @@ def scenario_run(
 
 @app.command("lint")
 def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
-    """Prove each trigger's rows exclusive, covering and reachable (Z3); check the lifecycle's moves."""
+    """Prove each trigger's rows exclusive, covering and reachable, and every row keeping the structural
+    invariants (Z3); check the lifecycle's moves."""
     from .lint import lint
     with err.status("linting the table with Z3...") if not as_json else _null():
         res = lint()
