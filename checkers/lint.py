@@ -109,9 +109,8 @@ def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> 
     checks = 1
     shared = Relations(sizes)
     state, params = shared.state, shared.params
-    assume = state_well_formed(state, sizes) + params_well_formed(params, sizes)
+    assume = shared.assumed()
     env = SymEnv(sizes, state, params)
-    assume += [to_z3(inv.formula, env) for inv in structural()]
     for trig in TRIGGERS:
         rows = rows_of(trig.name)
         if not rows:
@@ -161,14 +160,23 @@ def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> 
 
 
 class Relations:
-    """Fresh symbolic state and parameters, and each row's relation over them, translated once:
-    translating rows into Z3 is most of lint's time, and the timer and structure checks need
-    most rows alike."""
+    """Fresh symbolic state and parameters, what every check assumes of them, and each row's
+    relation over them, translated once: translating into Z3 is most of lint's time, and the
+    checks need most rows alike."""
 
     def __init__(self, sizes: dict):
         self.sizes = sizes
         self.state, self.params = fresh_state(sizes), fresh_params(sizes)
         self._done: dict = {}
+        self._assumed: list | None = None
+
+    def assumed(self) -> list:
+        """Well-formed state and parameters, and the structural invariants of the state."""
+        if self._assumed is None:
+            env = SymEnv(self.sizes, self.state, self.params)
+            self._assumed = (state_well_formed(self.state, self.sizes) + params_well_formed(self.params, self.sizes)
+                             + [to_z3(inv.formula, env) for inv in structural()])
+        return self._assumed
 
     def of(self, r):
         """(guard, post-state, outputs) of row r (symbolic.row_relation)."""
@@ -193,8 +201,7 @@ def check_preserved(sizes: dict, timeout_ms: int, progress=None,
                    to_z3(inv.formula, SymEnv(sizes, after_state, params))) for inv in structural()]
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
-    solver.add(*state_well_formed(state, sizes), *params_well_formed(params, sizes),
-               *[to_z3(inv.formula, env) for inv, _, _ in invariants], *[to_z3(f, env) for f, _ in PARAM_FACTS])
+    solver.add(*relations.assumed(), *[to_z3(f, env) for f, _ in PARAM_FACTS])
     problems, checks = [], 0
     if progress:
         progress("structure")
@@ -236,8 +243,7 @@ def check_timers(sizes: dict, timeout_ms: int, progress=None,
     runtime fires and no row of its trigger covers (or covers as the wrong case)."""
     relations = relations or Relations(sizes)
     state, params = relations.state, relations.params
-    base = state_well_formed(state, sizes) + params_well_formed(params, sizes)
-    base += [to_z3(inv.formula, SymEnv(sizes, state, params)) for inv in structural()]
+    base = relations.assumed()
     # a member's timer (its condition reads the trigger's timer_member) is one per member slot
     per_member = {k for k in TIMER_TRIGGERS if ("param", "timer_member") in _reads(timer_armed(k))}
     keys = [(k, i) for k in TIMER_TRIGGERS for i in (range(sizes[MEMBER]) if k in per_member else (None,))]
