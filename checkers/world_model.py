@@ -573,8 +573,9 @@ class WorldModel:
         return any(C[C_PHASE] == PHASE["stable"] for C in s[1:])
 
     def is_end(self, s: tuple) -> bool:
-        """A legitimate end: every client has left or crashed."""
-        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"]) for C in s[1:])
+        """A legitimate end: every client has left, crashed or hangs (a hung poll loop gets no
+        assignment whatever the coordinator does)."""
+        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"], PHASE["hung"]) for C in s[1:])
 
 
 def world_invariants(cfg: WorldConfig) -> list:

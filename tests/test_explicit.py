@@ -155,6 +155,17 @@ def test_a_group_that_can_never_form_is_reported(monkeypatch):
     assert r.depth == len(r.path) - 1 == 0     # the initial state is already stuck; the search went deeper
 
 
+def test_a_hung_client_is_not_a_group_that_cannot_progress():
+    """A consumer whose poll loop hangs gets no assignment whatever the coordinator does: like a
+    crashed one it has stopped, so a group whose other consumers have stopped too is at an end,
+    not stuck (here one process crashes and the other, with the same group.instance.id, hangs)."""
+    cfg = dataclasses.replace(PRESETS["tiny"], instances=(0, 0), waive=PRESETS["static"].waive, crash=True,
+                              hung_poll=True)
+    r = check(cfg, liveness=True)
+    assert r.result == "ok" and r.complete
+    assert any(name.startswith("hung") for name in r.coverage)
+
+
 def _mutated_live(name: str, **changes):
     rows = [dataclasses.replace(r, **changes) if r.name == name else r for r in T.ROWS]
     return check(TINY, liveness=True, rows=rows)
