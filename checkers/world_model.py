@@ -600,7 +600,8 @@ def _enabled_by(trigger: str, cfg: WorldConfig) -> bool:
     """Which client triggers the world's faults and features switch on."""
     return {"ClientCrash": cfg.crash, "ClientTimeout": cfg.loss or cfg.reordering, "ClientRestart": cfg.restart,
             "ClientCommit": cfg.commits, "ClientLeave": cfg.leaves, "ClientOvertake": cfg.reordering,
-            "ClientHang": cfg.hung_poll, "ClientPollTimeout": cfg.hung_poll}.get(trigger, True)
+            "ClientHang": cfg.hung_poll, "ClientHungHeartbeat": cfg.hung_poll,
+            "ClientPollTimeout": cfg.hung_poll}.get(trigger, True)
 
 
 def _respond(resp: dict, c: int, kind: int, fields: dict, msgs: list, echo: int) -> None:

@@ -270,7 +270,7 @@ CLIENT_ROWS: list[Row] = [
         [sets(c_member=W.c_member.put(C, W.rs_member[C]), c_gen=W.c_gen.put(C, W.rs_gen[C]),
               c_phase=W.c_phase.put(C, ph("hung")), **_consume())], None,
         "fault: the consumer's application thread hangs after its JoinGroup response (KAFKA-12890)"),
-    Row("hung: the heartbeat thread heartbeats", "ClientHeartbeat", ALL, hung & idle_line,
+    Row("hung: the heartbeat thread heartbeats", "ClientHungHeartbeat", ALL, hung & idle_line,
         [sets(**_send("heartbeat"))], None,
         src + " (AbstractCoordinator.HeartbeatThread runs while the poll loop does not)"),
     Row("hung: heartbeat answered, the heartbeat thread goes on", "ClientReceive", ALL,
@@ -294,7 +294,8 @@ CLIENT_ROWS: list[Row] = [
 ]
 
 CLIENT_TRIGGERS = ("ClientStart", "ClientReceive", "ClientHeartbeat", "ClientCommit", "ClientLeave", "ClientCrash",
-                   "ClientTimeout", "ClientOvertake", "ClientRestart", "ClientHang", "ClientPollTimeout")
+                   "ClientTimeout", "ClientOvertake", "ClientRestart", "ClientHang", "ClientHungHeartbeat",
+                   "ClientPollTimeout")
 # the client triggers whose rows send LeaveGroup: a static member (group.instance.id) never does
 # (AbstractCoordinator.maybeLeaveGroup: its membership ends only by session expiry, KIP-345); a hung
 # static member past max.poll.interval.ms only stops heartbeating, which the coordinator sees as a crash
