@@ -182,7 +182,8 @@ def scenario_run(
 
 @app.command("lint")
 def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
-    """Prove each trigger's rows exclusive, covering and reachable (Z3); check the lifecycle's moves."""
+    """Prove each trigger's rows exclusive, covering and reachable, and every row keeping the structural
+    invariants (Z3); check the lifecycle's moves."""
     from .lint import lint
     with err.status("linting the table with Z3...") if not as_json else _null():
         res = lint()
@@ -223,8 +224,8 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
 
 @app.command("check")
 def check_cmd(
-    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3 "
-                                                         "(seconds), ci (under two minutes), deep (nightly)"),
+    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3, "
+                                                         "hung (seconds), ci (under two minutes), deep (nightly)"),
     clients: Optional[int] = typer.Option(None, "--clients", help="number of consumer clients"),
     topics: Optional[int] = typer.Option(None, "--topics"),
     partitions: Optional[int] = typer.Option(None, "--partitions", help="partitions per topic"),
@@ -239,6 +240,9 @@ def check_cmd(
                                                help="the network may deliver a request twice"),
     reordering: Optional[bool] = typer.Option(None, "--reordering/--no-reordering",
                                               help="a request may be overtaken by its client's later ones"),
+    hung_poll: Optional[bool] = typer.Option(None, "--hung-poll/--no-hung-poll",
+                                             help="a client's poll loop may hang after its JoinGroup response: it "
+                                                  "never syncs while its heartbeat thread keeps heartbeating"),
     timely: Optional[bool] = typer.Option(None, "--timely/--no-timely",
                                           help="clients answer within their timeouts: the DelayedJoin never "
                                                "expires and the sync timeout never fires"),
@@ -255,7 +259,10 @@ def check_cmd(
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Explore every reachable state of a bounded closed world; report the shortest violation."""
+    """Explore every reachable state of a bounded closed world; report the shortest violation.
+    The depth reported is how deep the breadth-first search went or, with a counterexample,
+    the counterexample's length in steps (a --liveness lasso: the path to the loop and one lap
+    of it; no progress: the path to the stuck state)."""
     import dataclasses
     from .counterexample import mermaid, step_table, to_itf
     from .explicit import check, check_parallel
@@ -273,7 +280,7 @@ def check_cmd(
                                        max_generation=max_generation, member_ids=member_ids, crash=crash,
                                        expiry=expiry, failover=failover, append_failure=append_failure,
                                        loss=loss, duplication=duplication, reordering=reordering,
-                                       timely=timely, rebalance_budget=rebalance_budget).items()
+                                       hung_poll=hung_poll, timely=timely, rebalance_budget=rebalance_budget).items()
                  if v is not None}
     try:
         cfg = dataclasses.replace(PRESETS[preset], **overrides)

@@ -325,13 +325,21 @@ def _check_liveness(model: Model, max_states, deadlock: bool, progress) -> Resul
         res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")
         res.path = _graph_path(model, states_by_id, edges, stem + loop[1:])
         res.loop_start = len(stem) - 1
-        return res
+        return _counterexample_depth(res)
     stuck = find_no_progress(model, states_by_id, edges, bounded)
     if stuck is not None:
         res = finish("no-progress", "no client can ever get an assignment again")
         res.path = _graph_path(model, states_by_id, edges, shortest_path(edges, roots, stuck))
-        return res
+        return _counterexample_depth(res)
     return finish("ok")
+
+
+def _counterexample_depth(res: Result) -> Result:
+    """A liveness counterexample is found after the whole graph is searched: its depth is its own
+    length in steps (a lasso: the stem and one lap of the loop), as a safety counterexample's is,
+    not how deep the search went."""
+    res.depth = len(res.path) - 1
+    return res
 
 
 def _graph_path(model: Model, states: list, edges: list, ids: list) -> list:

@@ -58,7 +58,7 @@ from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS
 from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
-                                  MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, armed,
+                                  LEAVE_TRIGGERS, MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, armed,
                                   WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
                                   Phase, fairness)
 
@@ -166,12 +166,10 @@ class WorldModel:
         self._base_vector = [None] * len(names)
         for k, v in self.base.items():
             self._base_vector[self.space.param_index[k]] = v
-        # per client: a static member (group.instance.id) never sends LeaveGroup when it closes
-        # (AbstractCoordinator.maybeLeaveGroup: only dynamic members leave; a static member's
-        # membership ends only by session expiry, KIP-345)
+        # per client: a static member (group.instance.id) never sends LeaveGroup
         inst = cfg.instances or (None,) * cfg.clients
         self.triggers = [[a.trigger for a in ACTIONS if a.trigger.startswith("Client") and _enabled_by(a, cfg)
-                          and not (a.trigger == "ClientLeave" and inst[c] is not None)] for c in range(cfg.clients)]
+                          and not (a.trigger in LEAVE_TRIGGERS and inst[c] is not None)] for c in range(cfg.clients)]
         # the parameters every request of a kind carries (MESSAGES' `fixed`; a map: every key alike)
         self._fixed = {name: {k: (tuple([v] * self.sizes[E.PARAM_TYPES[k].key])
                                   if E.PARAM_TYPES[k].kind == "map" else v) for k, v in m.fixed.items()}
@@ -598,8 +596,9 @@ class WorldModel:
         return s[0][E.STATE_I] in IN_REBALANCE
 
     def is_end(self, s: tuple) -> bool:
-        """A legitimate end: every client has left or crashed."""
-        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"]) for C in s[1:])
+        """A legitimate end: every client has left, crashed or hangs (a hung poll loop gets no
+        assignment whatever the coordinator does)."""
+        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"], PHASE["hung"]) for C in s[1:])
 
     # -- fairness, as the world's actions declare it (spec/world.py ACTIONS) ----------------
 

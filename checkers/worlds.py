@@ -47,8 +47,13 @@ class WorldConfig:
     # property: a successor cut by it is a rebalance no client caused (`rebalance_budget`).
     timely: bool = False
     rebalance_budget: bool = False
+    # A client's poll loop may hang after its JoinGroup response: it never syncs, and its heartbeat
+    # thread keeps heartbeating (spec/world.py).  Only worlds without session expiry say that the
+    # heartbeats keep its session alive: under abstract time an armed session timer may fire anyway.
+    hung_poll: bool = False
 
-    FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart")
+    FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart",
+              "hung_poll")
 
     def __post_init__(self):
         if self.rebalance_budget:
@@ -108,6 +113,14 @@ PRESETS: dict[str, WorldConfig] = {
     "settle3": WorldConfig(clients=3, topics=2, partitions=2, max_generation=6, member_ids=6, crash=False,
                            expiry=False, failover=False, append_failure=False, commits=True, leaves=True,
                            timely=True, rebalance_budget=True),
+    # KAFKA-12890's world: a client's poll loop may hang after its JoinGroup response, heartbeating
+    # but never syncing; no session expiry, because the hung client's heartbeats keep its session
+    # alive (so only the pending-sync timeout can remove it); two generations, for the group to
+    # settle again after the timeout.  Its liveness check (seconds) is what catches a coordinator
+    # that lets a heartbeat stand in for the SyncGroup.
+    "hung": WorldConfig(clients=2, topics=1, partitions=2, max_generation=2, member_ids=3, crash=False,
+                        expiry=False, failover=False, append_failure=False, commits=False, leaves=True,
+                        hung_poll=True),
     "deep": WorldConfig(clients=3, topics=2, partitions=2, max_generation=3, member_ids=6, crash=True, expiry=True,
                         failover=True, append_failure=True, commits=True, leaves=True),
 }

@@ -127,13 +127,16 @@ INVARIANTS: tuple[Invariant, ...] = (
              "held group, so it is outside this property."),
     Invariant(
         "pending-not-members",
-        "A pending member (an id issued with MEMBER_ID_REQUIRED) is never a member.",
-        (V.pending & V.members).is_empty(),
-        "GM.addPendingMember, GM.add (removes the id from pending)", structural=True),
+        "A pending member (an id issued with MEMBER_ID_REQUIRED) is never a member, nor awaited to sync.",
+        (V.pending & (V.members | V.pending_sync)).is_empty(),
+        "GM.addPendingMember, GM.add (removes the id from pending), GC.onCompleteJoin (the members are the ones "
+        "awaited to sync)", structural=True),
     Invariant(
         "static-ids-unique",
-        "Each group.instance.id maps to at most one member, which carries it; no two members share one.",
-        And(ForAll(V.members, lambda m: Implies(V.instance_of[m].is_some(), V.static[V.instance_of[m]] == m)),
+        "Each group.instance.id maps to at most one member, which carries it; no two members share one, and "
+        "no one but a member carries one.",
+        And(V.instance_of.keys_where(lambda i: i.is_some()).subset_of(V.members),
+            ForAll(V.members, lambda m: Implies(V.instance_of[m].is_some(), V.static[V.instance_of[m]] == m)),
             ForAll(V.static.keys_where(lambda m: m.is_some()),
                    lambda i: V.static[i].in_(V.members) & (V.instance_of[V.static[i]] == i)),
             ForAll(V.members, lambda a: ForAll(V.members, lambda b: Or(a == b, V.instance_of[a].is_none(),
@@ -169,10 +172,12 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "timers-belong-to-members",
         "Session timers run only for members; the pending-sync timer runs only while some member has yet "
-        "to sync in CompletingRebalance or Stable; the delayed join only while PreparingRebalance.",
+        "to sync in CompletingRebalance or Stable; the delayed join only while PreparingRebalance; so never "
+        "both (a group marked Dead keeps the one it had).",
         And(V.hb_armed.subset_of(V.members),
             Implies(V.sync_timer, Not(V.pending_sync.is_empty()) & _in("CompletingRebalance", "Stable", "Dead")),
-            Implies(Not(V.join_timer == lift("none", JoinTimer)), _in("PreparingRebalance", "Dead"))),
+            Implies(Not(V.join_timer == lift("none", JoinTimer)), _in("PreparingRebalance", "Dead")),
+            Not(V.sync_timer & Not(V.join_timer == lift("none", JoinTimer)))),
         "GC.removeHeartbeatForLeavingMember, GC.removePendingSyncMember, GC.prepareRebalance (removeSyncExpiration)",
         structural=True),
     Invariant(

@@ -126,6 +126,7 @@ def test_a_join_that_never_completes_is_reported_as_a_lasso():
     r = check(WorldModel(TINY, rows), liveness=True)
     assert r.result == "lasso"
     assert 0 <= r.loop_start < len(r.path) - 1
+    assert r.depth == len(r.path) - 1          # the lasso's length (stem and one lap), not the search's depth
     stuck = {E.get(s, "state") for _, s in r.path[r.loop_start:]}
     assert stuck == {E.STATES.index("PreparingRebalance")}
 
@@ -251,6 +252,18 @@ def test_a_group_that_can_never_form_is_reported():
     r = _mutated_live("JoinGroup: invalid group id", own=T.ROW_BY_NAME["JoinGroup: invalid group id"].own.args[0])
     assert r.result == "no-progress", r.result
     assert len(r.path) >= 1
+    assert r.depth == len(r.path) - 1 == 0     # the initial state is already stuck; the search went deeper
+
+
+def test_a_hung_client_is_not_a_group_that_cannot_progress():
+    """A consumer whose poll loop hangs gets no assignment whatever the coordinator does: like a
+    crashed one it has stopped, so a group whose other consumers have stopped too is at an end,
+    not stuck (here one process crashes and the other, with the same group.instance.id, hangs)."""
+    cfg = dataclasses.replace(PRESETS["tiny"], instances=(0, 0), waive=PRESETS["static"].waive, crash=True,
+                              hung_poll=True)
+    r = check(WorldModel(cfg), liveness=True)
+    assert r.result == "ok" and r.complete
+    assert any(name.startswith("hung") for name in r.coverage)
 
 
 def _mutated_live(name: str, **changes):

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 from groupspec.checkers import lint as L
 from groupspec.spec import table as T
 from groupspec.spec.lang import TRUE
+from groupspec.spec.rows import Set_
 
 
 def test_the_table_is_exclusive_covering_reachable_and_legal():
@@ -73,3 +75,20 @@ def test_lint_finds_a_timer_left_armed_where_no_row_expects_one():
     problems = L.check_timers(dict(L.default_sizes()), 20_000, table=rows)[1]
     assert [(p.check, p.rows) for p in problems] == [("timers", [victim.name])]
     assert "heartbeat of m" in problems[0].detail
+
+
+def test_lint_finds_a_row_that_breaks_a_structural_invariant():
+    """GM.remove without `staticMembers.remove`: a static member that leaves stays mapped from its
+    group.instance.id.  Every other check assumes the structural invariants and so passes; only
+    the proof that each row keeps them names the row, the invariant and a witness."""
+    rows = list(T.ROWS)
+    victim = T.ROW_BY_NAME["LeaveMember: member leaves during Stable"]
+    assert any(isinstance(st, Set_) and "static" in st.updates for st in victim.steps)
+    keeps_mapping = copy.copy(victim)
+    keeps_mapping.steps = [dataclasses.replace(st, updates={k: v for k, v in st.updates.items() if k != "static"})
+                           if isinstance(st, Set_) else st for st in victim.steps]
+    rows[rows.index(victim)] = keeps_mapping
+    problems = L.lint(table=rows).problems
+    assert [(p.check, p.rows) for p in problems] == [("preserves", [victim.name])]
+    assert "static-ids-unique" in problems[0].detail
+    assert problems[0].witness["state"] == "Stable" and problems[0].witness["after.state"] == "PreparingRebalance"

@@ -1,12 +1,13 @@
 """Planted bugs: the classes of real Kafka bugs, each caught with a shortest counterexample.
 
-Four classes, each planted as two or more variants a Kafka engineer could
+Five classes, each planted as two or more variants a Kafka engineer could
 write (the Kafka code each one breaks is named in its test):
 
   1. a member that two clients share      member ids reused or not fenced
   2. a group stuck in CompletingRebalance the DelayedSync missing or idle (KAFKA-12890)
   3. a removed member's timer left armed  GM.remove without removeHeartbeatForLeavingMember
   4. a join completion never re-checked   DelayedJoin.tryComplete / checkAndComplete missed
+  5. membership answered but not stored   storeGroup skipped (KAFKA-2017, KAFKA-10284)
 
 Each bug is one row (or macro use) of spec/table.py changed on a copy of
 ROWS, except two of class 4: the re-check after a step is done by the
@@ -30,8 +31,8 @@ from groupspec.checkers.worlds import PRESETS
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
 from groupspec.spec.handling import Eager
-from groupspec.spec.lang import FALSE, TRUE, If, Lowest, Term
-from groupspec.spec.rows import Out, Set_
+from groupspec.spec.lang import FALSE, TRUE, If, Lowest, Not, Term
+from groupspec.spec.rows import Out, Set_, answer, cancel, sets
 from groupspec.spec.schema import P, V
 
 # -- the worlds ----------------------------------------------------------------------------
@@ -44,13 +45,18 @@ ZOMBIE = dataclasses.replace(TINY, instances=(0, 0), waive=PRESETS["static"].wai
 # KAFKA-12890's setting: a consumer may hang (it sends nothing more) while its heartbeat
 # thread keeps its session alive (no expiry); the others' requests time out and are retried
 HUNG = dataclasses.replace(TINY, crash=True, loss=True, member_ids=2)
+# the same as a client behaviour (the hung_poll fault): the poll loop hangs after the JoinGroup
+# response and the heartbeat thread goes on heartbeating, in CompletingRebalance too
+HUNG_POLL = PRESETS["hung"]
+FAILOVER = dataclasses.replace(TINY, failover=True)           # the coordinator moves: it loads the log
 
 CR = E.STATES.index("CompletingRebalance")
 PR = E.STATES.index("PreparingRebalance")
 
 
 @pytest.mark.parametrize("cfg,liveness", [(TINY, True), (SMALL, False), (TINY_GEN2, False), (ZOMBIE, False),
-                                          (HUNG, True)], ids=["tiny", "small", "tiny-gen2", "zombie", "hung"])
+                                          (HUNG, True), (HUNG_POLL, True), (FAILOVER, False)],
+                         ids=["tiny", "small", "tiny-gen2", "zombie", "hung", "hung-poll", "failover"])
 def test_the_worlds_are_clean(cfg, liveness):
     r = check(WorldModel(cfg), liveness=liveness)
     assert r.result == "ok" and r.complete
@@ -121,6 +127,7 @@ def assert_shortest_violation(r, invariant: str | set, planted: set):
 def assert_stuck_lasso(r, state: int, planted: set):
     assert r.result == "lasso", (r.result, r.violation)
     assert 0 <= r.loop_start < len(r.path) - 1
+    assert r.depth == len(r.path) - 1          # the lasso's own length, stem and one lap
     assert {E.get(s, "state") for _, s in r.path[r.loop_start:]} == {state}
     assert rows_fired(r) & planted, "the counterexample does not go through the planted bug"
 
@@ -178,7 +185,8 @@ def test_static_replacement_keeps_the_old_member_id():
 # == 2. a group stuck in CompletingRebalance (KAFKA-12890) ======================================
 # The leader hangs after its JoinGroup response; the follower syncs and waits.  Kafka's DelayedSync
 # (GC.onExpirePendingSync) removes the leader after the rebalance timeout; without it the group waits
-# in CompletingRebalance forever while the follower's SyncGroups time out and are retried.
+# in CompletingRebalance forever: in HUNG while the follower's SyncGroups time out and are retried,
+# in HUNG_POLL while the hung leader's heartbeat thread goes on heartbeating.
 
 def test_pending_sync_expiry_does_nothing():
     # GC.onExpirePendingSync treats the expiry as unexpected and returns (only the timer is gone)
@@ -188,14 +196,46 @@ def test_pending_sync_expiry_does_nothing():
     assert_stuck_lasso(r, CR, {"SyncTimer: members that never synced are removed during CompletingRebalance"})
 
 
+def no_delayed_sync(r):
+    """GC.onCompleteJoin without schedulePendingSync."""
+    r = edit_sets(r, lambda u: {**u, "sync_timer": FALSE()} if "pending_sync" in u and "sync_timer" in u else u)
+    return without_outputs(r, lambda o: o.kind == "arm" and o.timer == "sync")
+
+
+COMPLETES = {"CompleteJoin: join completes, next generation", "JoinTimer: join completes, next generation"}
+
+
 def test_no_delayed_sync_armed():
     # Kafka before KAFKA-12890: GC.onCompleteJoin arms no DelayedSync
-    def no_timer(r):
-        r = edit_sets(r, lambda u: {**u, "sync_timer": FALSE()} if "pending_sync" in u and "sync_timer" in u else u)
-        return without_outputs(r, lambda o: o.kind == "arm" and o.timer == "sync")
-    completes = {"CompleteJoin: join completes, next generation", "JoinTimer: join completes, next generation"}
-    r = check(WorldModel(HUNG, plant(no_timer, completes.__contains__)), liveness=True)
-    assert_stuck_lasso(r, CR, completes)
+    r = check(WorldModel(HUNG, plant(no_delayed_sync, COMPLETES.__contains__)), liveness=True)
+    assert_stuck_lasso(r, CR, COMPLETES)
+
+
+def heartbeat_counts_as_sync(r):
+    """A heartbeat in CompletingRebalance that does what a SyncGroup does to the sync deadline
+    (GC.removePendingSyncMember): KAFKA-12890 itself, where heartbeats, newly allowed in
+    CompletingRebalance (apache/kafka#8834), completed the DelayedHeartbeat that had been the
+    deadline for the SyncGroup."""
+    deadline = [sets(pending_sync=V.pending_sync.without(P.member)),
+                cancel("sync", when=V.sync_timer & V.pending_sync.is_empty()),
+                sets(sync_timer=V.sync_timer & Not(V.pending_sync.is_empty()))]
+    return dataclasses.replace(r, steps=deadline + list(r.steps))
+
+
+@pytest.mark.parametrize("change,names", [
+    (heartbeat_counts_as_sync, {"Heartbeat: during CompletingRebalance"}),
+    (no_delayed_sync, COMPLETES),
+], ids=["heartbeat-counts-as-sync", "no-delayed-sync"])
+def test_a_hung_poll_loop_holds_the_group_in_completing_rebalance(change, names):
+    # the leader's poll loop hangs after its JoinGroup response; its heartbeat thread goes on, the
+    # follower syncs and waits: only the pending-sync timeout (GC.onExpirePendingSync) removes the
+    # leader, so without it the group stays in CompletingRebalance while the leader heartbeats
+    rows = plant(change, names.__contains__)
+    assert_stuck_lasso(check(WorldModel(HUNG_POLL, rows), liveness=True), CR, names)
+    # and without the fault no client ever fails to sync: the same table passes, which is why the
+    # world needs a client that hangs
+    r = check(WorldModel(dataclasses.replace(HUNG_POLL, hung_poll=False), rows), liveness=True)
+    assert r.result == "ok" and r.complete
 
 
 def test_delayed_sync_completed_by_the_first_sync():
@@ -294,3 +334,49 @@ def test_delayed_join_expiry_does_not_force_completion():
     rows = plant(lambda r: dataclasses.replace(r, steps=rearm, target=None), forced.__contains__)
     r = check(WorldModel(TINY, rows), liveness=True)
     assert_stuck_lasso(r, PR, forced)
+
+
+# == 5. membership answered but not stored (KAFKA-2017, KAFKA-10284) ============================
+# A coordinator that answers what it has not stored looks right until it fails over: the next one
+# loads the log, and a consumer that was told otherwise is fenced.  membership-durable catches the
+# answer itself, no-fencing-by-an-older-generation the fencing it leads to.
+
+STORED = T.ROW_BY_NAME["StoreGroupDone: assignment stored"]
+LEADER_SYNCS = "SyncGroup: leader sends the assignment"
+
+
+def propagate_without_storing(r):
+    """GC.doSyncGroup that does at once what storeGroup's callback does (setAndPropagateAssignment,
+    Stable) and never appends the group: the coordinator state is not persisted (KAFKA-2017)."""
+    r = without_outputs(r, lambda o: o.kind == "append")
+    return dataclasses.replace(r, steps=r.steps + list(STORED.steps), target="Stable")
+
+
+def test_an_assignment_answered_before_it_is_stored():
+    r = check(WorldModel(TINY, plant(propagate_without_storing, LEADER_SYNCS.__eq__)))
+    assert_shortest_violation(r, "membership-durable", {LEADER_SYNCS})
+
+
+def test_a_group_lost_by_a_failover_fences_its_consumers():
+    # the same bug, seen where a consumer meets it: after a failover the new coordinator has no record
+    # of the group, and the consumer's assignment is of a generation the group no longer has
+    world = dataclasses.replace(FAILOVER, waive=(("membership-durable", "to see what the bug leads to"),))
+    r = check(WorldModel(world, plant(propagate_without_storing, LEADER_SYNCS.__eq__)))
+    assert_shortest_violation(r, "no-fencing-by-an-older-generation", {LEADER_SYNCS})
+    assert r.path[-1][0].action.startswith("coordinator failover")
+
+
+def test_a_static_replacement_answered_but_not_stored():
+    # GC.updateStaticMemberAndRebalance before KAFKA-10284: in Stable the new member id is answered
+    # (with the current generation and the old leader) without storeGroup, so the log keeps the old id
+    replaces = "JoinGroup: known static member rejoins, protocol unchanged: persist the new id (Stable)"
+
+    def answer_unstored(r):
+        new = P.fresh
+        answered = [answer("JoinGroup", new, **{**T.join_info(new), "leader": V.scratch_leader,
+                                                "members": T.NO_MEMBERS}),
+                    sets(awaiting_join=V.awaiting_join.without(new))]
+        appends = lambda st: isinstance(st, Out) and st.kind == "append"  # noqa: E731
+        return dataclasses.replace(r, steps=[x for st in r.steps for x in (answered if appends(st) else [st])])
+    r = check(WorldModel(ZOMBIE, plant(answer_unstored, replaces.__eq__)))
+    assert_shortest_violation(r, "membership-durable", {replaces})

@@ -48,7 +48,7 @@ def test_renaming_every_row_changes_no_liveness_verdict():
 
 def test_every_step_of_a_world_with_every_switch_is_a_declared_action():
     cfg = WorldConfig(clients=2, topics=1, partitions=1, max_generation=1, member_ids=3, loss=True,
-                      duplication=True, reordering=True, restart=True)
+                      duplication=True, reordering=True, restart=True, hung_poll=True)
     model = WorldModel(cfg)
     seen, frontier, acts = {model.init_states()[0]}, [model.init_states()[0]], set()
     while frontier and len(seen) < 20_000:
