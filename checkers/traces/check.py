@@ -50,24 +50,32 @@ def check_group(group: str, records: list[Any], engine=None) -> dict:
     except Violation as v:
         return verdict(group, "invalid", n, "complete", v.rule, v.detail)
     done: list[dict] = []
-    for lead, effects in steps:
-        before = replay.states()
+    for i, (lead, effects) in enumerate(steps):
         try:
             replay.step(lead, effects)
         except Violation as v:
             return verdict(group, "violation", n, "complete", v.rule, v.detail, lead,
-                           {"states_before": before, "rows": v.rows, "record": lead, "effects": effects,
-                            "leading_up": done[-CONTEXT:]}, replay.rebalances)
+                           {"states_before": _states_before(group, config, steps[:i], engine), "rows": v.rows,
+                            "record": lead, "effects": effects, "leading_up": done[-CONTEXT:]}, replay.rebalances)
         except (EngineError, LangError) as e:
             return verdict(group, "violation", n, "complete", "table-gap",
                            f"no row of the table covers this step: {e}", lead,
-                           {"states_before": before, "record": lead, "leading_up": done[-CONTEXT:]},
-                           replay.rebalances)
+                           {"states_before": _states_before(group, config, steps[:i], engine), "record": lead,
+                            "leading_up": done[-CONTEXT:]}, replay.rebalances)
         done.append(lead)
         done.extend(effects)
         if len(done) > 4 * CONTEXT:
             del done[:-CONTEXT]
     return verdict(group, "ok", n, "complete", rebalances=replay.rebalances)
+
+
+def _states_before(group: str, config, steps: list, engine) -> list[dict]:
+    """The states the spec could be in before a violating step (replayed again: only a violation
+    pays for it)."""
+    replay = Replay(group, config, engine)
+    for lead, effects in steps:
+        replay.step(lead, effects)
+    return replay.states()
 
 
 def check_all(groups: dict[str, list], engine=None) -> list[dict]:

@@ -21,7 +21,7 @@ import copy
 from collections import deque
 from typing import Any
 
-from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.coordinator import Group, GroupCoordinator
 from groupspec.impl.requests import InvalidRequest
 from groupspec.impl.storage import InMemoryLog
 from groupspec.spec import engine as E
@@ -57,6 +57,27 @@ class ReplayCoordinator(GroupCoordinator):
 
     def _issued(self, client: str) -> str:
         return self.issue if self.issue is not None else f"{client}-?"
+
+    def save(self) -> tuple:
+        """What a step may change, copied shallowly (far cheaper than a deep copy: a world's values are
+        tuples, strings and ints, and its containers are rebuilt on restore)."""
+        t = self.timers
+        groups = {gid: (g.state, list(g.ids), dict(g.slot_of), dict(g.client), dict(g.parked), g.state_ts,
+                        dict(g.commit_ts)) for gid, g in self.groups.items()}
+        return (groups, list(t._heap), dict(t._live), copy.copy(t._seq), deque(self.appends),
+                len(self.log._batches), self.clock.now_ms, self.coord, self.hold, self.fail_next)
+
+    def restore(self, saved: tuple) -> None:
+        groups, heap, live, seq, appends, nlog, now, coord, hold, fail_next = saved
+        self.groups = {gid: Group(gid, st, list(ids), dict(slot_of), dict(client), dict(parked), state_ts,
+                                  dict(commit_ts))
+                       for gid, (st, ids, slot_of, client, parked, state_ts, commit_ts) in groups.items()}
+        self._shared = set()      # fresh groups: no copy shares them
+        t = self.timers
+        t._heap, t._live, t._seq = list(heap), dict(live), copy.copy(seq)
+        self.appends = deque(appends)
+        del self.log._batches[nlog:]
+        self.clock.now_ms, self.coord, self.hold, self.fail_next = now, coord, hold, fail_next
 
     def append(self, g, o):
         if self.at_once:                   # the trace says this write completed within the step
@@ -272,6 +293,23 @@ def steps_of(records: list[dict]) -> list[tuple[dict, list[dict]]]:
     return steps
 
 
+def _first(outcomes) -> int:
+    return 0
+
+
+def _recorder(prefix: list, decisions: list):
+    def choose(outcomes):
+        i = len(decisions)
+        decisions.append(len(outcomes))
+        return prefix[i] if i < len(prefix) else 0
+    return choose
+
+
+def _alternatives(prefix: list, decisions: list) -> list:
+    return [prefix + [0] * (i - len(prefix)) + [alt]
+            for i in range(len(prefix), len(decisions)) for alt in range(1, decisions[i])]
+
+
 class Replay:
     """The set of worlds that explain the trace so far."""
 
@@ -310,27 +348,31 @@ class Replay:
         self.worlds = survivors
 
     def _runs(self, w: World, lead: dict):
-        """The world after each combination of choices (lazily: a world is copied only when the step may
-        meet a choice)."""
-        if not may_choose(w.coord, self.gid, lead):
+        """The world after each combination of choices the step meets: the first in `w` itself, the others
+        (rare) each in a copy of `w` as it was before the step."""
+        c = w.coord
+        if not may_choose(c, self.gid, lead):
             yield w
             return
-        stack = [[]]
+        before = c.save()
+        decisions: list[int] = []
+        c.choose = _recorder([], decisions)
+        yield w
+        c.choose = _first
+        stack = _alternatives([], decisions)
+        if not stack:
+            return
+        after = c.save()
         while stack:
             prefix = stack.pop()
+            c.restore(before)
             run = copy.deepcopy(w)
-            decisions: list[int] = []
-
-            def choose(outcomes, prefix=prefix, decisions=decisions):
-                i = len(decisions)
-                decisions.append(len(outcomes))
-                return prefix[i] if i < len(prefix) else 0
-            run.coord.choose = choose
+            more: list[int] = []
+            run.coord.choose = _recorder(prefix, more)
             yield run
-            run.coord.choose = lambda outcomes: 0
-            for i in range(len(prefix), len(decisions)):
-                for alt in range(1, decisions[i]):
-                    stack.append(prefix + [0] * (i - len(prefix)) + [alt])
+            run.coord.choose = _first
+            stack += _alternatives(prefix, more)
+        c.restore(after)
 
     def states(self) -> list[dict]:
         return [snapshot_of(w.coord, self.gid) for w in self.worlds]
