@@ -31,6 +31,8 @@ LOGGER = re.compile(r"\s*\((?:kafka\.coordinator|org\.apache\.kafka\.coordinator
 IDENT = re.compile(r"^\[(?:GroupCoordinator|GroupMetadataManager)(?: id=| brokerId=| )(\d+)[^\]]*\]:?\s*")
 COORD_LOGGER = re.compile(r"\((?:kafka\.coordinator|org\.apache\.kafka\.coordinator)[\w.$]*\)\s*$")
 
+MEMBER_IN_TOSTRING = re.compile(r"(?:memberId=|member\.id )([^,\]\s)]+)")
+ROTATED = re.compile(r"(\.\d+)?(\.gz)?$")
 G = r"(?P<g>\S+?)"
 GEN = r"(?P<gen>-?\d+)"
 PART = r"(?: \(__consumer_offsets-\d+\))?"
@@ -77,6 +79,10 @@ TEMPLATES: list[tuple[str, re.Pattern, str | None]] = [(n, re.compile(p), e) for
     ("no-rejoin", rf"^Group {G} could not complete rebalance because no members rejoined\.?\s*$", None),
     ("removed-not-joined", rf"^Group {G} removed dynamic members who haven't joined: (?P<ms>.*)$", None),
     ("simple-group", rf"^Creating simple consumer group {G} via manual offset commit\.?\s*$", None),
+    # about an offsets partition, not a group: recognised, no observation
+    ("partition-elected", r"^Elected as the group coordinator for partition \d+.*$", None),
+    ("partition-resigned", r"^Resigned as the group coordinator for partition \d+.*$", None),
+    ("partition-loading", r"^(?:Scheduling (?:un)?loading|Finished (?:un)?loading|Offset load from) .*$", None),
 ]]
 # the state a line shows the group in when it maps to no event
 SNAPSHOT_STATE = {"dead-skip": "Dead", "no-rejoin": "PreparingRebalance", "removed-not-joined": "PreparingRebalance",
@@ -159,7 +165,7 @@ def read_files(paths: list[str]) -> Reading:
     files.sort(key=_rotation)
     out = Reading(files=len(files))
     for fi, path in enumerate(files):
-        fallback = f"{path.parent.name}/{re.sub(r'(\.\d+)?(\.gz)?$', '', path.name)}"
+        fallback = path.parent.name + "/" + ROTATED.sub("", path.name)
         for n, text in _entries(path):
             out.lines += 1
             m = HEADER.match(text)
@@ -201,7 +207,8 @@ def _match(out: Reading, msg: str, ts: int, fi: int, n: int, src: str) -> None:
             if d.get("gen") is not None:
                 fields["generation"] = int(d["gen"])
             if d.get("m"):
-                fields["member"] = d["m"]
+                mm = MEMBER_IN_TOSTRING.search(d["m"])
+                fields["member"] = mm.group(1) if mm else d["m"]
             if d.get("reason"):
                 fields["reason"] = d["reason"]
             st = d.get("st")
