@@ -161,19 +161,38 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
                               f"a gzip file cut short must be recompressed") from None
 
 
-def parse_line(line: str, where: str) -> tuple[str | None, Any]:
-    """(group, record) from a JSON line; a line that is not JSON gives (its group if one is
-    visible, a BadRecord)."""
+def parse_line(line: str, file: str) -> tuple[str | None, Any]:
+    """(group, record) from a JSON line of `file`; a line that is not JSON gives (its group if one is
+    visible, a BadRecord naming the file and the record by its first characters: Spark reads
+    lines without their numbers, and both ways of checking must say the same)."""
+    line = line.rstrip("\r\n")
     try:
         rec = json.loads(line)
     except ValueError as e:
         m = GROUP_RE.search(line)
-        return (json.loads(f'"{m.group(1)}"') if m else None,
-                BadRecord(f"{where}: not valid JSON ({e.msg} at column {e.colno}); the line is cut short "
-                          f"or corrupt"))
+        group = _unescape(m.group(1)) if m else None
+        return (group, BadRecord(f"{file}: the record {line[:70]!r}{'...' if len(line) > 70 else ''} is not valid "
+                                 f"JSON ({e.msg} at column {e.colno}): cut short or corrupt"))
     if isinstance(rec, dict) and isinstance(rec.get("group"), str):
         return rec["group"], rec
-    return None, BadRecord(f"{where}: a record without a string `group`")
+    return None, BadRecord(f"{file}: the record {line[:70]!r} has no string `group`")
+
+
+def _unescape(text: str) -> str | None:
+    try:
+        return json.loads(f'"{text}"')
+    except ValueError:
+        return None
+
+
+def file_name(uri: str) -> str:
+    """A file as both ways of reading name it (Spark gives a file: URI)."""
+    from urllib.parse import unquote
+    if uri.startswith("file:"):
+        uri = unquote(uri[5:])
+        while uri.startswith("//"):
+            uri = uri[1:]
+    return uri
 
 
 def parquet_columns_missing(path: Path) -> list[str]:
@@ -262,7 +281,7 @@ def read_groups(paths: list[str]) -> tuple[dict[str, list], list[str]]:
         for n, line in read_lines(path):
             if not line.strip():
                 continue
-            g, rec = parse_line(line, f"{path}:{n}")
+            g, rec = parse_line(line, str(path.resolve()))
             if g is None:
                 orphans.append(rec.message)
             else:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from .check import VERDICT_FIELDS, check_group
-from .records import BadRecord, from_row, is_parquet, parquet_columns_missing, parse_line, TraceInputError
+from .records import BadRecord, TraceInputError, file_name, from_row, is_parquet, parquet_columns_missing, parse_line
 
 GROUP_PATTERN = r'"group"\s*:\s*"((?:[^"\\]|\\.)*)"'
 VERDICT_DDL = ("group string, verdict string, seq long, source string, rule string, detail string, records long, "
@@ -54,14 +54,14 @@ def _records_of(rows) -> list:
     """One group's rows (file, pos, fmt, value) to records, in input order."""
     recs = []
     for file, pos, fmt, value in sorted(rows, key=lambda r: (r[0], r[1])):
-        where = f"{file}: record {pos + 1}" if fmt == "parquet" else f"{file}: line {pos + 1}"
+        file = file_name(file)
         if fmt == "parquet":
             try:
                 recs.append(from_row(json.loads(value)))
             except ValueError:
-                recs.append(BadRecord(f"{where}: unreadable row"))
+                recs.append(BadRecord(f"{file}: an unreadable row"))
         else:
-            _, rec = parse_line(value, where)
+            _, rec = parse_line(value, file)
             recs.append(rec)
     return recs
 
@@ -137,4 +137,4 @@ def _verdict_tuple(v: dict) -> tuple:
 def orphan_lines(orphan, limit: int = 5) -> tuple[int, list[str]]:
     n = orphan.count()
     rows = orphan.select("file", "value").limit(limit).collect() if n else []
-    return n, [f"{r['file']}: a line with no group: {r['value'][:80]!r}" for r in rows]
+    return n, [f"{file_name(r['file'])}: the record {r['value'][:70]!r} has no string `group`" for r in rows]
