@@ -27,10 +27,11 @@ from groupspec.impl.storage import InMemoryLog
 from groupspec.spec import engine as E
 from groupspec.spec.kafka import ConfigError, brief
 from groupspec.spec.lang import NONE
-from groupspec.spec.schema import STATES
+from groupspec.spec.schema import STATE_VARS, STATES
 from groupspec.spec.table import TIMERS
 
 MAX_WORLDS = 64
+_MAPS = [(i, v.type.key, v.initial) for i, v in enumerate(STATE_VARS) if v.type.kind == "map"]
 PREPARING = STATES.index("PreparingRebalance")
 # Steps that never meet a choice the table leaves open: their rows make none, and the eager
 # join re-check (the only other way to a choice) runs only in PreparingRebalance
@@ -57,6 +58,17 @@ class ReplayCoordinator(GroupCoordinator):
 
     def _issued(self, client: str) -> str:
         return self.issue if self.issue is not None else f"{client}-?"
+
+    def _widen(self, g) -> None:
+        """GroupCoordinator._widen in one pass over the map variables (it runs before every row)."""
+        sizes = self._sizes(max(1, len(g.ids)))
+        st = g.state
+        short = [(i, sizes[dom], init) for i, dom, init in _MAPS if len(st[i]) < sizes[dom]]
+        if short:
+            st = list(st)
+            for i, n, init in short:
+                st[i] = st[i] + (init,) * (n - len(st[i]))
+            g.state = tuple(st)
 
     def save(self) -> tuple:
         """What a step may change, copied shallowly (far cheaper than a deep copy: a world's values are
