@@ -225,8 +225,11 @@ def check_cmd(
     if out_dir is None:
         fail_input("give --out DIR for the verdicts and the summary (or --group G to check one group here)")
     folder = output_path("--out", out_dir, "dir", OUT_FILES + ("verdicts.parquet",))
+    remote = [p for p in paths if "://" in p]          # hdfs://, s3a://, ...: Spark reads them
+    if remote and in_process:
+        fail_input(f"{remote[0]}: --in-process reads local files only; drop --in-process to read it on Spark")
     try:
-        files = expand(paths)
+        files = expand([p for p in paths if "://" not in p]) + remote
     except TraceInputError as e:
         fail_input(str(e))
     start = time.perf_counter()

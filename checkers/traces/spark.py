@@ -43,7 +43,7 @@ def session(master: str = "local[*]", app: str = "groupspec-traces", partitions:
          .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
          .config("spark.driver.memory", os.environ.get("GROUPSPEC_SPARK_DRIVER_MEMORY", "2g"))
          .config("spark.sql.shuffle.partitions", str(partitions or 8)))
-    if master and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+    if master:              # empty: the master spark-submit (or spark-defaults.conf) gives
         b = b.master(master)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -79,8 +79,8 @@ def read(spark, files: list[Path]):
     refused (TraceInputError naming the file and columns)."""
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window  # noqa: F401 - imported for spark-submit environments
-    text = [str(p) for p in files if not is_parquet(p)]
-    parquet = [p for p in files if is_parquet(p)]
+    text = [str(p) for p in files if not _parquet(p)]
+    parquet = [p for p in files if _parquet(p)]
     frames = []
     if text:
         df = spark.read.text(text)
@@ -91,6 +91,8 @@ def read(spark, files: list[Path]):
                                 F.regexp_extract("value", r'"group"\s*:', 0).alias("has_group"),
                                 "file", "pos", "fmt", "value"))
     for p in parquet:
+        if _remote(p):
+            continue        # read by Spark only: a missing column is Spark's error then
         missing = parquet_columns_missing(p)
         if missing:
             raise TraceInputError(f"{p}: Parquet file without the columns {', '.join(missing)} "
@@ -106,6 +108,14 @@ def read(spark, files: list[Path]):
     for f in frames[1:]:
         out = out.unionByName(f)
     return out
+
+
+def _remote(p) -> bool:
+    return "://" in str(p)
+
+
+def _parquet(p) -> bool:
+    return str(p).endswith(".parquet") if _remote(p) else is_parquet(p)
 
 
 def check(spark, files: list[Path], engine: str = "pandas", status: Callable[[str], None] = lambda s: None):
