@@ -141,6 +141,13 @@ def test_parquet_with_missing_columns_is_one_line(tmp_path):
     r = run("traces", "check", tmp_path / "bad.parquet", "--out", tmp_path / "o", "--in-process")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "bad.parquet" in r.stderr and "ts_ms" in r.stderr and "Traceback" not in r.stderr
+    # beside a good file it is skipped, named, and the good file's groups are checked
+    assert run("simulate", "--groups", 2, "--events-per-group", 30, "--out", tmp_path / "good.jsonl").returncode == 0
+    r = run("traces", "check", tmp_path / "bad.parquet", tmp_path / "good.jsonl", "--out", tmp_path / "o",
+            "--in-process", "--json")
+    assert r.returncode == 1 and "skipped" in r.stderr and "bad.parquet" in r.stderr
+    s = json.loads(r.stdout)
+    assert s["verdicts"]["ok"] == 2 and len(s["skipped_files"]) == 1
 
 
 def test_kafka_logs_of_several_versions_and_layouts(tmp_path):

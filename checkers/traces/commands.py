@@ -234,14 +234,17 @@ def check_cmd(
         fail_input(str(e))
     start = time.perf_counter()
     timing: dict = {}
+    skipped: list = []
     if in_process:
-        verdicts, unowned = _in_process(paths)
+        verdicts, unowned = _in_process(paths, skipped)
         timing["check_seconds"] = round(time.perf_counter() - start, 2)
         engine_used = "in-process"
     else:
-        verdicts, unowned, timing = _on_spark(files, master, engine, partitions, folder)
-        engine_used = f"spark {master} ({engine})"
-    s = report.summarize(verdicts, unowned, {"engine": engine_used, **timing})
+        verdicts, unowned, timing = _on_spark(files, master, engine, partitions, folder, skipped)
+        engine_used = f"spark {master or 'from spark-submit'} ({engine})"
+    for problem in skipped:
+        _cli().say_error(f"groupspec: skipped {problem}")
+    s = report.summarize(verdicts, unowned, {"engine": engine_used, "skipped_files": skipped, **timing})
 
     def write():
         folder.mkdir(parents=True, exist_ok=True)
@@ -261,16 +264,15 @@ def check_cmd(
         _cli().out.print(report.markdown(s), markup=False, highlight=False)
         _cli().out.print(f"\nwritten to {folder}: verdicts.parquet, summary.md, summary.json, report.html",
                   markup=False, highlight=False)
-    raise typer.Exit(0 if s["verdicts"]["violation"] == 0 and s["verdicts"]["invalid"] == 0 else 1)
+    raise typer.Exit(0 if s["verdicts"]["violation"] == 0 and s["verdicts"]["invalid"] == 0 and not skipped else 1)
 
 
-def _in_process(paths: list[str]):
+def _in_process(paths: list[str], skipped: list):
     from .check import check_group
     from .records import read_groups
-    try:
-        groups, orphans = read_groups(paths)
-    except TraceInputError as e:
-        fail_input(str(e))
+    groups, orphans = read_groups(paths, skipped)
+    if not groups and skipped:
+        fail_input(skipped[0])
     verdicts = []
     with _progress(len(groups), "checking groups") as bar:
         task = bar.add_task("", total=len(groups))
@@ -280,7 +282,7 @@ def _in_process(paths: list[str]):
     return verdicts, (len(orphans), orphans[:5])
 
 
-def _on_spark(files, master: str, engine: str, partitions: int, folder: Path):
+def _on_spark(files, master: str, engine: str, partitions: int, folder: Path, skipped: list):
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         fail_input("Spark needs a Java runtime (17) and none is on PATH or in JAVA_HOME: run .ci/setup "
                    "(apt-get install openjdk-17-jre-headless), or check with --in-process")
@@ -300,7 +302,7 @@ def _on_spark(files, master: str, engine: str, partitions: int, folder: Path):
         status.update("reading, grouping and checking (Spark's stage progress below) ...")
         sp.sparkContext.setLocalProperty("spark.job.description", "groupspec traces check")
         try:
-            verdicts_df, orphan = S.check(sp, files, engine)
+            verdicts_df, orphan = S.check(sp, files, engine, skipped)
             target = folder / "verdicts.parquet"
             folder.mkdir(parents=True, exist_ok=True)
             verdicts_df.write.mode("overwrite").parquet(str(target))

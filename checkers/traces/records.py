@@ -258,32 +258,49 @@ def to_row(rec: dict) -> dict:
     return row
 
 
-def read_groups(paths: list[str]) -> tuple[dict[str, list], list[str]]:
+def read_groups(paths: list[str], skipped: list | None = None) -> tuple[dict[str, list], list[str]]:
     """Every record of the files by group, in input order (a BadRecord where a line is bad), and
-    the problems no group can own (a line that is not JSON and names no group)."""
+    the problems no group can own (a line that is not JSON and names no group).  A file that cannot
+    be read at all raises TraceInputError, or, given a `skipped` list, is skipped and named there."""
     groups: dict[str, list] = {}
     orphans: list[str] = []
     for path in expand(paths):
-        if is_parquet(path):
-            import pyarrow.parquet as pq
-            missing = parquet_columns_missing(path)
-            if missing:
-                raise TraceInputError(f"{path}: Parquet file without the columns {', '.join(missing)} "
-                                      f"(trace-format.md lists the fields every record has)")
-            for i, row in enumerate(pq.read_table(path).to_pylist(), 1):
-                rec = from_row(row)
-                g = rec.get("group")
-                if isinstance(g, str):
-                    groups.setdefault(g, []).append(rec)
-                else:
-                    orphans.append(f"{path}: row {i}: no group")
+        if skipped is None:
+            _read_file(path, groups, orphans)
             continue
-        for n, line in read_lines(path):
-            if not line.strip():
-                continue
-            g, rec = parse_line(line, str(path.resolve()))
-            if g is None:
-                orphans.append(rec.message)
-            else:
-                groups.setdefault(g, []).append(rec)
+        mark = {g: len(r) for g, r in groups.items()}
+        try:
+            _read_file(path, groups, orphans)
+        except TraceInputError as e:
+            skipped.append(str(e))
+            for g in list(groups):              # what the file gave before its bad part goes too
+                if g not in mark:
+                    del groups[g]
+                else:
+                    del groups[g][mark[g]:]
     return groups, orphans
+
+
+def _read_file(path: Path, groups: dict, orphans: list) -> None:
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+        missing = parquet_columns_missing(path)
+        if missing:
+            raise TraceInputError(f"{path}: Parquet file without the columns {', '.join(missing)} "
+                                  f"(trace-format.md lists the fields every record has)")
+        for i, row in enumerate(pq.read_table(path).to_pylist(), 1):
+            rec = from_row(row)
+            g = rec.get("group")
+            if isinstance(g, str):
+                groups.setdefault(g, []).append(rec)
+            else:
+                orphans.append(f"{path}: row {i}: no group")
+        return
+    for n, line in read_lines(path):
+        if not line.strip():
+            continue
+        g, rec = parse_line(line, str(path.resolve()))
+        if g is None:
+            orphans.append(rec.message)
+        else:
+            groups.setdefault(g, []).append(rec)

@@ -34,6 +34,8 @@ def markdown(s: dict) -> str:
     out = ["# Trace check", "",
            f"{s['groups']:,} groups, {s['records']:,} records: **{v['ok']:,} ok**, **{v['violation']:,} violation**, "
            f"**{v['invalid']:,} invalid**.", ""]
+    if s.get("skipped_files"):
+        out += ["Files skipped (not checked):", ""] + [f"- {x}" for x in s["skipped_files"]] + [""]
     if s.get("unowned_lines"):
         out += [f"{s['unowned_lines']:,} lines name no group and were not checked, e.g.:", ""]
         out += [f"- {e}" for e in s["unowned_examples"]] + [""]

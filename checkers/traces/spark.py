@@ -19,7 +19,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Callable
 
 from .check import VERDICT_FIELDS, check_group
 from .records import BadRecord, TraceInputError, file_name, from_row, is_parquet, parquet_columns_missing, parse_line
@@ -74,7 +73,7 @@ def _check_pdf(pdf):
     return pd.DataFrame([{k: v[k] for k in VERDICT_FIELDS}])
 
 
-def read(spark, files: list[Path]):
+def read(spark, files: list[Path], skipped: list | None = None):
     """Every record as (group, file, pos, fmt, value); a Parquet file without the trace's columns is
     refused (TraceInputError naming the file and columns)."""
     from pyspark.sql import functions as F
@@ -93,10 +92,19 @@ def read(spark, files: list[Path]):
     for p in parquet:
         if _remote(p):
             continue        # read by Spark only: a missing column is Spark's error then
-        missing = parquet_columns_missing(p)
+        try:
+            missing = parquet_columns_missing(p)
+        except TraceInputError as e:
+            missing = [str(e)]
         if missing:
-            raise TraceInputError(f"{p}: Parquet file without the columns {', '.join(missing)} "
-                                  f"(trace-format.md lists the fields every record has)")
+            problem = TraceInputError(f"{p}: Parquet file without the columns {', '.join(missing)} "
+                                      f"(trace-format.md lists the fields every record has)")
+            if skipped is None:
+                raise problem
+            skipped.append(str(problem))
+    parquet = [p for p in parquet if _remote(p) or not any(s.startswith(f"{p}:") for s in (skipped or []))]
+    if not text and not parquet:
+        raise TraceInputError((skipped or ["no readable trace files"])[0])
     if parquet:
         df = spark.read.parquet(*[str(p) for p in parquet])
         cols = df.columns
@@ -118,10 +126,11 @@ def _parquet(p) -> bool:
     return str(p).endswith(".parquet") if _remote(p) else is_parquet(p)
 
 
-def check(spark, files: list[Path], engine: str = "pandas", status: Callable[[str], None] = lambda s: None):
-    """The verdicts DataFrame, and the lines no group owns (count, a few examples)."""
+def check(spark, files: list[Path], engine: str = "pandas", skipped: list | None = None):
+    """The verdicts DataFrame, and the lines no group owns (count, a few examples).  A Parquet file
+    without the format's columns is skipped and named in `skipped` (TraceInputError without it)."""
     from pyspark.sql import functions as F
-    df = read(spark, files)
+    df = read(spark, files, skipped)
     # a JSON group id may hold escapes: unescape what the regex took
     df = df.withColumn("group", F.when(F.col("group").contains("\\"),
                                        F.get_json_object(F.concat(F.lit('{"g":"'), F.col("group"), F.lit('"}')), "$.g"))
