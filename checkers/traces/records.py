@@ -43,6 +43,11 @@ def _int(rec: dict, key: str, where: str) -> None:
         raise BadRecord(f"{where}: `{key}` must be an integer, got {json.dumps(v)[:40]}")
 
 
+def _one_of(where: str, what: str, value: Any, allowed: tuple) -> None:
+    if value not in allowed:
+        raise BadRecord(f"{where}: unknown {what} {json.dumps(value)[:40]} (one of {', '.join(allowed)})")
+
+
 def check_record(rec: Any, where: str) -> dict:
     """The record, or BadRecord saying what is wrong with it."""
     if not isinstance(rec, dict):
@@ -56,8 +61,7 @@ def check_record(rec: Any, where: str) -> dict:
     if not isinstance(rec.get("source"), str):
         raise BadRecord(f"{where}: `source` must be a string")
     kind = rec.get("kind")
-    if kind not in KINDS:
-        raise BadRecord(f"{where}: unknown kind {json.dumps(kind)[:40]} (one of {', '.join(KINDS)})")
+    _one_of(where, "kind", kind, KINDS)
     if kind == "request":
         if not isinstance(rec.get("api"), str) or not isinstance(rec.get("request"), dict):
             raise BadRecord(f"{where}: a request record needs `api` (a string) and `request` (an object)")
@@ -69,21 +73,15 @@ def check_record(rec: Any, where: str) -> dict:
         if "id" not in rec or not isinstance(rec.get("response"), dict):
             raise BadRecord(f"{where}: a response record needs `id` and `response` (an object)")
     elif kind == "timer":
-        if rec.get("timer") not in TIMER_NAMES:
-            raise BadRecord(f"{where}: unknown timer {json.dumps(rec.get('timer'))[:40]} "
-                            f"(one of {', '.join(TIMER_NAMES)})")
+        _one_of(where, "timer", rec.get("timer"), TIMER_NAMES)
     elif kind == "storage":
         if not isinstance(rec.get("result"), str):
             raise BadRecord(f"{where}: a storage record needs `result` (an error name)")
     elif kind == "coordinator":
-        if rec.get("event") not in EVENTS:
-            raise BadRecord(f"{where}: unknown coordinator event {json.dumps(rec.get('event'))[:40]} "
-                            f"(one of {', '.join(EVENTS)})")
+        _one_of(where, "coordinator event", rec.get("event"), EVENTS)
     elif kind == "observe":
-        ev = rec.get("event")
-        if ev is not None and ev not in OBSERVE_EVENTS:
-            raise BadRecord(f"{where}: unknown observed event {json.dumps(ev)[:40]} "
-                            f"(one of {', '.join(OBSERVE_EVENTS)})")
+        if rec.get("event") is not None:
+            _one_of(where, "observed event", rec["event"], OBSERVE_EVENTS)
         if rec.get("generation") is not None:
             _int(rec, "generation", where)
     return rec
