@@ -41,18 +41,26 @@ def _key(v: dict) -> tuple:
     return tuple(v[k] for k in VERDICT_FIELDS if k != "explain")
 
 
-def test_spark_job_gives_the_in_process_verdicts(spark, tmp_path):
-    folder, info = _corpus(tmp_path, 24, seed=4)
+def _same_verdicts(spark, tmp_path, engine: str, groups_n: int, seed: int) -> None:
+    folder, info = _corpus(tmp_path, groups_n, seed=seed)
     groups, orphans = read_groups([str(folder)])
     expected = sorted(_key(check_group(g, recs)) for g, recs in groups.items())
-    for engine in ("pandas", "rdd"):
-        verdicts, orphan = S.check(spark, expand([str(folder)]), engine)
-        got = sorted(_key(r.asDict()) for r in verdicts.collect())
-        assert got == expected, engine
-        assert S.orphan_lines(orphan)[0] == len(orphans) == 1
+    verdicts, orphan = S.check(spark, expand([str(folder)]), engine)
+    got = sorted(_key(r.asDict()) for r in verdicts.collect())
+    assert got == expected, engine
+    assert S.orphan_lines(orphan)[0] == len(orphans) == 1
     flagged = {k[0] for k in expected if k[1] == "violation"}
     assert flagged == {b["group"] for b in info if b["fired"]}
     assert [k for k in expected if k[0] == "broken-group"][0][1] == "invalid"
+
+
+def test_spark_job_gives_the_in_process_verdicts(spark, tmp_path):
+    _same_verdicts(spark, tmp_path, "pandas", 20, seed=4)
+
+
+@pytest.mark.slow
+def test_spark_rdd_job_gives_the_in_process_verdicts(spark, tmp_path):
+    _same_verdicts(spark, tmp_path, "rdd", 60, seed=6)
 
 
 @pytest.mark.slow
