@@ -72,8 +72,10 @@ def one(config: str, folder: Path) -> dict:
             bad += sum(check_group(g, r)["verdict"] != "ok" for g, r in groups.items())
             read, check = read + t1 - t0, check + time.perf_counter() - t1
             del groups
+        cpu = time.process_time()
         return {"config": config, "records": n, "violations": bad, "read_seconds": round(read, 2),
-                "check_seconds": round(check, 2), "records_per_second": int(n / (read + check))}
+                "check_seconds": round(check, 2), "records_per_second": int(n / (read + check)),
+                "cpu_seconds": round(cpu, 1), "records_per_cpu_second": int(n / cpu)}
     master, engine = config.split(":")
     from groupspec.checkers.traces import spark as S
     t0 = time.perf_counter()
