@@ -177,6 +177,12 @@ def test_partial_checker_catches_impossible_sequences():
     assert check_group("g", twice)["verdict"] == "violation"
     sync_in_pr = ok[:1] + [obs(2, event="leader-sync", generation=3)]
     assert check_group("g", sync_in_pr)["verdict"] == "violation"
+    # a coordinator move: the new coordinator goes on from the generation it loaded, not without loading
+    moved = ok[:3] + [obs(4, event="unloaded", generation=4), obs(5, event="loaded", generation=4),
+                      obs(6, event="rebalance-start", generation=4)]
+    assert check_group("g", moved)["verdict"] == "ok"
+    unloaded = moved[:4] + [obs(6, event="rebalance-start", generation=4)]
+    assert check_group("g", unloaded)["verdict"] == "violation"
 
 
 def test_malformed_log_files_are_one_line(tmp_path):

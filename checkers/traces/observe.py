@@ -60,13 +60,21 @@ def _gen_effect(row) -> str:
     for st in row.steps:
         if isinstance(st, Set_) and "generation" in st.updates:
             try:
-                state = list(E.initial_state({**sizes, **{k: 1 for k in _domain_keys()}}))
-                state[E.STATE_INDEX["generation"]] = 7
                 f = compile_term(st.updates["generation"], E.LAYOUT)
-                v = f(tuple(state), E.make_params({}), ())
+                got = []
+                for g in (7, 11):
+                    state = list(E.initial_state({**sizes, **{k: 1 for k in _domain_keys()}}))
+                    state[E.STATE_INDEX["generation"]] = g
+                    got.append(f(tuple(state), E.make_params({}), ()))
             except Exception:  # noqa: BLE001 - a term that reads more than the generation: set from outside
                 return "set"
-            return "inc" if v == 8 else "same" if v == 7 else "set"
+            if got == [8, 12]:
+                return "inc"
+            if got == [7, 11]:
+                return "same"
+            if got[0] == got[1] and isinstance(got[0], int):
+                return f"const:{got[0]}"      # the group is forgotten: back to the initial generation
+            return "set"
     return "same"
 
 
@@ -143,6 +151,8 @@ def _apply(m: Move, gen, observed):
         return None if gen is None else gen + 1
     if m.gen == "set":
         return observed
+    if m.gen.startswith("const:"):
+        return int(m.gen[6:])
     return gen
 
 
