@@ -93,14 +93,17 @@ class BuggyCoordinator(GroupCoordinator):
             self.first_fired_ms = self.clock.now()
 
     def enter(self, g, out, params) -> None:
+        before = g.state
         super().enter(g, out, params)
         self.fired.clear()          # the list of rows fired grows without end in a long run
         name = out.row.name
         if self.bug in ("generation-not-bumped", "sync-in-preparing") and name in self.changed:
             self._hit()
         elif self.bug == "leader-not-reelected" and name.endswith("join completes, next generation"):
-            lead, members = E.get(out.state, "leader"), E.get(out.state, "members")
-            if lead == NONE or not (members >> lead) & 1:
+            # the spec elects a leader among the members that rejoined when the leader did not (it left,
+            # or it is a static member that has not rejoined); this coordinator keeps the old one
+            lead = E.get(before, "leader")
+            if lead == NONE or not (E.get(before, "awaiting_join") >> lead) & 1:
                 self._hit()
 
     def _timer_fired(self, key) -> None:

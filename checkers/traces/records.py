@@ -92,7 +92,7 @@ def where_of(rec: dict) -> str:
 
 
 def order(records: list[dict]) -> list[dict]:
-    """The group's history: each source's records in `seq` order, sources merged by time.
+    """The group's history: each source's records in `seq` order, sources merged by time (then seq).
 
     `records` come in input order; a source whose `seq` does not increase in input order is an
     error (BadRecord), so is a record that breaks the format."""
@@ -107,7 +107,9 @@ def order(records: list[dict]) -> list[dict]:
         lst.append(rec)
     if len(by_source) == 1:
         return next(iter(by_source.values()))
-    return list(heapq.merge(*by_source.values(), key=lambda r: r["ts_ms"]))
+    # by time; at the same millisecond, by seq (exact for one writer that changes source, as the
+    # runtime's does when its group moves; a fair guess between independent brokers)
+    return list(heapq.merge(*by_source.values(), key=lambda r: (r["ts_ms"], r["seq"])))
 
 
 # -- reading files (in process) ------------------------------------------------------------
