@@ -55,12 +55,12 @@ def _same_verdicts(spark, tmp_path, engine: str, groups_n: int, seed: int) -> No
 
 
 def test_spark_job_gives_the_in_process_verdicts(spark, tmp_path):
-    _same_verdicts(spark, tmp_path, "pandas", 20, seed=4)
+    _same_verdicts(spark, tmp_path, "rdd", 20, seed=4)
 
 
 @pytest.mark.slow
-def test_spark_rdd_job_gives_the_in_process_verdicts(spark, tmp_path):
-    _same_verdicts(spark, tmp_path, "rdd", 60, seed=6)
+def test_spark_pandas_job_gives_the_in_process_verdicts(spark, tmp_path):
+    _same_verdicts(spark, tmp_path, "pandas", 60, seed=6)
 
 
 @pytest.mark.slow
