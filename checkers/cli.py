@@ -471,6 +471,11 @@ def _row_names() -> set[str]:
     return {r.name for r in ROWS}
 
 
+# trace validation: `simulate`, `traces from-kafka-log`, `traces check` (checkers/traces/commands.py)
+from groupspec.checkers.traces.commands import register as _register_traces  # noqa: E402
+
+_register_traces(app)
+
 # Click's usage errors (typer vendors click: its base class is reached through a public one)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
