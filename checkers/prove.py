@@ -43,7 +43,7 @@ from groupspec.spec.symbolic import (FixedMeaning, SymEnv, concrete_to_z3, fresh
                                      params_well_formed, row_relation, state_well_formed, to_z3)
 from groupspec.spec.table import ROWS, enabled
 
-TIMEOUT_MS = 10_000
+TIMEOUT_MS = 3_000
 DEBUG = False
 STATUSES = ("proved", "proved up to N", "violated", "unknown")
 
@@ -613,7 +613,7 @@ class System:
         return c.solver.check(*lits, goal)
 
     def targeted(self, goal_of: Callable[[RowCtx], object], reads, own: list[Lemma], pool: list[Lemma],
-                 budget_s: float = 60.0):
+                 budget_s: float = 60.0, goal_vars: set[str] = frozenset()):
         """Houdini guided by counterexamples to induction, for one goal.
 
         S starts with `own` (the invariant itself, for a state invariant).  Each row that can
@@ -661,11 +661,13 @@ class System:
                     unknown.append(c.name)
                     continue
                 m = c.solver.model()
-                blockers = [lm for lm in pool if lm.name not in tried and not lm.record and
-                            z3.is_false(m.eval(c.pre(lm.formula), model_completion=True))]
-                if c.loads:
-                    blockers += [lm for lm in pool if lm.name not in tried and lm.record and
-                                 z3.is_false(m.eval(c.pre(lm.formula), model_completion=True))]
+                # candidates that rule the state out, about what the failing obligations speak of
+                broken = [lm for lm, o in obs if not z3.is_true(m.eval(o, model_completion=True))]
+                about = set().union(*[_vars_of(lm.formula) for lm in broken]) | goal_vars
+                about = {v.removeprefix("prev:") for v in about} | ({"record"} if c.loads else set())
+                blockers = [lm for lm in pool if lm.name not in tried and (lm.record == c.loads or not lm.record)
+                            and (_vars_of(lm.formula) & about or lm.record)
+                            and z3.is_false(m.eval(c.pre(lm.formula), model_completion=True))]
                 if blockers:
                     for lm in blockers:
                         S[lm.name] = lm
@@ -738,10 +740,13 @@ class Prover:
     """Proves the catalog's invariants; the strengthening found is kept for every invariant."""
 
     def __init__(self, rows=None, timeout_ms: int = TIMEOUT_MS, strengthen: bool = True,
-                 bound: int = 3, progress: Callable[[str], None] | None = None, budget_s: float = 60.0):
+                 bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 20.0,
+                 presets: tuple[str, ...] = ("tiny", "small")):
         self.rows = list(ROWS if rows is None else rows)
         self.timeout_ms, self.strengthen, self.bound = timeout_ms, strengthen, bound
         self.budget_s = budget_s
+        self.presets = tuple(presets)
+        self.rows_arg = rows
         self.progress = progress or (lambda s: None)
         self._systems: dict = {}
         self._lemmas: dict = {}
@@ -780,7 +785,32 @@ class Prover:
         self.progress(inv.name)
         p = self._prove(inv)
         p.seconds = time.perf_counter() - t0
+        if self.presets and p.status not in ("proved", "violated") and inv.scope == "coordinator":
+            self._confirm(inv, p)
+        if self.presets and p.lemmas:
+            pool = {lm.name: lm for lm in self.pool(inv.scope)}
+            bad = refuted_by([pool[n] for n in p.lemmas if n in pool], self.presets, self.rows_arg)
+            if bad:     # a lemma some reachable state breaks: the prover is wrong, say so loudly
+                p.status, p.reason = "unknown", (
+                    "PROVER BUG: lemmas the search found are false in reachable states: "
+                    + ", ".join(f"{n} (world {w})" for n, w in bad.items()) + "; " + p.reason)
         return p
+
+    def _confirm(self, inv: Invariant, p: Proof) -> None:
+        """An invariant not proved is looked for in the reachable states of the check worlds:
+        broken there, it is violated."""
+        from groupspec.spec.concrete import compile_term
+        from groupspec.spec.invariants import _layouts
+        for preset in self.presets:
+            groups, _, broken = reachable(preset, self.rows_arg)
+            if inv.name in broken:
+                p.status, p.reason = "violated", f"a step of world {preset} breaks it: {broken[inv.name]}; " + p.reason
+                return
+            if inv.kind == "state" and not inv.settled:
+                f = compile_term(inv.formula, _layouts()[0])
+                if not all(f(g, [], ()) for g in groups):
+                    p.status, p.reason = "violated", f"a reachable state of world {preset} breaks it; " + p.reason
+                    return
 
     def _prove(self, inv: Invariant) -> Proof:
         asm = [a.name for a in ENVIRONMENT] + [a.name for a in CLOSED_WORLD.get(inv.name, ())]
@@ -793,7 +823,7 @@ class Prover:
             return Proof(inv.name, "unknown", "none", reason="a closed-world invariant without a declared "
                          "assumption about the clients (CLOSED_WORLD)", assumptions=asm)
         attempt = self._attempt(inv, None)
-        if attempt.status == "proved":
+        if attempt.status in ("proved", "violated"):
             attempt.assumptions = asm
             return attempt
         # the same question for fixed sizes, where counting and the vote are exact
@@ -829,15 +859,24 @@ class Prover:
         fails, unknown, _ = system.check_goal(goal, own, reads)
         if not fails and not unknown:
             return Proof(inv.name, "proved", f"induction ({where})")
+        plain = fails[0] if fails else (None, None)
+        if plain[0] is not None and self.presets and inv.scope == "coordinator":
+            probe = Proof(inv.name, "unknown", "induction")
+            self._confirm(inv, probe)
+            if probe.status == "violated":     # a real violation: no strengthening can help
+                c, model = plain
+                probe.cti = self.cti(inv, c, model, where)
+                probe.reason += f"the counterexample to induction: row {c.name!r}"
+                return probe
         if not self.strengthen:
-            c, model = fails[0] if fails else (None, None)
+            c, model = plain
         else:
             pool = self.pool(inv.scope)
-            lemmas, cex, unknown = system.targeted(goal, reads, own, pool, self.budget_s)
+            lemmas, cex, unknown = system.targeted(goal, reads, own, pool, self.budget_s, _vars_of(inv.formula))
             if cex is None and not unknown:
                 names = sorted(lm.name for lm in lemmas if lm.name != inv.name)
                 return Proof(inv.name, "proved", f"induction with CTI-guided Houdini strengthening ({where})", names)
-            c, model = cex if cex else (None, None)
+            c, model = cex if cex else plain
         if c is not None:
             return Proof(inv.name, "unknown", "induction", cti=self.cti(inv, c, model, where),
                          reason=f"row {c.name!r} breaks it")
@@ -888,32 +927,42 @@ def prove_all(names: list[str] | None = None, **kw) -> tuple[list[Proof], Prover
 _REACHED: dict = {}
 
 
-def reachable(preset: str) -> tuple[set, set]:
+def reachable(preset: str, rows=None) -> tuple[set, set, dict]:
     """The group states (the spec's variables) and the group records in the log of every state
-    the closed world `preset` reaches (its whole graph, breadth-first, without symmetry)."""
-    if preset not in _REACHED:
+    the closed world `preset` reaches (its whole graph, breadth-first, without symmetry), and
+    the coordinator invariants a step broke on the way ({name: row}: the world model checks
+    every one after every row)."""
+    key = (preset, None if rows is None else id(rows))
+    if key not in _REACHED:
+        from groupspec.spec.invariants import InvariantViolation
         from .explicit import PRESETS
         from .world_model import LOG, LOG_HAS, WorldModel
-        model = WorldModel(PRESETS[preset])
+        model = WorldModel(PRESETS[preset], rows)
         n = len(STATE_VARS)
         init = model.initial()
         seen = {init}
         level = [init]
+        broken: dict[str, str] = {}
         while level:
             nxt = []
             for s in level:
-                for _, t in model.successors(s):
+                try:
+                    succ = model.successors(s)
+                except InvariantViolation as e:
+                    broken.setdefault(e.invariant.name, str(e))
+                    continue
+                for _, t in succ:
                     if t not in seen:
                         seen.add(t)
                         nxt.append(t)
             level = nxt
         groups = {model.flat(s)[:n] for s in seen}
         records = {s[0][LOG] for s in seen if s[0][LOG_HAS]}
-        _REACHED[preset] = (groups, records)
-    return _REACHED[preset]
+        _REACHED[key] = (groups, records, broken)
+    return _REACHED[key]
 
 
-def refuted_by(lemmas: list[Lemma], presets: tuple[str, ...]) -> dict[str, str]:
+def refuted_by(lemmas: list[Lemma], presets: tuple[str, ...], rows=None) -> dict[str, str]:
     """Each lemma some reachable state (or logged record) breaks, with the world that shows it."""
     from groupspec.spec.concrete import compile_term
     from groupspec.spec.engine import PARAM_INDEX, make_params
@@ -921,7 +970,7 @@ def refuted_by(lemmas: list[Lemma], presets: tuple[str, ...]) -> dict[str, str]:
     one = _layouts()[0]
     out: dict[str, str] = {}
     for preset in presets:
-        groups, records = reachable(preset)
+        groups, records, _ = reachable(preset, rows)
         for lm in lemmas:
             if lm.name in out:
                 continue

@@ -201,3 +201,71 @@ def scenario_fragment(row, pre: dict, params: dict, post: dict) -> str:
 
 def state_name(i: int) -> str:
     return GroupState.values[i]
+
+
+# -- the command's result ----------------------------------------------------------------
+
+def run_induction(names: list[str] | None, strengthen: bool = True, bound: int = 2, timeout_s: float = 3.0,
+                  budget_s: float = 20.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None):
+    """Prove the invariants named (all when None).  Returns (proofs, prover)."""
+    from .prove import INVARIANTS, Prover
+    prover = Prover(timeout_ms=int(timeout_s * 1000), strengthen=strengthen, bound=bound, budget_s=budget_s,
+                    presets=presets, progress=progress)
+    invs = [i for i in INVARIANTS if names is None or i.name in names]
+    return [prover.prove(i) for i in invs], prover
+
+
+def exit_code(proofs) -> int:
+    """0: nothing violated; 1: an invariant is violated (unknowns are listed with their reasons)."""
+    return 1 if any(p.status == "violated" for p in proofs) else 0
+
+
+def as_json(proofs, prover) -> dict:
+    from .prove import CLOSED_WORLD, ENVIRONMENT
+    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in prover.pool(scope)}
+    used = sorted({n for p in proofs for n in p.lemmas})
+    asm = list(ENVIRONMENT) + [a for v in CLOSED_WORLD.values() for a in v]
+    return {"result": "violated" if exit_code(proofs) else "ok",
+            "invariants": [p.as_json() for p in proofs],
+            "lemmas": [{"name": n, "meaning": pool[n].meaning, "origin": pool[n].origin} for n in used if n in pool],
+            "assumptions": [{"name": a.name, "meaning": a.meaning} for a in asm],
+            "lemmas_checked_on": list(prover.presets)}
+
+
+def print_table(console, proofs, prover) -> None:
+    from rich.table import Table
+    from .prove import CLOSED_WORLD, ENVIRONMENT
+    t = Table(title="groupspec prove: induction over every row of the table")
+    for col in ("invariant", "status", "method", "lemmas", "seconds"):
+        t.add_column(col)
+    colour = {"proved": "green", "proved up to N": "yellow", "violated": "red", "unknown": "magenta"}
+    for p in proofs:
+        status = p.status if p.status != "proved up to N" else f"proved up to N={p.bound}"
+        t.add_row(p.name, f"[{colour[p.status]}]{status}[/]", p.method, str(len(p.lemmas)), f"{p.seconds:.2f}")
+    console.print(t)
+    for p in proofs:
+        if p.reason:
+            console.print(f"[bold]{p.name}[/]: {p.reason}", highlight=False)
+        if p.cti and p.status != "proved":
+            console.print("  " + p.cti.words, markup=False, highlight=False)
+            console.print("  " + p.cti.scenario.replace("\n", "\n  "), markup=False, highlight=False)
+    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in prover.pool(scope)}
+    used = sorted({n for p in proofs for n in p.lemmas})
+    if used:
+        console.print(f"auxiliary lemmas ({len(used)}; each holds in every reachable state of "
+                      f"{', '.join(prover.presets) or 'no world (not checked)'}):", highlight=False)
+        for n in used:
+            console.print(f"  {n}: {pool[n].meaning}" if n in pool else f"  {n}", markup=False, highlight=False)
+    console.print("assumed of the environment: " + "; ".join(
+        f"{a.name} ({a.meaning})" for a in list(ENVIRONMENT) + [a for v in CLOSED_WORLD.values() for a in v]),
+        markup=False, highlight=False)
+
+
+def catalog_status(proofs) -> dict:
+    """{invariant: (status text, lemmas)} for the catalog page."""
+    out = {}
+    for p in proofs:
+        s = p.status if p.status != "proved up to N" else f"proved up to N={p.bound}"
+        out[p.name] = (f"{s} ({p.method})" + (f": {p.reason}" if p.reason and p.status != "proved" else ""),
+                       p.lemmas)
+    return out
