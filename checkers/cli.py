@@ -243,6 +243,9 @@ def prove_cmd(
                                      help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "
                                                               "the catalog page `groupspec docs` writes shows it)."),
+    search: str = typer.Option("targeted", "--search", help="targeted: Houdini guided by counterexamples to "
+                               "induction, per invariant; full: Houdini over every candidate (the largest inductive "
+                               "subset), then unsat cores."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3)."""
@@ -252,6 +255,8 @@ def prove_cmd(
     for name in invariant:
         if name not in known:
             fail_input(f"--invariant {name!r}: no such invariant; use one of {', '.join(known)}")
+    if search not in ("targeted", "full"):
+        fail_input(f"--search {search!r}: use targeted or full")
     if not 1 <= bound <= 6:
         fail_input(f"--bound {bound}: give 1 to 6 members (the fixed-size reading grows fast)")
     if not 0 < timeout <= 600 or not 0 < budget <= 3600:
@@ -261,7 +266,8 @@ def prove_cmd(
         presets = tuple(_preset_list("--check-lemmas", check_lemmas))
     target = output_path("--save", save, "file") if save else None
     progress = None if as_json else (lambda what: err.print(f"proving: {what}", markup=False, highlight=False))
-    proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress)
+    proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
+                                   search)
     result = proofs_json(proofs, prover)
     if as_json:
         print(json.dumps(result, indent=2))

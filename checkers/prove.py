@@ -35,9 +35,9 @@ import z3
 
 from groupspec.spec import unbounded as U
 from groupspec.spec.invariants import INVARIANTS, Invariant
-from groupspec.spec.lang import NONE, And, ForAll, Implies, Not, Or, Term, lift, show, walk
+from groupspec.spec.lang import ForAll, Implies, Not, Term, lift, walk
 from groupspec.spec.rows import Out, Set_
-from groupspec.spec.schema import (INSTANCE, MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
+from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
                                    GroupRecord, GroupState, P, V)
 from groupspec.spec.symbolic import (FixedMeaning, SymEnv, concrete_to_z3, fresh_params, fresh_state,
                                      params_well_formed, row_relation, state_well_formed, to_z3)
@@ -567,9 +567,10 @@ class System:
         s.add(*side, z3.Not(v))
         return s.check() == z3.unsat
 
-    def houdini(self, cands: list[Lemma], keep: set[str] = frozenset()) -> tuple[list[Lemma], dict]:
+    def houdini(self, cands: list[Lemma], deadline: float | None = None) -> tuple[list[Lemma] | None, dict]:
         """The largest subset of `cands` inductive as a whole (relative to the assumptions).
-        Returns it and, for each candidate dropped, the row that broke it."""
+        Returns it and, for each candidate dropped, the row that broke it; None for the subset
+        when the deadline passed first (nothing is claimed then)."""
         alive = {lm.name: lm for lm in cands if self.initially(lm)}
         dropped = {lm.name: "not true of a group the coordinator does not hold"
                    for lm in cands if lm.name not in alive}
@@ -578,6 +579,8 @@ class System:
             changed = False
             for c in self.ctx:
                 while True:
+                    if deadline is not None and time.perf_counter() > deadline:
+                        return None, dropped
                     obs = [(lm, c.obligation(lm)) for lm in alive.values()]
                     obs = [(lm, o) for lm, o in obs if o is not None]
                     if not obs:
@@ -741,10 +744,10 @@ class Prover:
 
     def __init__(self, rows=None, timeout_ms: int = TIMEOUT_MS, strengthen: bool = True,
                  bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 20.0,
-                 presets: tuple[str, ...] = ("tiny", "small")):
+                 presets: tuple[str, ...] = ("tiny", "small"), search: str = "targeted"):
         self.rows = list(ROWS if rows is None else rows)
         self.timeout_ms, self.strengthen, self.bound = timeout_ms, strengthen, bound
-        self.budget_s = budget_s
+        self.budget_s, self.search = budget_s, search
         self.presets = tuple(presets)
         self.rows_arg = rows
         self.progress = progress or (lambda s: None)
@@ -830,11 +833,16 @@ class Prover:
         fixed = self._attempt(inv, fixed_sizes(self.bound))
         fixed.assumptions = asm
         cti = attempt.cti
-        why = (f"not inductive for every size: row {cti.row!r} breaks it from a state where "
-               f"{'the lemmas found hold' if self.strengthen else 'it holds'}" if cti else attempt.reason)
+        why = (f"not shown inductive for every size: counterexample to induction at row {cti.row!r}" if cti
+               else attempt.reason)
         if cti and cti.approximated:
             why += (" (that counterexample reads " + ", ".join(cti.approximated) + " over-approximated: they have "
                     "no decidable meaning for every size, so it may not be a real one)")
+        if fixed.status == "proved" and fixed.lemmas:
+            general = self._generalize(inv, fixed.lemmas)
+            if general is not None:
+                general.assumptions = asm
+                return general
         if fixed.status == "proved":
             fixed.status, fixed.bound = "proved up to N", self.bound
             fixed.method = fixed.method.replace("(N=", "(fixed sizes, N=")
@@ -846,6 +854,25 @@ class Prover:
                                                           else fixed.reason)
         fixed.cti = fixed.cti or cti
         return fixed
+
+    def _generalize(self, inv: Invariant, names: list[str]) -> Proof | None:
+        """The lemmas found for fixed sizes, asked again for every size: Houdini over just them
+        in the unbounded reading; the invariant proved if it (or its goal) survives."""
+        pool = {lm.name: lm for lm in self.pool(inv.scope)}
+        own = [as_lemma(inv)] if inv.kind == "state" else []
+        system = self.system(inv.scope)
+        alive, _ = system.houdini(own + [pool[n] for n in names if n in pool],
+                                  deadline=time.perf_counter() + self.budget_s)
+        if alive is None:
+            return None
+        if own and inv.name not in {lm.name for lm in alive}:
+            return None
+        if not own:
+            fails, unknown, _ = system.check_goal(lambda c: kind_goal(inv, c), alive, self._reads(inv, system))
+            if fails or unknown:
+                return None
+        return Proof(inv.name, "proved", f"induction with lemmas found for N={self.bound}, kept for every size "
+                     "(unbounded)", sorted(lm.name for lm in alive if lm.name != inv.name))
 
     def _attempt(self, inv: Invariant, sizes: dict | None) -> Proof:
         """Induction for `inv` in one reading: plain, then with the strengthening found."""
@@ -870,6 +897,16 @@ class Prover:
                 return probe
         if not self.strengthen:
             c, model = plain
+        elif self.search == "full":
+            # Houdini over every candidate: the largest inductive subset, then the unsat cores
+            lemmas = self.lemmas(inv.scope, sizes)
+            ctx = own + [lm for lm in lemmas if lm.name != inv.name]
+            fails, unknown, used = system.check_goal(goal, ctx, reads)
+            if not fails and not unknown:
+                names = system.closure(used - {inv.name}, lemmas)
+                return Proof(inv.name, "proved", f"induction with Houdini strengthening ({where})",
+                             [n for n in names if n != inv.name])
+            c, model = fails[0] if fails else plain
         else:
             pool = self.pool(inv.scope)
             lemmas, cex, unknown = system.targeted(goal, reads, own, pool, self.budget_s, _vars_of(inv.formula))
@@ -914,12 +951,6 @@ def fixed_sizes(n: int) -> dict:
     sizes = dict(Bounds().sizes)
     sizes[MEMBER] = n
     return sizes
-
-
-def prove_all(names: list[str] | None = None, **kw) -> tuple[list[Proof], Prover]:
-    prover = Prover(**kw)
-    invs = [i for i in INVARIANTS if names is None or i.name in names]
-    return [prover.prove(i) for i in invs], prover
 
 
 # -- the states the explicit checker reaches ------------------------------------------------

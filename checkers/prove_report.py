@@ -62,7 +62,6 @@ class ModelValues:
             return sorted(self.elem(e, t.key) for e in self.universe(t.key)
                           if z3.is_true(self.m.eval(z3.Select(v, e), model_completion=True)))
         if k == "map":
-            from groupspec.spec.lang import default_of
             out = {}
             for i, e in enumerate(self.universe(t.key)):
                 x = v[i] if self.rd.sizes else z3.Select(v, e)
@@ -113,7 +112,6 @@ def describe_cti(inv, c, model, reading: str):
     then = f", then its append completes: row {c.row.name!r}" if len(c.spec) == 3 else ""
     words = (f"Before: {_kv(shown_pre)}. Row {first.name!r} fires ({trig.name}: {_kv(params) or 'no parameters'}){then}. "
              f"After: {_kv(changed) or 'nothing changes'}. Then {inv.name} fails: {inv.meaning}")
-    from .prove import Lemma  # noqa: F401
     return CTI(c.name, reading, pre, params, post, words, scenario_fragment(first, pre, params, post),
                sorted(c.approx))
 
@@ -206,11 +204,12 @@ def state_name(i: int) -> str:
 # -- the command's result ----------------------------------------------------------------
 
 def run_induction(names: list[str] | None, strengthen: bool = True, bound: int = 2, timeout_s: float = 3.0,
-                  budget_s: float = 20.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None):
+                  budget_s: float = 20.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None,
+                  search: str = "targeted"):
     """Prove the invariants named (all when None).  Returns (proofs, prover)."""
     from .prove import INVARIANTS, Prover
     prover = Prover(timeout_ms=int(timeout_s * 1000), strengthen=strengthen, bound=bound, budget_s=budget_s,
-                    presets=presets, progress=progress)
+                    presets=presets, progress=progress, search=search)
     invs = [i for i in INVARIANTS if names is None or i.name in names]
     return [prover.prove(i) for i in invs], prover
 

@@ -126,24 +126,9 @@ class _Sym:
             w = self.width(n.type.key)
             return _sum_bits([(self.go(n.args[1], {**bound, id(n.data): v}), i) for i, v in enumerate(m)], w)
         a = [self.go(x, bound) for x in n.args]
-        if op == "and":
-            return z3.And(a)
-        if op == "or":
-            return z3.Or(a)
-        if op == "not":
-            return z3.Not(a[0])
-        if op == "ite":
-            return _ite(a[0], a[1], a[2])
-        if op == "eq":
-            return _eq(a[0], a[1])
-        if op == "lt":
-            return a[0] < a[1]
-        if op == "le":
-            return a[0] <= a[1]
-        if op == "add":
-            return a[0] + a[1]
-        if op == "sub":
-            return a[0] - a[1]
+        scalar = SCALAR_OPS.get(op)
+        if scalar is not None:
+            return scalar(a)
         if op == "union":
             return a[0] | a[1]
         if op == "inter":
@@ -221,6 +206,15 @@ class _Sym:
                 acc = acc | z3.If(c, x, z3.BitVecVal(0, w))
             return acc
         raise LangError(op)
+
+
+# Operators both Z3 readings (fixed sizes here, unbounded in unbounded.py) read alike.
+SCALAR_OPS = {
+    "and": lambda a: z3.And(a), "or": lambda a: z3.Or(a), "not": lambda a: z3.Not(a[0]),
+    "ite": lambda a: _ite(a[0], a[1], a[2]), "eq": lambda a: _eq(a[0], a[1]),
+    "lt": lambda a: a[0] < a[1], "le": lambda a: a[0] <= a[1],
+    "add": lambda a: a[0] + a[1], "sub": lambda a: a[0] - a[1],
+}
 
 
 def _sum_bits(conds_bits, width):

@@ -36,7 +36,7 @@ import z3
 
 from .lang import NONE, LangError, Term, Type, default_of
 from .schema import INSTANCE, MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS
-from .symbolic import _eq, _ite
+from .symbolic import SCALAR_OPS
 
 DOMAINS = (MEMBER, INSTANCE, PARTITION, PROTOCOL, PROTOLIST, PTYPE)
 
@@ -148,24 +148,9 @@ class Reading:
             body = self.go(n.args[1], {**bound, id(n.data): z3.Select(m, k)})
             return z3.Lambda([k], z3.And(k != so.none[n.type.key], body))
         a = [self.go(x, bound) for x in n.args]
-        if op == "and":
-            return z3.And(a)
-        if op == "or":
-            return z3.Or(a)
-        if op == "not":
-            return z3.Not(a[0])
-        if op == "ite":
-            return _ite(a[0], a[1], a[2])
-        if op == "eq":
-            return _eq(a[0], a[1])
-        if op == "lt":
-            return a[0] < a[1]
-        if op == "le":
-            return a[0] <= a[1]
-        if op == "add":
-            return a[0] + a[1]
-        if op == "sub":
-            return a[0] - a[1]
+        scalar = SCALAR_OPS.get(op)
+        if scalar is not None:
+            return scalar(a)
         if op == "union":
             return z3.SetUnion(a[0], a[1])
         if op == "inter":
