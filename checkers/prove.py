@@ -631,7 +631,6 @@ class System:
         tried = set(S)
         pool = [lm for lm in pool if lm.name not in tried]
         fixed = {lm.name for lm in own}
-        goal_lit = z3.Bool("goal")
         while True:
             rows = self.touching(reads) if reads is not None else self.ctx
             extra = set().union(*[_vars_of(lm.formula) for lm in S.values() if not lm.record]) if S else set()

@@ -19,9 +19,7 @@ import z3
 from groupspec.checkers import prove as PV
 from groupspec.spec import engine as E
 from groupspec.spec.invariants import INVARIANTS, structural
-from groupspec.spec.lang import NONE
-from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, PROTOLIST, STATE_VARS
-from groupspec.spec.symbolic import SymEnv, to_z3
+from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, STATE_VARS
 from groupspec.spec.table import ROW_BY_NAME, ROWS
 
 REPO = Path(__file__).resolve().parent.parent

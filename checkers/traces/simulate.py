@@ -16,7 +16,6 @@ changes), appends fail, and appends take time (held, then completed).
 """
 from __future__ import annotations
 
-import heapq
 import random
 from dataclasses import dataclass, field
 from typing import Callable

@@ -76,7 +76,6 @@ def read(spark, files: list[Path], skipped: list | None = None):
     """Every record as (group, file, pos, fmt, value); a Parquet file without the trace's columns is
     refused (TraceInputError naming the file and columns)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.window import Window  # noqa: F401 - imported for spark-submit environments
     text = [str(p) for p in files if not _parquet(p)]
     parquet = [p for p in files if _parquet(p)]
     frames = []

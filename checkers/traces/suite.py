@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from groupspec.checkers.scenarios import runner
-from groupspec.checkers.scenarios.model import load_file
 from groupspec.impl.trace import ListSink, TraceWriter
 
 from .check import check_group
