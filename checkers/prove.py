@@ -965,19 +965,18 @@ def reachable(preset: str, rows=None) -> tuple[set, set, dict]:
     key = (preset, None if rows is None else id(rows))
     if key not in _REACHED:
         from groupspec.spec.invariants import InvariantViolation
-        from .explicit import PRESETS
         from .world_model import LOG, LOG_HAS, WorldModel
+        from .worlds import PRESETS
         model = WorldModel(PRESETS[preset], rows)
         n = len(STATE_VARS)
-        init = model.initial()
-        seen = {init}
-        level = [init]
+        seen = set(model.init_states())
+        level = list(seen)
         broken: dict[str, str] = {}
         while level:
             nxt = []
             for s in level:
                 try:
-                    succ = model.successors(s)
+                    succ, _ = model.successors(s)
                 except InvariantViolation as e:
                     broken.setdefault(e.invariant.name, str(e))
                     continue
