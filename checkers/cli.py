@@ -437,6 +437,14 @@ def mutate_cmd(
         out.print(f"  {n} survivors: {reason}", markup=False)
 
 
+def _conform_cmd():
+    from .conform.cli import conform_cmd
+    return conform_cmd
+
+
+app.command("conform")(_conform_cmd())
+
+
 def _preset_list(option: str, given: str) -> list[str]:
     """A comma-separated list of presets, each known and named once."""
     from .explicit import PRESETS
