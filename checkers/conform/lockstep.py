@@ -342,7 +342,8 @@ class _Observed:
 def replay(scenario: dict, impl) -> tuple[int, str] | None:
     """Run a scenario (the contract's format, as loaded by the scenario loader) against an implementation
     alone: its `expect` and `snapshot` steps are checked on what the implementation answers, with the
-    runner's own matching.  Returns (step number, what differed) at the first failure, or None."""
+    runner's own matching, and a request answered twice fails.  Returns (step number, what differed) at the
+    first failure, or None."""
     from groupspec.checkers.scenarios.runner import _expect as check_expect, _snapshot as check_snapshot
     w = _Observed(impl)
     for n, step in enumerate(scenario["steps"], 1):
@@ -369,5 +370,7 @@ def replay(scenario: dict, impl) -> tuple[int, str] | None:
         except Mismatch as m:
             return n, str(m)
         for rid, resp in impl.answered():
+            if rid in w.responses:      # the format has no step for it; the contract answers a request once
+                return n, f"{rid} was answered a second time: {brief(resp, 200)}"
             w.responses[rid] = resp
     return None

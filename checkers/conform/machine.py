@@ -252,7 +252,7 @@ class ConformMachine(RuleBasedStateMachine):
     @initialize(data=st.data())
     def start(self, data):
         cfg = {**CONFIG_DEFAULTS, **data.draw(CONFIGS, label="config"), **self.overrides}
-        swarm = [r for r in RULES if r != "JoinGroup"]
+        swarm = [r for r in RULES if r not in WEIGHTS]
         off = set(data.draw(st.sets(st.sampled_from(swarm)), label="swarm: rules off"))
         for rule_, undo in UNDONE_BY.items():     # what a rule leaves behind must stay undoable
             if rule_ not in off:
@@ -399,15 +399,32 @@ def _rules() -> dict:
 
 _RULES = _rules()
 RULES: tuple[str, ...] = tuple(_RULES)
-# How often a rule is picked, relative to the others (Hypothesis picks among the enabled rules alike, so a
-# rule is registered this many times): the requests a consumer sends all the time, more often.
+# How often a rule is picked, relative to the others: Hypothesis picks among the enabled rules alike, so a
+# rule is registered this many times, each copy under a name of its own (Hypothesis's own swarm testing
+# turns rules off by name: a copy keeps the rule on).  These are the steps a group needs to get anywhere
+# (join, the join completing, sync, appends completing, a coordinator loading): the swarm of `start`
+# leaves them on.
 WEIGHTS = {"JoinGroup": 10, "SyncGroup": 10, "Heartbeat": 4, "OffsetCommit": 3, "JoinTimer": 3,
            "StoreGroupDone": 3, "StoreOffsetsDone": 3, "Load": 4}
 
 
+def _copies() -> dict:
+    out = {}
+    for k in range(2, max(WEIGHTS.values()) + 1):
+        fresh = _rules()                  # new functions, so each copy can be renamed
+        for name, n in WEIGHTS.items():
+            if k <= n:
+                fn = fresh[name]
+                fn.__name__ = f"{name}_{k}"
+                out[fn.__name__] = fn
+    return out
+
+
+_COPIES = _copies()
+
+
 def machine_for(factory: Factory, overrides: dict | None = None, on_step: Callable | None = None) -> type:
     """A state machine class running `factory`'s implementation against the spec."""
-    again = {f"{name}_{k}": _RULES[name] for name, n in WEIGHTS.items() for k in range(2, n + 1)}
     return type("ConformMachine", (ConformMachine,),
-                {**_RULES, **again, "factory": staticmethod(factory), "overrides": dict(overrides or {}), "stats": {},
+                {**_RULES, **_COPIES, "factory": staticmethod(factory), "overrides": dict(overrides or {}), "stats": {},
                  "on_step": staticmethod(on_step) if on_step else None})
