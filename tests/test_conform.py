@@ -220,3 +220,33 @@ def test_the_pytest_plugin_gives_a_conform_fixture(pytester):
     res = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist")
     res.assert_outcomes(passed=1, failed=1)
     res.stdout.fnmatch_lines(["*divergence*", "*--conform-seed 1*", "*send: JoinGroup*"])
+
+
+# -- the harness as a mutation checker ----------------------------------------------------------------
+
+def test_the_harness_kills_a_mutant_the_closed_world_cannot_see():
+    # a duration: the closed world's time is abstract, the harness's is concrete
+    from groupspec.checkers.conform.mutants import harness_kills
+    from groupspec.checkers.mutate import mutants
+    from groupspec.spec.table import ROWS
+    [(m, i, row)] = [(m, i, row) for m, i, row in mutants()
+                     if m.operator == "drop-effect" and "`session_ms`" in m.detail
+                     and m.row.startswith("JoinGroup: pending member rejoins and starts a rebalance (Empty)")][:1]
+    rows = list(ROWS)
+    rows[i] = row
+    killed = harness_kills(rows)
+    assert killed is not None, m
+    assert harness_kills(list(ROWS)) is None
+
+
+def test_mutate_reports_kills_per_checker():
+    from groupspec.checkers.mutate import summary
+    base = {"fires_in": ["tiny"], "killed_by": "x", "world": "tiny"}
+    results = [{**base, "outcome": "killed", "checker": "explicit search"},
+               {**base, "outcome": "killed", "checker": "liveness"},
+               {**base, "outcome": "killed", "checker": "harness", "killed_by": "harness: r1"},
+               {**base, "outcome": "survived", "caught_by_scenario": "a.yaml: s", "equivalent": ""},
+               {**base, "outcome": "survived", "equivalent": "durations"}]
+    s = summary(results)
+    assert s["killed_by_checker"] == {"explicit search": 1, "liveness": 1, "harness": 1, "scenarios": 1}
+    assert s["kill_rate"] == 0.6 and s["kill_rate_any_checker"] == 0.8

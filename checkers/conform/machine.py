@@ -117,9 +117,19 @@ class View:
         return self.snap(group).get("generation", 0)
 
 
+_WEIGHTED: dict = {}
+
+
 def _weighted(*pairs) -> st.SearchStrategy:
-    """One of the values, each as often as its weight says (Hypothesis shrinks towards the first)."""
-    return st.sampled_from([v for v, w in pairs for _ in range(w)])
+    """One of the values, each as often as its weight says (Hypothesis shrinks towards the first).  Made once
+    per distinct list of values: building a strategy costs more than drawing from it."""
+    key = tuple((repr(v), w) for v, w in pairs)
+    got = _WEIGHTED.get(key)
+    if got is None:
+        got = _WEIGHTED[key] = st.sampled_from([v for v, w in pairs for _ in range(w)])
+        if len(_WEIGHTED) > 10_000:
+            _WEIGHTED.clear()
+    return got
 
 
 def _member(view: View, group: str) -> st.SearchStrategy:
@@ -226,13 +236,15 @@ CONFIGS = st.fixed_dictionaries({
 
 # which adapter methods each rule needs (an adapter's `unsupported` turns the rule off)
 NEEDS = {"StoreGroupDone": "storage_complete", "StoreOffsetsDone": "storage_complete", "Hold": "storage_hold",
-         "FailNext": "storage_fail_next", "Unload": "unload", "Load": "load", "MarkDead": "mark_dead",
+         "FailNext": "storage_fail_next", "Unload": "unload", "Load": "load", "BeginLoad": "begin_load",
+         "MarkDead": "mark_dead",
          "ExpireOffsets": "expire_offsets"}
 
 
 # A rule whose effect lasts until another rule undoes it keeps that rule on in the swarm (an example
 # that unloads the coordinator and can never load it again answers NOT_COORDINATOR from then on).
-UNDONE_BY = {"Unload": ("Load",), "Hold": ("StoreGroupDone", "StoreOffsetsDone"), "MarkDead": ("DeleteGroup",)}
+UNDONE_BY = {"Unload": ("Load",), "BeginLoad": ("Load",), "Hold": ("StoreGroupDone", "StoreOffsetsDone"),
+             "MarkDead": ("DeleteGroup",)}
 
 
 class ConformMachine(RuleBasedStateMachine):
@@ -297,8 +309,21 @@ class ConformMachine(RuleBasedStateMachine):
             close()
 
 
-def _watched(fire):
-    """A rule's body, noting the first failure (`_found`) and counting the step."""
+# How often a rule is picked, relative to the others: Hypothesis picks among the enabled rules alike, so a
+# rule is registered this many times, each copy under a name of its own (Hypothesis's own swarm testing
+# turns rules off by name: a copy keeps the rule on).  These are the steps a group needs to get anywhere
+# (join, the join completing, sync, appends completing, a coordinator loading): the swarm of `start`
+# leaves them on.
+WEIGHTS = {"JoinGroup": 10, "SyncGroup": 10, "Heartbeat": 4, "OffsetCommit": 3, "JoinTimer": 3,
+           "StoreGroupDone": 3, "StoreOffsetsDone": 3, "Load": 4}
+
+
+def _watched(fire, copy: int = 1):
+    """A rule's body, noting the first failure (`_found`) and counting the step.  Named so that Hypothesis,
+    which sorts rules by their functions' names and whose simplest examples (and shrinking) take the first,
+    prefers the steps a group needs (a run of JoinGroups, not of clock moves); each copy of a weighted rule
+    has a name of its own, so that Hypothesis's own swarm testing (feature flags by name) rarely turns all
+    of them off."""
     @functools.wraps(fire)
     def run(self, data):
         try:
@@ -307,10 +332,15 @@ def _watched(fire):
             self._found()
             raise
         self._counted()
+    name = fire.__name__
+    order = [*WEIGHTS, *(t.name for t in TRIGGERS if t.name not in WEIGHTS), "Hold", "FailNext", "Advance",
+             "BeginLoad"]
+    rank = order.index(name)
+    run.__name__ = f"r{rank:02d}_{name}" + (f"_{copy}" if copy > 1 else "")
     return run
 
 
-def _request_rule(trigger: Trigger):
+def _request_rule(trigger: Trigger, copy: int = 1):
     api = API_OF[trigger.name]
 
     def fire(self, data):
@@ -318,7 +348,7 @@ def _request_rule(trigger: Trigger):
         self.lock.send(api, req)
     fire.__name__ = trigger.name
     fire.__doc__ = f"{trigger.meaning}: {api}"
-    return precondition(lambda self, n=trigger.name: self.on(n))(rule(data=st.data())(_watched(fire)))
+    return precondition(lambda self, n=trigger.name: self.on(n))(rule(data=st.data())(_watched(fire, copy)))
 
 
 def _armed(lock: Lockstep, trigger: str) -> list:
@@ -326,7 +356,7 @@ def _armed(lock: Lockstep, trigger: str) -> list:
     return sorted((timers.deadline(k), k) for k in timers.keys() if TIMER_TRIGGERS.get(k[1]) == trigger)
 
 
-def _timer_rule(trigger: Trigger):
+def _timer_rule(trigger: Trigger, copy: int = 1):
     def fire(self, data):
         armed = _armed(self.lock, trigger.name)
         deadline, _ = data.draw(st.sampled_from(armed), label="timer")
@@ -336,10 +366,10 @@ def _timer_rule(trigger: Trigger):
     fire.__name__ = trigger.name
     fire.__doc__ = f"{trigger.meaning}: the clock moves to an armed timer's deadline, or 1 ms either side"
     return precondition(lambda self, n=trigger.name: self.on(n) and bool(_armed(self.lock, n)))(
-        rule(data=st.data())(_watched(fire)))
+        rule(data=st.data())(_watched(fire, copy)))
 
 
-def _storage_rule(trigger: Trigger):
+def _storage_rule(trigger: Trigger, copy: int = 1):
     offsets = trigger.name == "StoreOffsetsDone"
 
     def enabled(self) -> bool:
@@ -350,24 +380,27 @@ def _storage_rule(trigger: Trigger):
         self.lock.act({"storage": {"complete": data.draw(st.sampled_from(APPEND_RESULTS), label="append result")}})
     fire.__name__ = trigger.name
     fire.__doc__ = f"{trigger.meaning}: the oldest held append completes"
-    return precondition(enabled)(rule(data=st.data())(_watched(fire)))
+    return precondition(enabled)(rule(data=st.data())(_watched(fire, copy)))
 
 
 _EVENTS = {"Unload": lambda d, c: "unload",
-           "Load": lambda d, c: d.draw(_weighted(("begin_load", 1), ("load", 1 if c == "active" else 4)), label="event"),
+           "Load": lambda d, c: "load",
            "MarkDead": lambda d, c: {"mark_dead": d.draw(st.sampled_from(GROUPS), label="group")},
            "ExpireOffsets": lambda d, c: "expire_offsets"}
 
 
-def _coordinator_rule(trigger: Trigger):
+def _coordinator_rule(trigger: Trigger, copy: int = 1):
+    # loading completes where a load is under way or the partition was unloaded (`BeginLoad` starts one)
+    when = (lambda self: self.lock.ref.coord.coord != "active") if trigger.name == "Load" else (lambda self: True)
+
     def fire(self, data):
         self.lock.act({"coordinator": _EVENTS[trigger.name](data, self.lock.ref.coord.coord)})
     fire.__name__ = trigger.name
     fire.__doc__ = trigger.meaning
-    return precondition(lambda self, n=trigger.name: self.on(n))(rule(data=st.data())(_watched(fire)))
+    return precondition(lambda self, n=trigger.name: self.on(n) and when(self))(rule(data=st.data())(_watched(fire, copy)))
 
 
-def _extra_rules() -> dict:
+def _extra_rules(copy: int = 1) -> dict:
     def hold(self, data):
         self.lock.act({"storage": {"hold": data.draw(_weighted((False, 2), (True, 1)), label="hold")}})
 
@@ -378,49 +411,44 @@ def _extra_rules() -> dict:
         ms = data.draw(_weighted((0, 3), (1, 2), (5, 1), (10, 1), (30, 1), (100, 1), (RETENTION_MINUTES * 60_000, 1)),
                        label="ms")
         self.lock.act({"advance_ms": ms})
+    def begin_load(self, data):
+        self.lock.act({"coordinator": "begin_load"})
+
     out = {}
-    for name, fn in (("Hold", hold), ("FailNext", fail_next), ("Advance", advance)):
+    for name, fn in (("Hold", hold), ("FailNext", fail_next), ("Advance", advance), ("BeginLoad", begin_load)):
         fn.__name__ = name
-        out[name] = precondition(lambda self, n=name: self.on(n))(rule(data=st.data())(_watched(fn)))
+        out[name] = precondition(lambda self, n=name: self.on(n))(rule(data=st.data())(_watched(fn, copy)))
     return out
 
 
-def _rules() -> dict:
+def _rules(copy: int = 1) -> dict:
     out = {}
     for t in TRIGGERS:
         if t.kind == "internal":
             continue          # CompleteJoin: the eager re-check fires it within the step that makes it due
         make = {"request": _request_rule, "timer": _timer_rule, "storage": _storage_rule,
                 "coordinator": _coordinator_rule}[t.kind]
-        out[t.name] = make(t)
-    out.update(_extra_rules())
+        out[t.name] = make(t, copy)
+    out.update(_extra_rules(copy))
     return out
 
 
 _RULES = _rules()
 RULES: tuple[str, ...] = tuple(_RULES)
-# How often a rule is picked, relative to the others: Hypothesis picks among the enabled rules alike, so a
-# rule is registered this many times, each copy under a name of its own (Hypothesis's own swarm testing
-# turns rules off by name: a copy keeps the rule on).  These are the steps a group needs to get anywhere
-# (join, the join completing, sync, appends completing, a coordinator loading): the swarm of `start`
-# leaves them on.
-WEIGHTS = {"JoinGroup": 10, "SyncGroup": 10, "Heartbeat": 4, "OffsetCommit": 3, "JoinTimer": 3,
-           "StoreGroupDone": 3, "StoreOffsetsDone": 3, "Load": 4}
-
-
 def _copies() -> dict:
     out = {}
     for k in range(2, max(WEIGHTS.values()) + 1):
-        fresh = _rules()                  # new functions, so each copy can be renamed
+        fresh = _rules(k)                 # new functions, each copy named apart
         for name, n in WEIGHTS.items():
             if k <= n:
-                fn = fresh[name]
-                fn.__name__ = f"{name}_{k}"
-                out[fn.__name__] = fn
+                out[f"{name}_{k}"] = fresh[name]
     return out
 
 
 _COPIES = _copies()
+
+
+
 
 
 def machine_for(factory: Factory, overrides: dict | None = None, on_step: Callable | None = None) -> type:
