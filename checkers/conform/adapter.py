@@ -130,6 +130,19 @@ class CoordinatorAdapter:
         pass
 
 
+def perform(impl: Coordinator, step: dict) -> Any:
+    """Do a scenario step other than send, expect or snapshot (advance_ms, storage, coordinator) on an
+    adapter."""
+    if "advance_ms" in step:
+        return impl.advance(step["advance_ms"])
+    if "storage" in step:
+        (key, val), = step["storage"].items()
+        return {"hold": impl.storage_hold, "fail_next_append": impl.storage_fail_next,
+                "complete": impl.storage_complete}[key](val)
+    ev = step["coordinator"]
+    return impl.mark_dead(ev["mark_dead"]) if isinstance(ev, dict) else getattr(impl, ev)()
+
+
 def runtime(config: dict, engine=None) -> CoordinatorAdapter:
     """The runtime coordinator (impl/): its python-statemachine lifecycle, every coordinator invariant
     checked after every row (debug), its log in memory (the harness makes thousands of them; the file

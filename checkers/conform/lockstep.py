@@ -21,6 +21,7 @@ from groupspec.spec.invariants import InvariantViolation
 from groupspec.spec.kafka import brief
 from groupspec.spec.lang import LangError
 
+from .adapter import perform
 from .reference import Reference
 
 ID_FIELDS = ("member", "leader", "members", "pending_members")    # fields whose strings are member ids
@@ -117,17 +118,7 @@ class Lockstep:
 
     def act(self, step: dict) -> None:
         """advance_ms, storage or coordinator, as a scenario step."""
-        if "advance_ms" in step:
-            call = lambda: self.impl.advance(step["advance_ms"])    # noqa: E731
-        elif "storage" in step:
-            (key, val), = step["storage"].items()
-            call = {"hold": lambda: self.impl.storage_hold(val),
-                    "fail_next_append": lambda: self.impl.storage_fail_next(val),
-                    "complete": lambda: self.impl.storage_complete(val)}[key]
-        else:
-            ev = step["coordinator"]
-            call = (lambda: self.impl.mark_dead(ev["mark_dead"])) if isinstance(ev, dict) else getattr(self.impl, ev)
-        self._both(step, call)
+        self._both(step, lambda: perform(self.impl, step))
         self._observe()
 
     def _both(self, step: dict, call: Callable[[], Any]) -> None:
@@ -358,15 +349,8 @@ def replay(scenario: dict, impl) -> tuple[int, str] | None:
                 check_expect(step, w, w.env)
             elif "snapshot" in step:
                 check_snapshot(step, w, w.env)
-            elif "advance_ms" in step:
-                impl.advance(step["advance_ms"])
-            elif "storage" in step:
-                (key, val), = step["storage"].items()
-                {"hold": impl.storage_hold, "fail_next_append": impl.storage_fail_next,
-                 "complete": impl.storage_complete}[key](val)
-            elif "coordinator" in step:
-                ev = step["coordinator"]
-                impl.mark_dead(ev["mark_dead"]) if isinstance(ev, dict) else getattr(impl, ev)()
+            elif any(k in step for k in ("advance_ms", "storage", "coordinator")):
+                perform(impl, step)
         except Mismatch as m:
             return n, str(m)
         for rid, resp in impl.answered():

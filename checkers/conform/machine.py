@@ -10,13 +10,18 @@ CompleteJoin fires by itself, within the step that makes it due):
   one millisecond before it, or one after (enabled while one is armed);
 - a storage trigger completes the oldest held append of its kind with an
   append result (enabled while one is held);
-- a coordinator trigger is the coordinator event that fires it.
+- a coordinator trigger is the coordinator event that fires it (Load: the
+  load completing, enabled while one is under way or the partition is away).
 
-Beyond the triggers: holding appends, failing the next one, and moving the
-clock by a small step or by offsets.retention.minutes.  Nothing here says
-what the coordinator answers: the spec does (the reference's worlds), and
-the implementation must answer alike.  Swarm testing: each example turns
-off a random subset of the rules (JoinGroup stays on), so rare
+Beyond the triggers: holding appends, failing the next one, moving the
+clock by a small step or by offsets.retention.minutes, and a load beginning.
+The steps a group needs to get anywhere (join, the join completing, sync,
+appends completing, a load completing) are picked more often (`WEIGHTS`)
+and preferred by Hypothesis's simplest examples and shrinking (`_watched`).
+Nothing here says what the coordinator answers: the spec does (the
+reference's worlds), and the implementation must answer alike.  Swarm
+testing: each example turns off a random subset of the other rules (and
+Hypothesis's feature flags turn rules off by name too), so rare
 combinations are reached.  Every invariant of the catalog is checked after
 every row of every step (both sides run in debug mode where they can) and
 again on the settled groups after each step (`catalog`).
@@ -155,6 +160,15 @@ def _group(view: View) -> st.SearchStrategy:
     return _weighted(("g0", 12), ("g1", 4 if view.snap("g1") else 1), ("", 1))
 
 
+def _generation(view: View, group: str, member: Any) -> st.SearchStrategy:
+    """The group's generation mostly, its neighbours sometimes; -1 (a commit from outside the group's
+    membership) mostly for the empty member id."""
+    gen = view.generation(group)
+    if member == "":
+        return _weighted((-1, 6), (gen, 2), (gen + 1, 1))
+    return _weighted((gen, 8), (gen - 1, 1), (gen + 1, 1), (-1, 1))
+
+
 def _instance(view: View, group: str, member: Any) -> st.SearchStrategy:
     """The member's own group.instance.id mostly (none for a dynamic member); sometimes another's."""
     own = view.instance_of(group, member) if member else None
@@ -175,8 +189,7 @@ FIELDS: dict[str, Callable[..., st.SearchStrategy]] = {
     "require_known_member_id": lambda v, cfg, api, g, req: _weighted((OMIT, 12), (True, 1), (False, 1)),
     "version": lambda v, cfg, api, g, req: _weighted(*((OMIT if x is None else x, 8 if x is None else 1)
                                                   for x in VERSIONS[api])),
-    "generation": lambda v, cfg, api, g, req: _weighted((v.generation(g), 8), (v.generation(g) - 1, 1),
-                                                   (v.generation(g) + 1, 1), (-1, 1)),
+    "generation": lambda v, cfg, api, g, req: _generation(v, g, req.get("member")),
     "protocol": lambda v, cfg, api, g, req: _weighted((OMIT, 6), ("range", 2), ("roundrobin", 1)),
     "assignments": lambda v, cfg, api, g, req: _assignments(v, g),
     "offsets": lambda v, cfg, api, g, req: st.dictionaries(st.sampled_from(PARTITIONS), st.integers(0, 9), min_size=1,
