@@ -17,7 +17,9 @@ import json
 import os
 import platform
 
-from groupspec.checkers.explicit import PRESETS, check, check_parallel
+from groupspec.checkers.explicit import check, check_parallel
+from groupspec.checkers.world_model import WorldModel
+from groupspec.checkers.worlds import PRESETS
 
 
 def main() -> None:
@@ -30,11 +32,11 @@ def main() -> None:
     for name in args.presets.split(","):
         for workers in (int(w) for w in args.workers.split(",")):
             for symmetry in (True, False):
+                model = WorldModel(PRESETS[name])       # a fresh model: its memo tables start empty
                 if workers == 1:
-                    r = check(PRESETS[name], symmetry=symmetry, max_states=args.max_states)
+                    r = check(model, symmetry=symmetry, max_states=args.max_states)
                 else:
-                    r = check_parallel(PRESETS[name], workers=workers, symmetry=symmetry,
-                                       max_states=args.max_states)
+                    r = check_parallel(model, workers=workers, symmetry=symmetry, max_states=args.max_states)
                 runs.append({"preset": name, "workers": workers, "symmetry": symmetry, "result": r.result,
                              "complete": r.complete, "distinct_states": r.distinct_states,
                              "generated_states": r.generated, "unreduced_states": r.unreduced_states,

@@ -17,6 +17,8 @@ from typing import Callable, List, Optional
 import typer
 from rich.console import Console
 
+from .paths import REPO, default_scenario_paths
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="An executable spec of Kafka's classic consumer-group coordinator, and its checkers.")
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
@@ -30,18 +32,6 @@ if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]
 # emoji off: a scenario named `:thumbs_up:` is printed as written
 err = Console(stderr=True, soft_wrap=True, emoji=False)
 out = Console(soft_wrap=True, emoji=False)
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def default_scenario_paths() -> list[Path]:
-    """The project's own suite, and the shared examples beside the repository when present."""
-    paths = [REPO / "tests" / "scenarios"]
-    shared = REPO.parent / "shared" / "scenarios"
-    if shared.is_dir():
-        paths.append(shared)
-    return [p for p in paths if p.exists()]
-
 
 def fail_input(message: str) -> None:
     say_error(f"groupspec: {_one_line(message)}")
@@ -192,7 +182,8 @@ def scenario_run(
 
 @app.command("lint")
 def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
-    """Prove each trigger's rows exclusive, covering and reachable (Z3); check the lifecycle's moves."""
+    """Prove each trigger's rows exclusive, covering and reachable, and every row keeping the structural
+    invariants (Z3); check the lifecycle's moves."""
     from .lint import lint
     with err.status("linting the table with Z3...") if not as_json else _null():
         res = lint()
@@ -233,8 +224,8 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
 
 @app.command("check")
 def check_cmd(
-    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3 "
-                                                         "(seconds), ci (under two minutes), deep (nightly)"),
+    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3, "
+                                                         "hung (seconds), ci (under two minutes), deep (nightly)"),
     clients: Optional[int] = typer.Option(None, "--clients", help="number of consumer clients"),
     topics: Optional[int] = typer.Option(None, "--topics"),
     partitions: Optional[int] = typer.Option(None, "--partitions", help="partitions per topic"),
@@ -249,6 +240,9 @@ def check_cmd(
                                                help="the network may deliver a request twice"),
     reordering: Optional[bool] = typer.Option(None, "--reordering/--no-reordering",
                                               help="a request may be overtaken by its client's later ones"),
+    hung_poll: Optional[bool] = typer.Option(None, "--hung-poll/--no-hung-poll",
+                                             help="a client's poll loop may hang after its JoinGroup response: it "
+                                                  "never syncs while its heartbeat thread keeps heartbeating"),
     timely: Optional[bool] = typer.Option(None, "--timely/--no-timely",
                                           help="clients answer within their timeouts: the DelayedJoin never "
                                                "expires and the sync timeout never fires"),
@@ -265,11 +259,15 @@ def check_cmd(
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Explore every reachable state of a bounded closed world; report the shortest violation."""
+    """Explore every reachable state of a bounded closed world; report the shortest violation.
+    The depth reported is how deep the breadth-first search went or, with a counterexample,
+    the counterexample's length in steps (a --liveness lasso: the path to the loop and one lap
+    of it; no progress: the path to the stuck state)."""
     import dataclasses
     from .counterexample import mermaid, step_table, to_itf
-    from .explicit import PRESETS, check, check_parallel, world_problem
+    from .explicit import check, check_parallel
     from .world_model import WorldModel
+    from .worlds import PRESETS, world_problem
     if preset not in PRESETS:
         fail_input(f"--preset {preset!r}: unknown preset; use {', '.join(PRESETS)}")
     if liveness and workers is not None and workers != 1:
@@ -282,7 +280,7 @@ def check_cmd(
                                        max_generation=max_generation, member_ids=member_ids, crash=crash,
                                        expiry=expiry, failover=failover, append_failure=append_failure,
                                        loss=loss, duplication=duplication, reordering=reordering,
-                                       timely=timely, rebalance_budget=rebalance_budget).items()
+                                       hung_poll=hung_poll, timely=timely, rebalance_budget=rebalance_budget).items()
                  if v is not None}
     try:
         cfg = dataclasses.replace(PRESETS[preset], **overrides)
@@ -304,17 +302,17 @@ def check_cmd(
                              f"{distinct / max(secs, 1e-9):,.0f} states/s"))
     if live:
         live.start()
+    model = WorldModel(cfg)
     try:
         if workers > 1:
-            res = check_parallel(cfg, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
+            res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
         else:
-            res = check(cfg, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
+            res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
     except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
         fail_input(f"the search stopped: {e}")
     finally:
         if live:
             live.stop()
-    model = WorldModel(cfg)
     from groupspec.spec.table import ROWS
     fired = dict(res.coverage)
     never = [r.name for r in ROWS if r.name not in fired]
@@ -397,12 +395,14 @@ def mutate_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
+    from functools import partial
     from .conform.mutants import BUDGET
     if not 0 <= harness_examples <= 100_000:
         fail_input(f"--harness-examples must be from 0 to 100,000, got {harness_examples}")
     BUDGET["examples"] = harness_examples
-    from .explicit import PRESETS
     from .mutate import UNFIT_WORLDS, mutants, run, summary
+    from .world_model import WorldModel
+    from .worlds import PRESETS
     names = _preset_list("--preset", preset)
     if not names:
         fail_input(f"--preset {preset!r} names no world; give one or more of {', '.join(PRESETS)}, comma-separated")
@@ -416,7 +416,7 @@ def mutate_cmd(
     for name in names:
         if name in UNFIT_WORLDS:
             fail_input(f"--preset {name}: {UNFIT_WORLDS[name]}")
-    worlds = [(n, PRESETS[n], n in live) for n in names]
+    worlds = [(n, partial(WorldModel, PRESETS[n]), n in live) for n in names]
     _bounded_workers("--jobs", jobs)
     total = len(mutants())
     if sample is not None and not 1 <= sample <= total:
@@ -455,7 +455,7 @@ app.command("conform")(_conform_cmd())
 
 def _preset_list(option: str, given: str) -> list[str]:
     """A comma-separated list of presets, each known and named once."""
-    from .explicit import PRESETS
+    from .worlds import PRESETS
     names = [n.strip() for n in given.split(",") if n.strip()]
     for name in names:
         if name not in PRESETS:

@@ -185,16 +185,40 @@ def invariant_md(inv, heading: str) -> str:
 
 def world_md() -> str:
     """The closed world the checkers explore: clients, network, end-to-end invariants."""
-    from groupspec.spec.world import CLIENT_ROWS, WORLD_INVARIANTS, WORLD_VARS
+    from groupspec.spec.world import ACTIONS, CLIENT_ROWS, MESSAGES, ROUTE_EFFECTS, WHO, WORLD_INVARIANTS, WORLD_VARS
     lines = [HEADER, "# The closed world\n",
              "What `groupspec check` explores: the coordinator (every row of `table.md`), consumer clients "
              "and the network. Clients are rows in the same language, fired per client (`p.client`); "
-             "the network holds one request from each client and one response back, and routes a parked "
-             "request's answer to the client that sent it.\n",
+             "the network holds one request from each client and one response back (and, with reordering, "
+             "one late request), and routes a parked request's answer to the client that sent it.\n",
              "\n## Client rows\n\n| trigger | row | when | effect | source |\n|---|---|---|---|---|"]
     for r in CLIENT_ROWS:
         lines.append(f"| {r.trigger} | {_cell(r.name)} | {_cell(show(r.guard))} | {_cell(effect_words(r))} | "
                      f"{_cell(r.source)} |")
+    lines.append("\n\n## Actions and their fairness\n\nEvery way the world moves (`spec/world.py` ACTIONS). "
+                 "Liveness reads fairness from here only: weak (an action that stays enabled is taken), strong "
+                 "(one enabled again and again is taken), none (the environment's choice, or a fault); one "
+                 "condition per client, message or member, and one per process for the actions of a process.\n\n"
+                 "| action | what happens | fairness | per | process | the world's switch (any of) | fault |\n"
+                 "|---|---|---|---|---|---|---|")
+    for a in ACTIONS:
+        fair = a.fairness + (f" ({a.timely} with timely clients)" if a.timely else "")
+        lines.append(f"| {a.name} | {_cell(a.meaning)} | {fair} | {a.per} | {a.process or '—'} | "
+                     f"{', '.join(f'`{f}`' for f in a.switch) or 'always'} | "
+                     f"{'yes' if a.fault else ''} |")
+    lines.append("\n\n## What a request is to the coordinator\n\nA delivered request is handled as "
+                 "`spec/handling.py` says (its rows, where their outputs go, the eager re-check) with these "
+                 "parameters, and who it is from: "
+                 + "; ".join(f"{k} ← {show(t)}" for k, t in WHO.items()) + ".\n\n"
+                 "| message | API | from the request | fixed | the client reads the answer |\n"
+                 "|---|---|---|---|---|")
+    for name, m in MESSAGES.items():
+        lines.append(f"| {name} | {m.api} | {_cell(', '.join(f'{k} ← {v}' for k, v in m.fields.items()))} | "
+                     f"{_cell(', '.join(f'{k} = {v}' for k, v in m.fixed.items()))} | {'yes' if m.answered else 'no'} |")
+    lines.append("\n\n## Where a row's outputs go\n\n| output | API or kind | when | updates |\n|---|---|---|---|")
+    for (kind, api), e in ROUTE_EFFECTS.items():
+        lines.append(f"| {kind} | {api or '—'} | {_cell(show(e.when))} | "
+                     f"{_cell('; '.join(f'{v} := {show(t)}' for v, t in e.updates.items()) or 'nothing')} |")
     lines.append("\n\n## World variables\n\n" + vars_table(WORLD_VARS))
     lines.append("\n\n## End-to-end invariants\n")
     for inv in WORLD_INVARIANTS:

@@ -1,15 +1,19 @@
-"""Exhaustive breadth-first search of a bounded closed world.
+"""The engines that search a model (checkers/model.py) exhaustively, breadth-first.
 
-Every reachable state is visited once (a set of canonical states); because
-the search is breadth-first, the first violation found has a shortest path
-to it.  Each state is checked against every state invariant of the
-catalog and the closed world's end-to-end ones; each transition against
-the step and output invariants.  A state with no enabled action that is
-not a legitimate end is a deadlock.
+Every reachable state is visited once (a set of fingerprints of states);
+because the search is breadth-first, the first violation found has a
+shortest path to it.  Each state is checked against the model's
+properties (`violated`), each transition by the model itself as it
+computes it (a step that breaks a property raises).  A state with no
+successor, none cut off by the model's boundary, that is not a legitimate
+end is a deadlock (`deadlock=False`: not looked for).
 
-Symmetry: clients are interchangeable, so a state is stored in a canonical
-form (clients sorted by what they hold, references to clients renamed to
-match); `symmetry=False` stores states as they are.
+Three searches, one expand step (`_Explorer`): `check` (one process),
+`check_parallel` (worker processes that each own a share of the states) and
+`check(..., liveness=True)` (the state graph kept, then `liveness.py`).
+With `symmetry` a state is kept as its model's representative (for the
+closed world: clients renamed into a canonical order); the liveness search
+keeps states as they are, since fairness is per client.
 """
 from __future__ import annotations
 
@@ -22,92 +26,9 @@ from contextlib import contextmanager
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from groupspec.spec.invariants import INVARIANTS, InvariantViolation
-from groupspec.spec.lang import NONE
-from .world_model import Step, WorldConfig, WorldModel, action_class, world_invariants
+from groupspec.spec.invariants import InvariantViolation
 
-from math import factorial
-
-from .world_model import PJ, PS
-
-PRESETS: dict[str, WorldConfig] = {
-    "tiny": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=False,
-                        expiry=False, failover=False, append_failure=False, commits=False, leaves=True),
-    "small": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=True,
-                         expiry=True, failover=False, append_failure=False, commits=False, leaves=True),
-    # the tiny world over two generations: stale requests of an older generation, leader re-election
-    "twogen": WorldConfig(clients=2, topics=1, partitions=2, max_generation=2, member_ids=3, crash=False,
-                          expiry=False, failover=False, append_failure=False, commits=False, leaves=True),
-    # every fault but reordering at one generation (seconds)
-    "faults": WorldConfig(clients=2, topics=1, partitions=2, max_generation=1, member_ids=3, crash=True,
-                          expiry=True, failover=True, append_failure=True, commits=True, leaves=True),
-    # every fault but reordering, two generations, two topics of two partitions: the largest world
-    # measured to fit CI's two minutes (3.4M states, 80 s with 2 workers); a third client takes it
-    # far past 25M states (README, "Why ci has 2 clients"): CI runs settle3 for 3 clients
-    "ci": WorldConfig(clients=2, topics=2, partitions=2, max_generation=2, member_ids=4, crash=True, expiry=True,
-                      failover=True, append_failure=True, commits=True, leaves=True),
-    # static membership (KIP-345): two consumer processes configured with the same group.instance.id
-    # (a zombie and its replacement), crashes and restarts
-    "static": WorldConfig(clients=2, topics=1, partitions=2, max_generation=2, member_ids=4, crash=True,
-                          expiry=True, failover=False, append_failure=True, commits=False, leaves=True,
-                          instances=(0, 0), restart=True,
-                          waive=(("no-shared-partition", "two processes share one group.instance.id: Kafka "
-                                  "fences the old one only at its next heartbeat or commit (KIP-345); "
-                                  "no-shared-partition-among-members is what holds"),)),
-    # timely clients, no faults: the group needs one generation per membership change (a join and
-    # a leave per client), so the generation bound is a property (rebalance-budget): a rebalance
-    # loop, a rejoin no client needed, breaks it; no bound cuts these worlds, so liveness is exact
-    # in them (a livelock within one generation is a lasso)
-    "settle": WorldConfig(clients=2, topics=2, partitions=2, max_generation=4, member_ids=4, crash=False,
-                          expiry=False, failover=False, append_failure=False, commits=True, leaves=True,
-                          timely=True, rebalance_budget=True),
-    "settle3": WorldConfig(clients=3, topics=2, partitions=2, max_generation=6, member_ids=6, crash=False,
-                           expiry=False, failover=False, append_failure=False, commits=True, leaves=True,
-                           timely=True, rebalance_budget=True),
-    "deep": WorldConfig(clients=3, topics=2, partitions=2, max_generation=3, member_ids=6, crash=True, expiry=True,
-                        failover=True, append_failure=True, commits=True, leaves=True),
-}
-
-
-# What a world may ask for: the CLI refuses more, saying why (measured on this kind of machine).
-WORLD_LIMITS = {
-    # every client multiplies the states about sixfold per level: 3 clients with faults do not
-    # finish in hours (`deep`), 4 without faults pass 500,000 states at depth 34, and 8 reach
-    # only depth 23 by then
-    "clients": (8, "the states grow about sixfold per client and level: 4 clients without faults "
-                   "already pass 500,000 states, and 8 reach only depth 23 by then"),
-    # a member id is an entry of every per-member map of every state, and a new one may be issued
-    # at each join: on `small`, 64 ids run at 12k states/s against 32k with 3, and the states grow
-    "member_ids": (64, "each id is an entry of every per-member map of every state and may be issued "
-                       "at any join (the presets use 3 to 6; 64 already run at a third of their speed)"),
-    # every state holds each partition's committed offset; the partitions do not add states
-    "partitions_total": (1024, "every state holds each partition's committed offset (topics x "
-                               "partitions), and more partitions add no behaviour to the world"),
-    # Kafka's generationId is an int32
-    "max_generation": (2**31 - 1, "Kafka's generation id is an int32"),
-}
-
-
-def world_problem(cfg: WorldConfig) -> str | None:
-    """What in `cfg` the checker cannot serve, as a message naming the option, or None."""
-    for name, least in (("clients", 1), ("topics", 1), ("partitions", 1), ("member_ids", 1),
-                        ("max_generation", 1)):
-        value = getattr(cfg, name)
-        if value < least:
-            why = " (with 0 no join can complete: the first generation is 1)" if name == "max_generation" else ""
-            return f"--{name.replace('_', '-')} must be at least {least}, got {value}{why}"
-    for name in ("clients", "member_ids", "max_generation"):
-        limit, why = WORLD_LIMITS[name]
-        if getattr(cfg, name) > limit:
-            return f"--{name.replace('_', '-')} {getattr(cfg, name):,}: at most {limit:,}, because {why}"
-    limit, why = WORLD_LIMITS["partitions_total"]
-    if cfg.topics * cfg.partitions > limit:
-        return (f"--topics {cfg.topics:,} x --partitions {cfg.partitions:,}: at most {limit:,} partitions in "
-                f"all, because {why}")
-    if cfg.instances is not None and len(cfg.instances) != cfg.clients:
-        return (f"--clients {cfg.clients}: this preset gives its {len(cfg.instances)} clients their "
-                f"group.instance.ids, so it needs exactly {len(cfg.instances)} clients")
-    return None
+from .model import Model
 
 
 def worker_limit() -> int:
@@ -146,75 +67,6 @@ def _watch_parent(parent: int) -> None:     # pragma: no cover - not Linux
     os._exit(1)
 
 
-class Symmetry:
-    """Renaming clients: a state's canonical form and the size of its orbit.
-
-    Clients configured alike (the same group.instance.id, or none) are interchangeable.
-    A client's key is its own tuple plus the parked requests that refer to it; the
-    canonical form sorts each class of clients by key and renames the references.
-    """
-
-    def __init__(self, cfg: WorldConfig):
-        self.n = cfg.clients
-        self.classes = cfg.symmetry_classes()
-        self.single = len(self.classes) == 1
-        self.no_park = WorldModel.blank_parked(cfg)
-
-    def _keys(self, s: tuple) -> list:
-        G = s[0]
-        pj, ps = G[PJ], G[PS]
-        return [(s[c + 1], tuple(m for m, x in enumerate(pj) if x == c), tuple(m for m, x in enumerate(ps) if x == c))
-                for c in range(self.n)]
-
-    def canon(self, s: tuple) -> tuple:
-        G = s[0]
-        parked = G[PJ] != self.no_park or G[PS] != self.no_park
-        if self.single and not parked:          # the common case: sort the clients' tuples
-            cl = s[1:]
-            srt = tuple(sorted(cl))
-            return s if srt == cl else (G,) + srt
-        keys = self._keys(s) if parked else [(C,) for C in s[1:]]
-        order = list(range(self.n))
-        for cls in self.classes:
-            for pos, old in zip(cls, sorted(cls, key=keys.__getitem__)):
-                order[pos] = old
-        return permute(s, tuple(order))
-
-    def orbit(self, s: tuple) -> int:
-        """How many states renaming makes of s: per class |class|! over the stabilizer (clients
-        with equal keys, which refer to no parked request, may be exchanged)."""
-        if self.single and s[0][PJ] == self.no_park and s[0][PS] == self.no_park:
-            cl = s[1:]
-            if len(set(cl)) == self.n:          # the common case: every client is different
-                return factorial(self.n)
-            keys = cl
-        else:
-            keys = self._keys(s)
-        size = 1
-        for cls in self.classes:
-            size *= factorial(len(cls))
-            for k in Counter(keys[c] for c in cls).values():
-                size //= factorial(k)
-        return size
-
-
-def permute(s: tuple, order: tuple) -> tuple:
-    """Rename clients: new client k is old client order[k]."""
-    if list(order) == sorted(order):
-        return s
-    new_of = {old: new for new, old in enumerate(order)}
-    G = list(s[0])
-    for at in (PJ, PS):
-        G[at] = tuple(NONE if v == NONE else new_of[v] for v in G[at])
-    return (tuple(G),) + tuple(s[old + 1] for old in order)
-
-
-def orbit_size(s: tuple, n_clients: int) -> int:
-    """How many distinct states renaming clients makes of s (by enumeration; tests use it)."""
-    from itertools import permutations
-    return len({permute(s, order) for order in permutations(range(n_clients))})
-
-
 @dataclass
 class Result:
     result: str                         # ok | violation | deadlock
@@ -249,25 +101,71 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-class _Search:
-    """What both searches keep: the visited canonical states with their parents, coverage, counts."""
+def _same(s):
+    return s
 
-    def __init__(self, cfg: WorldConfig, symmetry: bool, rows: list | None = None, model: WorldModel | None = None):
-        self.cfg, self.symmetry = cfg, symmetry
-        self.model = model or WorldModel(cfg, rows)
-        self.sym = Symmetry(cfg)
-        self.canon = self.sym.canon if symmetry else (lambda s: s)
+
+def _one(s) -> int:
+    return 1
+
+
+class _Explorer:
+    """One search's visited set and counts, and the one expand step every search uses.
+
+    `seen` maps each kept state's fingerprint (Python's 64-bit hash of its representative,
+    deterministic for tuples of ints) to its parent's; a counterexample is replayed from an
+    initial state along them (`path`).
+    """
+
+    def __init__(self, model: Model, symmetry: bool, deadlock: bool):
+        self.model, self.symmetry, self.deadlock = model, symmetry, deadlock
+        self.rep = model.representative if symmetry else _same
+        self.orbit = model.orbit if symmetry else _one
+        self.violated = model.violated
         self.start = time.perf_counter()
-        self.init = self.canon(self.model.initial())
-        # the visited set: 64-bit fingerprints (Python's tuple hash, deterministic for tuples of
-        # ints), each with its parent's fingerprint; a path is replayed from the initial state
-        self.fp0 = hash(self.init)
-        self.seen: dict[int, int | None] = {self.fp0: None}
-        self.unreduced = self.sym.orbit(self.init) if symmetry else 1
-        self.steps: dict = {}          # Step -> how many transitions it labels (rows: coverage)
+        self.seen: dict = {}
+        self.steps: dict = {}          # step -> how many transitions it labels (rows: coverage)
         self.generated = 0
+        self.unreduced = 0             # the states the kept ones stand for
         self.depth = 0
-        self.names = _checked(cfg)
+        self.names = model.invariants()
+        self.roots = list(dict.fromkeys((ct, hash(ct)) for ct in map(self.rep, model.init_states())))
+
+    def successors(self, s) -> tuple[list | None, int]:
+        """s's (step, next state) pairs and how many the model's boundary cut off; None for a
+        deadlock.  Raises InvariantViolation if a step breaks a property."""
+        succ, cut = self.model.successors(s)
+        if not succ and not cut and self.deadlock and not self.model.is_end(s):
+            return None, 0
+        return succ, cut
+
+    def expand(self, s) -> tuple[list | None, int]:
+        """As `successors`, each successor as (step, representative, fingerprint), counted."""
+        succ, cut = self.successors(s)
+        if succ is None:
+            return None, 0
+        self.generated += len(succ)
+        steps, rep = self.steps, self.rep
+        out = []
+        for step, t in succ:
+            steps[step] = steps.get(step, 0) + 1
+            ct = rep(t)
+            out.append((step, ct, hash(ct)))
+        return out, cut
+
+    def admit(self, ct, ft: int, parent: int | None) -> str | None:
+        """Keep a state not seen before (`ft` not in `seen`); the property it breaks, or None."""
+        self.seen[ft] = parent
+        self.unreduced += self.orbit(ct)
+        return self.violated(ct)
+
+    def admit_roots(self) -> tuple[str, int] | None:
+        """Keep the initial states: (the property one breaks, its fingerprint), or None."""
+        for ct, ft in self.roots:
+            bad = self.admit(ct, ft, None)
+            if bad:
+                return bad, ft
+        return None
 
     coverage_override: Counter | None = None    # the parallel search counts rows in its workers
 
@@ -281,66 +179,78 @@ class _Search:
                 cov[r] += k
         return cov
 
-    def finish(self, result: str, violation: str = "", at=None, last=None, seen=None) -> "Result":
-        path = _path(self.model, seen or self.seen, self.canon, at, last) if at is not None else []
-        res = Result(result, len(self.seen), self.generated, time.perf_counter() - self.start, self.depth,
-                     self.symmetry, self.names, self.coverage, violation, path, complete=result != "stopped")
-        res.unreduced_states = self.unreduced if self.symmetry else len(self.seen)
-        return res
+    def finish(self, result: str, violation: str = "", at=None, last=None, seen=None) -> Result:
+        path = self.path(seen or self.seen, at, last) if at is not None else []
+        return Result(result, len(self.seen), self.generated, time.perf_counter() - self.start, self.depth,
+                      self.symmetry, self.names, self.coverage, violation, path, complete=result != "stopped",
+                      unreduced_states=self.unreduced)
+
+    def path(self, seen, at: int, last=None) -> list:
+        """A concrete shortest path to the state with fingerprint `at`, replayed from an initial
+        state, in the model's flat view; `last`: the step that broke a property, at its end."""
+        model, rep = self.model, self.rep
+        chain = []
+        cur = at
+        while cur is not None:
+            chain.append(cur)
+            cur = seen[cur]
+        chain.reverse()
+        state = next(s for s in model.init_states() if hash(rep(s)) == chain[0])
+        path = [(None, model.flat(state))]
+        for target in chain[1:]:
+            for step, t in model.successors(state)[0]:
+                if hash(rep(t)) == target:
+                    path.append((step, model.flat(t)))
+                    state = t
+                    break
+            else:  # pragma: no cover - the search found this edge
+                raise RuntimeError("counterexample replay lost its way")
+        if last is not None:
+            path.append((last, model.flat(state)))
+        return path
 
 
-def check(cfg: WorldConfig, symmetry: bool = True, progress=None, max_states: int | None = None,
-          deadlock: bool = True, liveness: bool = False, rows: list | None = None,
-          model: WorldModel | None = None) -> Result:
-    """Search the world breadth-first, level by level; with `liveness`, also look for a fair
-    lasso stuck in a rebalance (the graph is kept, and symmetry is off so that fairness is
-    per client).  `model`: a world model to search with (its memo tables stay filled)."""
+def check(model: Model, symmetry: bool = True, progress=None, max_states: int | None = None,
+          deadlock: bool = True, liveness: bool = False) -> Result:
+    """Search `model` breadth-first, level by level; with `liveness`, also look for a fair
+    lasso stuck among transient states and for states without progress (the graph is kept,
+    and symmetry is off so that fairness is per client)."""
     with _no_cyclic_gc():
         if liveness:
-            return _check_liveness(cfg, max_states, deadlock, rows, progress)
-        return _check(cfg, symmetry, progress, max_states, deadlock, rows, model)
+            return _check_liveness(model, max_states, deadlock, progress)
+        return _check(model, symmetry, progress, max_states, deadlock)
 
 
-def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: bool, rows, model=None) -> Result:
-    S = _Search(cfg, symmetry, rows, model)
-    model, canon, seen, steps, finish = S.model, S.canon, S.seen, S.steps, S.finish
-    successors, violated, orbit = model.successors, model.violated, S.sym.orbit
-    bad = violated(S.init)
+def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool) -> Result:
+    X = _Explorer(model, symmetry, deadlock)
+    seen, expand, admit, finish = X.seen, X.expand, X.admit, X.finish
+    bad = X.admit_roots()
     if bad:
-        return finish("violation", bad, S.fp0)
-    level = [(S.init, S.fp0)]
-    generated = 0
+        return finish("violation", bad[0], bad[1])
+    level = X.roots
     tick = 0
     pending = None      # a successor that breaks a state invariant, found while expanding this level
     while level:
         nxt = []
-        depth = S.depth + 1
+        depth = X.depth + 1
         for s, fs in level:
             # A failure of the expansion itself (a deadlock: a path of `depth - 1` steps; a row
             # breaking a step invariant: `depth` steps) is at least as short as a broken state
             # among the successors (`depth` steps), so once one of those is found the rest of the
             # level is still expanded, for the shorter failures only.
             try:
-                succ = successors(s)
+                succ, _ = X.successors(s) if pending else expand(s)
             except InvariantViolation as e:      # the failing step is the path's last: `depth` steps
-                S.generated, S.depth = generated, depth
-                return finish("violation", e.invariant.name, fs, last=_failing_step(e))
-            if not succ and deadlock and not model.pruned and not model.is_end(s):
-                S.generated = generated
+                X.depth = depth
+                return finish("violation", e.invariant.name, fs, last=model.failing_step(e))
+            if succ is None:
                 return finish("deadlock", "deadlock: no action is enabled", fs)
             if pending:
                 continue
-            generated += len(succ)
-            for step, t in succ:
-                steps[step] = steps.get(step, 0) + 1
-                ct = canon(t)
-                ft = hash(ct)
+            for step, ct, ft in succ:
                 if ft in seen:
                     continue
-                seen[ft] = fs
-                if symmetry:
-                    S.unreduced += orbit(ct)
-                bad = violated(ct)
+                bad = admit(ct, ft, fs)
                 if bad:
                     pending = (bad, ft)
                     break
@@ -348,205 +258,164 @@ def _check(cfg: WorldConfig, symmetry: bool, progress, max_states, deadlock: boo
             tick += 1
             if tick & 1023 == 0:
                 if progress:
-                    progress(generated, len(seen), len(level) + len(nxt), depth, time.perf_counter() - S.start)
+                    progress(X.generated, len(seen), len(level) + len(nxt), depth, time.perf_counter() - X.start)
                 if max_states and len(seen) >= max_states:
-                    S.generated = generated
                     return finish("stopped")
         if pending:
-            S.generated, S.depth = generated, depth
+            X.depth = depth
             return finish("violation", pending[0], pending[1])
         if nxt:
-            S.depth = depth
+            X.depth = depth
         level = nxt
         if max_states and len(seen) >= max_states:
             break
-    S.generated = generated
     return finish("ok" if not (max_states and len(seen) >= max_states and level) else "stopped")
 
 
-def _check_liveness(cfg: WorldConfig, max_states, deadlock: bool, rows, progress) -> Result:
+def _check_liveness(model: Model, max_states, deadlock: bool, progress) -> Result:
     """The search with the state graph kept, then the fair-lasso and progress checks."""
-    from .liveness import _stem, find_lasso, find_no_progress
-    S = _Search(cfg, False, rows)
-    model, seen, steps, finish = S.model, S.seen, S.steps, S.finish
-    bad = model.violated(S.init)
+    from .liveness import find_lasso, find_no_progress, shortest_path
+    X = _Explorer(model, False, deadlock)
+    seen, finish = X.seen, X.finish
+    bad = X.admit_roots()
     if bad:
-        return finish("violation", bad, S.fp0)
-    ids: dict = {S.init: 0}
-    states_by_id: list = [S.init]
-    edges: list = [[]]
+        return finish("violation", bad[0], bad[1])
+    states_by_id: list = [s for s, _ in X.roots]
+    ids: dict = {s: i for i, s in enumerate(states_by_id)}
+    edges: list = [[] for _ in states_by_id]       # edges[i]: [(j, step)]
     bounded: set = set()      # states whose successors a bound cut off
-    queue = deque([(S.init, S.fp0, 0)])
-    last_report = S.start
+    queue = deque((s, fs, 0) for s, fs in X.roots)
+    last_report = X.start
     while queue:
         s, fs, d = queue.popleft()
-        S.depth = max(S.depth, d)
+        X.depth = max(X.depth, d)
         i = ids[s]
         try:
-            succ = model.successors(s)
+            succ, cut = X.expand(s)
         except InvariantViolation as e:
-            return finish("violation", e.invariant.name, fs, last=_failing_step(e))
-        if model.pruned:
-            bounded.add(i)
-        if not succ and deadlock and not model.pruned and not model.is_end(s):
+            return finish("violation", e.invariant.name, fs, last=model.failing_step(e))
+        if succ is None:
             return finish("deadlock", "deadlock: no action is enabled", fs)
-        for step, t in succ:
-            S.generated += 1
-            steps[step] = steps.get(step, 0) + 1
+        if cut:
+            bounded.add(i)
+        for step, t, ft in succ:
             j = ids.get(t)
             if j is None:
                 j = ids[t] = len(states_by_id)
                 states_by_id.append(t)
                 edges.append([])
             edges[i].append((j, step))
-            ft = hash(t)
             if ft in seen:
                 continue
-            seen[ft] = fs
-            bad = model.violated(t)
+            bad = X.admit(t, ft, fs)
             if bad:
-                S.depth = max(S.depth, d + 1)
+                X.depth = max(X.depth, d + 1)
                 return finish("violation", bad, ft)
             queue.append((t, ft, d + 1))
         if progress and time.perf_counter() - last_report > 0.5:
             last_report = time.perf_counter()
-            progress(S.generated, len(seen), len(queue), S.depth, last_report - S.start)
+            progress(X.generated, len(seen), len(queue), X.depth, last_report - X.start)
         if max_states and len(seen) >= max_states:
             return finish("stopped")
-    flat = [model.flat(s) for s in states_by_id]     # liveness reads the spec's view
-    labelled = [[(j, action_class(st, cfg)) for j, st in es] for es in edges]
+    roots = range(len(X.roots))
     # the more specific diagnosis first: a fair cycle stuck in a rebalance
-    lasso = find_lasso(flat, labelled, bounded)
+    lasso = find_lasso(model, states_by_id, edges, bounded, roots)
     if lasso is not None:
         stem, loop = lasso
         res = finish("lasso", "a fair cycle stays in PreparingRebalance/CompletingRebalance forever")
-        res.path = _lasso_path(flat, edges, stem + loop[1:])
+        res.path = _graph_path(model, states_by_id, edges, stem + loop[1:])
         res.loop_start = len(stem) - 1
-        return res
-    stuck = find_no_progress(states_by_id, labelled, bounded, model.is_end, model.some_stable)
+        return _counterexample_depth(res)
+    stuck = find_no_progress(model, states_by_id, edges, bounded)
     if stuck is not None:
         res = finish("no-progress", "no client can ever get an assignment again")
-        res.path = _lasso_path(flat, edges, _stem(labelled, stuck))
-        return res
+        res.path = _graph_path(model, states_by_id, edges, shortest_path(edges, roots, stuck))
+        return _counterexample_depth(res)
     return finish("ok")
 
 
-def _lasso_path(states: list, edges: list, ids: list) -> list:
-    path = [(None, states[ids[0]])]
+def _counterexample_depth(res: Result) -> Result:
+    """A liveness counterexample is found after the whole graph is searched: its depth is its own
+    length in steps (a lasso: the stem and one lap of the loop), as a safety counterexample's is,
+    not how deep the search went."""
+    res.depth = len(res.path) - 1
+    return res
+
+
+def _graph_path(model: Model, states: list, edges: list, ids: list) -> list:
+    """The path through the kept graph's states `ids`, in the model's flat view."""
+    path = [(None, model.flat(states[ids[0]]))]
     for a, b in zip(ids, ids[1:]):
         step = next(st for j, st in edges[a] if j == b)
-        path.append((step, states[b]))
-    return path
-
-
-def _checked(cfg: WorldConfig) -> list[str]:
-    return [i.name for i in INVARIANTS if i.kind in ("state", "step", "output")] + \
-        [i.name for i in world_invariants(cfg)]
-
-
-def _failing_step(e: InvariantViolation) -> Step:
-    row = getattr(e, "row", "")
-    return Step(f"row {row!r} breaks {e.invariant.name}", (row,) if row else ())
-
-
-def _path(model: WorldModel, seen: dict, canon, at: int, last=None) -> list:
-    """A concrete shortest path to the state with fingerprint `at`, replayed from the initial
-    state, in the spec's variable-by-variable view."""
-    chain = []
-    cur = at
-    while cur is not None:
-        chain.append(cur)
-        cur = seen[cur]
-    chain.reverse()
-    state = model.initial()
-    path = [(None, model.flat(state))]
-    for target in chain[1:]:
-        for step, t in model.successors(state):
-            if hash(canon(t)) == target:
-                path.append((step, model.flat(t)))
-                state = t
-                break
-        else:  # pragma: no cover - the search found this edge
-            raise RuntimeError("counterexample replay lost its way")
-    if last is not None:
-        path.append((last, model.flat(state)))
+        path.append((step, model.flat(states[b])))
     return path
 
 
 # -- the parallel search ---------------------------------------------------------------------
-# Each worker process owns the states whose group part G hashes to it: it keeps their
-# fingerprints (the visited set is sharded), expands them, and sends the successors it does not
-# own to their owner.  Sharding by G keeps a worker's memo tables (deliveries and timers are
-# keyed by G) to its own share, and a client's step, which keeps G (unless renaming clients
-# rewrites a parked reference), stays in the worker.
-# States cross in marshal batches (tuples of ints; sub-tuples shared between states are written
-# once), and a worker sends each foreign state once.  Breadth-first, level by level: the main process only relays the
-# batches and sums the counts, so a counterexample is still a shortest one.
+# Each worker process owns the states whose shard key (`model.shard_key`: for the closed world
+# the group part G) hashes to it: it keeps their fingerprints (the visited set is sharded),
+# expands them, and sends the successors it does not own to their owner.  Sharding by G keeps a
+# worker's memo tables (deliveries and timers are keyed by G) to its own share, and a client's
+# step, which keeps G (unless renaming clients rewrites a parked reference), stays in the worker.
+# States cross in marshal batches (so a model's states must be what marshal writes: tuples of
+# ints, here; sub-tuples shared between states are written once), and a worker sends each
+# foreign state once.  Breadth-first, level by level: the main process only relays the batches
+# and sums the counts, so a counterexample is still a shortest one.  Each worker builds its own
+# model from the given one's recipe.
 
-def _owner(ct: tuple, n: int) -> int:
-    return hash(ct[0]) % n
+_SENT = object()      # in a worker's `seen`: a foreign state already sent to its owner
 
 
 class _Shard:
     """One worker's part of the search."""
 
-    def __init__(self, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows):
+    def __init__(self, wid: int, n: int, recipe, symmetry: bool, deadlock: bool):
         self.wid, self.n = wid, n
-        self.model = WorldModel(cfg, rows)
-        sym = Symmetry(cfg)
-        self.canon = sym.canon if symmetry else (lambda s: s)
-        self.orbit = sym.orbit if symmetry else (lambda s: 1)
-        init = self.canon(self.model.initial())
-        self.seen: dict = {}
-        self.frontier: list = []
-        if _owner(init, n) == wid:
-            self.seen[hash(init)] = None
-            self.frontier = [(init, hash(init))]
+        self.model = recipe()
+        self.X = _Explorer(self.model, symmetry, deadlock)
+        self.key = self.model.shard_key
+        self.seen = self.X.seen
+        self.frontier = [(ct, ft) for ct, ft in self.X.roots if hash(self.key(ct)) % n == wid]
+        for _, ft in self.frontier:
+            self.seen[ft] = None
         self.next: list = []
-        self.sent: set = set()                              # foreign fingerprints already sent
         self.parts: dict = {}                               # received parts, one object each
-        self.steps: dict = {}
 
     def _keep(self, ft: int, fs: int, ct: tuple, stats: dict) -> None:
-        self.seen[ft] = fs
+        X = self.X
+        before = X.unreduced
+        bad = X.admit(ct, ft, fs)
         stats["new"] += 1
-        stats["unreduced"] += self.orbit(ct)
-        if stats["failure"] is None:
-            bad = self.model.violated(ct)
-            if bad:
-                stats["failure"] = ("violation", ft, bad, "")
+        stats["unreduced"] += X.unreduced - before
+        if bad and stats["failure"] is None:
+            stats["failure"] = ("violation", ft, bad, None)
         self.next.append((ct, ft))
 
-    def expand(self) -> bytes:
-        model, canon, seen, steps, wid, n = self.model, self.canon, self.seen, self.steps, self.wid, self.n
-        successors, sent = model.successors, self.sent
+    def expand(self) -> tuple[dict, list]:
+        X, seen, key, wid, n = self.X, self.seen, self.key, self.wid, self.n
+        expand = X.expand
         stats = {"new": 0, "unreduced": 0, "generated": 0, "failure": None}
         batches: list = [[] for _ in range(n)]
-        generated = 0
+        before = X.generated
         for s, fs in self.frontier:
             try:
-                succ = successors(s)
+                succ, _ = expand(s)
             except InvariantViolation as e:
-                stats["failure"] = ("violation", fs, e.invariant.name, getattr(e, "row", ""))
+                stats["failure"] = ("violation", fs, e.invariant.name, self.model.failing_step(e))
                 break
-            if not succ and not model.pruned and not model.is_end(s):
-                stats["failure"] = ("deadlock", fs, "", "")
+            if succ is None:
+                stats["failure"] = ("deadlock", fs, "", None)
                 break
-            generated += len(succ)
-            for step, t in succ:
-                steps[step] = steps.get(step, 0) + 1
-                ct = canon(t)
-                ft = hash(ct)
-                o = hash(ct[0]) % n
+            for step, ct, ft in succ:
+                if ft in seen:              # kept here, or already sent to its owner
+                    continue
+                o = hash(key(ct)) % n
                 if o == wid:
-                    if ft not in seen:
-                        self._keep(ft, fs, ct, stats)
-                    continue
-                if ft in sent:
-                    continue
-                sent.add(ft)
-                batches[o].append((ft, fs, ct))
-        stats["generated"] = generated
+                    self._keep(ft, fs, ct, stats)
+                else:
+                    seen[ft] = _SENT
+                    batches[o].append((ft, fs, ct))
+        stats["generated"] = X.generated - before
         self.frontier = []
         return stats, [marshal.dumps(batches[o]) for o in range(n)]
 
@@ -563,19 +432,20 @@ class _Shard:
         self.frontier, self.next = self.next, []
         return stats
 
+    def parent(self, fp: int) -> tuple[bool, int | None]:
+        """(whether this worker keeps the state `fp`, its parent's fingerprint)."""
+        got = self.seen.get(fp, _SENT)
+        return (False, None) if got is _SENT else (True, got)
+
     def coverage(self) -> dict:
-        cov: dict = {}
-        for step, k in self.steps.items():
-            for r in step.rows:
-                cov[r] = cov.get(r, 0) + k
-        return cov
+        return dict(self.X.coverage)
 
 
-def _shard_main(conn, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows, parent: int) -> None:
+def _shard_main(conn, wid: int, n: int, recipe, symmetry: bool, deadlock: bool, parent: int) -> None:
     gc.disable()
     die_with_parent(parent)
     try:
-        shard = _Shard(wid, n, cfg, symmetry, rows)
+        shard = _Shard(wid, n, recipe, symmetry, deadlock)
         conn.send(("ready", len(shard.seen)))
         while True:
             cmd, arg = conn.recv()
@@ -588,7 +458,7 @@ def _shard_main(conn, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows, 
                 blobs = [conn.recv_bytes() for _ in range(arg)]
                 conn.send(shard.receive(blobs))
             elif cmd == "parent":
-                conn.send((arg in shard.seen, shard.seen.get(arg)))
+                conn.send(shard.parent(arg))
             elif cmd == "coverage":
                 conn.send(shard.coverage())
             else:
@@ -600,25 +470,28 @@ def _shard_main(conn, wid: int, n: int, cfg: WorldConfig, symmetry: bool, rows, 
         conn.send(("error", traceback.format_exc()))
 
 
-def check_parallel(cfg: WorldConfig, workers: int = 2, symmetry: bool = True, progress=None,
-                   max_states: int | None = None, rows: list | None = None) -> Result:
-    """Breadth-first, level by level, over `workers` processes that each own a shard of the states."""
+def check_parallel(model: Model, workers: int = 2, symmetry: bool = True, progress=None,
+                   max_states: int | None = None, deadlock: bool = True) -> Result:
+    """Breadth-first, level by level, over `workers` processes that each own a shard of the
+    states; the options mean what they mean to `check` (liveness needs the whole graph in one
+    process: `check`)."""
     with _no_cyclic_gc():
-        return _check_parallel(cfg, workers, symmetry, progress, max_states, rows)
+        return _check_parallel(model, workers, symmetry, progress, max_states, deadlock)
 
 
-def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, max_states, rows) -> Result:
+def _check_parallel(model: Model, workers: int, symmetry: bool, progress, max_states, deadlock: bool) -> Result:
     import multiprocessing as mp
-    ctx = mp.get_context("fork")      # the workers inherit the compiled table; nothing to pickle
-    S = _Search(cfg, symmetry, rows)
-    model, finish = S.model, S.finish
-    bad = model.violated(S.init)
+    ctx = mp.get_context("fork")      # the workers inherit the compiled table
+    X = _Explorer(model, symmetry, deadlock)
+    finish = X.finish
+    bad = X.admit_roots()
     if bad:
-        return finish("violation", bad, S.fp0)
+        return finish("violation", bad[0], bad[1])
+    recipe = model.recipe()
     pipes, procs = [], []
     for wid in range(workers):
         here, there = ctx.Pipe()
-        p = ctx.Process(target=_shard_main, args=(there, wid, workers, cfg, symmetry, rows, os.getpid()),
+        p = ctx.Process(target=_shard_main, args=(there, wid, workers, recipe, symmetry, deadlock, os.getpid()),
                         daemon=True)
         p.start()
         pipes.append(here)
@@ -638,7 +511,7 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
     try:
         for conn in pipes:
             conn.recv()
-        distinct, unreduced = 1, S.unreduced
+        distinct, unreduced = len(X.seen), X.unreduced
         result = None
         while result is None:
             for conn in pipes:
@@ -653,39 +526,36 @@ def _check_parallel(cfg: WorldConfig, workers: int, symmetry: bool, progress, ma
                     if o != wid:
                         conn.send_bytes(outbox[o][wid])
             stats += [_reply(conn) for conn in pipes]
-            S.generated += sum(st["generated"] for st in stats)
+            X.generated += sum(st["generated"] for st in stats)
             new = sum(st["new"] for st in stats)
             distinct += new
             unreduced += sum(st["unreduced"] for st in stats)
             failures = [st["failure"] for st in stats if st["failure"]]
             if new or failures:
-                S.depth += 1
+                X.depth += 1
             if progress:
-                progress(S.generated, distinct, new, S.depth, time.perf_counter() - S.start)
+                progress(X.generated, distinct, new, X.depth, time.perf_counter() - X.start)
             if failures:
                 # expansion failures (a state at the previous depth) before state violations
-                kind, fp, inv, row = min(failures, key=lambda f: f[0] != "deadlock" and not f[3])
-                result = (kind, fp, inv, row)
+                result = min(failures, key=lambda f: f[0] != "deadlock" and f[3] is None)
             elif not new:
-                result = ("ok", None, "", "")
+                result = ("ok", None, "", None)
             elif max_states and distinct >= max_states:
-                result = ("stopped", None, "", "")
-        S.coverage_override = Counter()
+                result = ("stopped", None, "", None)
+        X.coverage_override = Counter()
         for conn in pipes:
-            S.coverage_override.update(ask(conn, ("coverage", None)))
-        kind, fp, inv, row = result
-        seen = _DistributedParents(pipes, ask, S.fp0)
+            X.coverage_override.update(ask(conn, ("coverage", None)))
+        kind, fp, inv, last = result
+        seen = _DistributedParents(pipes, ask, {ft for _, ft in X.roots})
         if kind == "deadlock":
-            S.depth -= 1
+            X.depth -= 1
             res = finish("deadlock", "deadlock: no action is enabled", fp, seen=seen)
-        elif kind == "violation" and row:      # the failing step is the path's last
-            res = finish("violation", inv, fp, last=Step(f"row {row!r} breaks {inv}", (row,)), seen=seen)
-        elif kind == "violation":
-            res = finish("violation", inv, fp, seen=seen)
+        elif kind == "violation":      # `last`: the step that broke a property, the path's last
+            res = finish("violation", inv, fp, last=last, seen=seen)
         else:
             res = finish(kind, seen=seen)
         res.distinct_states = distinct
-        res.unreduced_states = unreduced if symmetry else distinct
+        res.unreduced_states = unreduced
         finished = True
         return res
     finally:
@@ -717,11 +587,11 @@ def _reply(conn):
 class _DistributedParents:
     """The visited set's parent links, asked of the shard that holds each fingerprint."""
 
-    def __init__(self, pipes, ask, fp0):
-        self.pipes, self.ask, self.fp0 = pipes, ask, fp0
+    def __init__(self, pipes, ask, roots: set):
+        self.pipes, self.ask, self.roots = pipes, ask, roots
 
     def __getitem__(self, fp):
-        if fp == self.fp0:
+        if fp in self.roots:
             return None
         for conn in self.pipes:
             has, parent = self.ask(conn, ("parent", fp))

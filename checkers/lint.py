@@ -18,11 +18,23 @@ outputs, which the runtime turns into real timers, so lint proves it too:
               held before it (the timer that fired is gone, others stay
               until cancelled; a fresh member id has no timer).
 
+And for the structural invariants themselves: every check above assumes
+them of the state before a row, which is sound only if no row can lead out
+of them, so lint proves that too:
+
+  preserves   every row keeps every structural invariant: if they held
+              before it and its guard held, they hold after its steps
+              (given what the drivers guarantee about the row's
+              parameters, PARAM_FACTS).
+
 And for the lifecycle: every state change a row makes is one of Kafka's
 legal moves (or a move of the coordinator's group cache), and the
 python-statemachine lifecycle allows exactly those.
 
 A problem comes with a witness: the state and parameters Z3 found.
+
+Each check lints the spec's rows unless given others (`table`,
+`client_rows`): the tests plant a broken row in a copy of the table.
 """
 from __future__ import annotations
 
@@ -32,12 +44,32 @@ from dataclasses import dataclass, field
 import z3
 
 from groupspec.spec.invariants import structural
-from groupspec.spec.lang import Not, walk
+from groupspec.spec.lang import ForAll, Implies, Not, Or, lift, walk
 from groupspec.spec.rows import Out, Set_
-from groupspec.spec.schema import MEMBER, P, STATES, V, TRIGGERS, kafka_moves, legal_moves
+from groupspec.spec.schema import MEMBER, AppendKind, P, STATES, V, TRIGGERS, kafka_moves, legal_moves
 from groupspec.spec.symbolic import (SymEnv, default_sizes, fresh, fresh_params, fresh_state, in_states,
                                      params_well_formed, row_relation, state_well_formed, to_z3, well_formed)
-from groupspec.spec.table import ROWS, TIMER_TRIGGERS, enabled, rows_of, timer_armed
+from groupspec.spec.table import ROWS, TIMER_TRIGGERS, enabled, timer_armed
+
+_REC = P.record
+# What the drivers guarantee about a row's parameters, and the table (as Kafka's code) relies on:
+# lint assumes these when it proves what a row keeps.
+PARAM_FACTS = (
+    (P.fresh.is_some() & Not(P.fresh.in_(V.members | V.pending | V.pending_sync)),
+     "a new member id is one the group has never used (GM.generateMemberId: clientId-UUID)"),
+    (P.member.is_none() | P.member.in_(V.members | V.pending),
+     "`member` is the request's member id only if the group knows it (a member or a pending member)"),
+    (Implies(P.append_kind == lift("static_replace", AppendKind),
+             P.append_old.is_some() & Not(P.append_old.in_(V.members | V.pending))),
+     "the id a static member's replacement replaced is never the group's again (ids are never reused)"),
+    (Implies(_REC["members"].is_empty(), _REC["leader"].is_none())
+     & Implies(Not(_REC["members"].is_empty()), _REC["leader"].in_(_REC["members"]))
+     & ForAll(_REC["members"], lambda a: ForAll(_REC["members"], lambda b: Or(
+         a == b, _REC["instance_of"][a].is_none(), Not(_REC["instance_of"][a] == _REC["instance_of"][b]))))
+     & _REC["instance_of"].keys_where(lambda x: x.is_some()).subset_of(_REC["members"]),
+     "a record to load is what GMM.storeGroup wrote of a group that met the structural invariants: its "
+     "leader is a member, and only its members carry a group.instance.id, no two the same"),
+)
 
 # Which triggers may make the cache moves (create, load, drop a group).
 CACHE_MOVE_TRIGGERS = {
@@ -66,25 +98,27 @@ class LintResult:
     checks: int
     seconds: float
     sizes: dict
+    rows: int           # how many coordinator rows were linted
 
     def as_json(self) -> dict:
         return {"result": "ok" if not self.problems else "problems", "checks": self.checks,
-                "seconds": round(self.seconds, 2), "bounds": self.sizes, "rows": len(ROWS),
+                "seconds": round(self.seconds, 2), "bounds": self.sizes, "rows": self.rows,
                 "problems": [p.as_json() for p in self.problems]}
 
 
-def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> LintResult:
+def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None, table: list = ROWS,
+         client_rows: list | None = None) -> LintResult:
+    """Every check below, of the coordinator's rows `table` and the clients' `client_rows`."""
     sizes = sizes or default_sizes()
     start = time.perf_counter()
-    problems = check_moves()
+    problems = check_moves(table)
     checks = 1
-    state = fresh_state(sizes)
-    params = fresh_params(sizes)
-    assume = state_well_formed(state, sizes) + params_well_formed(params, sizes)
+    shared = Relations(sizes)
+    state, params = shared.state, shared.params
+    assume = shared.assumed()
     env = SymEnv(sizes, state, params)
-    assume += [to_z3(inv.formula, env) for inv in structural()]
     for trig in TRIGGERS:
-        rows = rows_of(trig.name)
+        rows = [r for r in table if r.trigger == trig.name]
         if not rows:
             continue
         if progress:
@@ -125,12 +159,88 @@ def lint(sizes: dict | None = None, timeout_ms: int = 20_000, progress=None) -> 
                                         _witness(solver, state, params, sizes)))
             elif res == z3.unknown:
                 problems.append(Problem("covering", trig.name, [], "Z3 gave up (timeout)"))
-    c1, p1 = check_timers(sizes, timeout_ms, progress)
-    c2, p2 = lint_clients(sizes, timeout_ms)
-    return LintResult(problems + p1 + p2, checks + c1 + c2, time.perf_counter() - start, sizes)
+    c1, p1 = check_timers(sizes, timeout_ms, progress, table, shared)
+    c2, p2 = lint_clients(sizes, timeout_ms, client_rows)
+    c3, p3 = check_preserved(sizes, timeout_ms, progress, shared, table)
+    return LintResult(problems + p1 + p2 + p3, checks + c1 + c2 + c3, time.perf_counter() - start, sizes,
+                      len(table))
 
 
-def check_timers(sizes: dict, timeout_ms: int, progress=None) -> tuple[int, list[Problem]]:
+class Relations:
+    """Fresh symbolic state and parameters, what every check assumes of them, and each row's
+    relation over them, translated once: translating into Z3 is most of lint's time, and the
+    checks need most rows alike."""
+
+    def __init__(self, sizes: dict):
+        self.sizes = sizes
+        self.state, self.params = fresh_state(sizes), fresh_params(sizes)
+        self._done: dict = {}
+        self._assumed: list | None = None
+
+    def assumed(self) -> list:
+        """Well-formed state and parameters, and the structural invariants of the state."""
+        if self._assumed is None:
+            env = SymEnv(self.sizes, self.state, self.params)
+            self._assumed = (state_well_formed(self.state, self.sizes) + params_well_formed(self.params, self.sizes)
+                             + [to_z3(inv.formula, env) for inv in structural()])
+        return self._assumed
+
+    def of(self, r):
+        """(guard, post-state, outputs) of row r (symbolic.row_relation)."""
+        got = self._done.get(id(r))
+        if got is None:      # the row is kept with its relation, so that its id is not reused
+            got = self._done[id(r)] = (r, row_relation(r, self.state, self.params, self.sizes))
+        return got[1]
+
+
+def check_preserved(sizes: dict, timeout_ms: int, progress=None, relations: Relations | None = None,
+                    table: list = ROWS) -> tuple[int, list[Problem]]:
+    """Each row keeps the structural invariants: assumed before it (with its guard and
+    PARAM_FACTS), each holds after its steps.  Rows that write nothing an invariant reads keep
+    it trivially and are not asked."""
+    relations = relations or Relations(sizes)
+    state, params = relations.state, relations.params
+    env = SymEnv(sizes, state, params)
+    # The invariants are translated once, over a second state that each query equates with the
+    # row's post-state (translating them anew over every row's post-state took most of the time).
+    after_state = fresh_state(sizes, prefix="after.")
+    invariants = [(inv, {name for op, name in _reads(inv.formula) if op == "var"},
+                   to_z3(inv.formula, SymEnv(sizes, after_state, params))) for inv in structural()]
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(*relations.assumed(), *[to_z3(f, env) for f, _ in PARAM_FACTS])
+    problems, checks = [], 0
+    if progress:
+        progress("structure")
+    for r in table:
+        written = {k for st in r.steps if isinstance(st, Set_) for k in st.updates} | ({"state"} if r.target else set())
+        touched = [(inv, read, f) for inv, read, f in invariants if read & written]
+        if not touched:
+            continue
+        guard, post, _ = relations.of(r)
+        same = [_equal(after_state[v], post[v]) for v in sorted(set().union(*(read for _, read, _ in touched)))]
+        checks += 1
+        res = _check(solver, z3.And(guard, to_z3(enabled(r.trigger), env), *same,
+                                    z3.Or([z3.Not(f) for _, _, f in touched])))
+        if res == z3.sat:
+            m = solver._last_model
+            broken = [inv.name for inv, _, f in touched if z3.is_false(m.eval(f, model_completion=True))]
+            problems.append(Problem("preserves", r.trigger, [r.name], f"breaks {', '.join(broken)}",
+                                    _witness(solver, state, params, sizes, after=post)))
+        elif res == z3.unknown:
+            problems.append(Problem("preserves", r.trigger, [r.name], "Z3 gave up (timeout)"))
+    return checks, problems
+
+
+def _equal(a, b):
+    """Two symbolic values of one type are equal (a map's entries one by one)."""
+    if isinstance(a, list):
+        return z3.And([_equal(x, y) for x, y in zip(a, b)])
+    return a == b
+
+
+def check_timers(sizes: dict, timeout_ms: int, progress=None, table: list = ROWS,
+                 relations: Relations | None = None) -> tuple[int, list[Problem]]:
     """Each row keeps the timer invariant: every armed timer's condition (table.TIMERS) holds.
 
     Which timers are armed before a row is free (fresh booleans), constrained only by
@@ -138,9 +248,9 @@ def check_timers(sizes: dict, timeout_ms: int, progress=None) -> tuple[int, list
     the row runs; the row's arm, cancel and cancel_all outputs, in order, give the
     timers armed after it.  A timer left armed where its condition fails is one the
     runtime fires and no row of its trigger covers (or covers as the wrong case)."""
-    state, params = fresh_state(sizes), fresh_params(sizes)
-    base = state_well_formed(state, sizes) + params_well_formed(params, sizes)
-    base += [to_z3(inv.formula, SymEnv(sizes, state, params)) for inv in structural()]
+    relations = relations or Relations(sizes)
+    state, params = relations.state, relations.params
+    base = relations.assumed()
     # a member's timer (its condition reads the trigger's timer_member) is one per member slot
     per_member = {k for k in TIMER_TRIGGERS if ("param", "timer_member") in _reads(timer_armed(k))}
     keys = [(k, i) for k in TIMER_TRIGGERS for i in (range(sizes[MEMBER]) if k in per_member else (None,))]
@@ -152,18 +262,18 @@ def check_timers(sizes: dict, timeout_ms: int, progress=None) -> tuple[int, list
 
     before = {key: z3.Bool(f"armed.{key[0]}.{key[1]}") for key in keys}
     invariant = [z3.Implies(before[key], allowed(state, *key)) for key in keys]
-    # a fresh member id is one nothing uses yet: no member, no pending member, no timer
-    invariant.append(to_z3(Not(P.fresh.in_(V.members) | P.fresh.in_(V.pending)), SymEnv(sizes, state, params)))
+    # a fresh member id is one nothing uses yet (PARAM_FACTS), so no timer of it is armed
+    invariant.append(to_z3(PARAM_FACTS[0][0], SymEnv(sizes, state, params)))
     invariant += [z3.Implies(params["fresh"] == i, z3.Not(before[(k, i)])) for (k, i) in keys if i is not None]
     problems, checks = [], 0
     if progress:
         progress("timers")
-    for r in ROWS:
+    for r in table:
         fired = [key for key in keys if TIMER_TRIGGERS[key[0]] == r.trigger]
         timing = any(isinstance(s, Out) and s.kind in ("arm", "cancel", "cancel_all") for s in r.steps)
         if not (fired or timing or any(isinstance(s, Set_) and read & set(s.updates) for s in r.steps)):
             continue     # the row neither fires, arms nor cancels a timer, nor changes what they depend on
-        guard, post, outs = row_relation(r, state, params, sizes)
+        guard, post, outs = relations.of(r)
         armed, pre = dict(before), []
         if fired:
             # the timer that fires is one of the trigger's; it was armed, and it is gone now
@@ -202,9 +312,9 @@ def _reads(t) -> set:
     return {(n.op, n.data) for n in walk(t) if n.op in ("var", "param")}
 
 
-def lint_clients(sizes: dict, timeout_ms: int) -> tuple[int, list[Problem]]:
-    """The closed world's client rows: for each trigger, exclusive and reachable (a client's
-    triggers are its choices, so they need not cover every state)."""
+def lint_clients(sizes: dict, timeout_ms: int, client_rows: list | None = None) -> tuple[int, list[Problem]]:
+    """The closed world's client rows (default the spec's): for each trigger, exclusive and
+    reachable (a client's triggers are its choices, so they need not cover every state)."""
     from groupspec.spec.world import ALL_VARS, CLIENT, CLIENT_ROWS, WORLD_PARAMS
     wsizes = dict(sizes, **{CLIENT: 2})
     state = {v.name: fresh("w." + v.name, v.type, wsizes) for v in ALL_VARS}
@@ -214,7 +324,7 @@ def lint_clients(sizes: dict, timeout_ms: int) -> tuple[int, list[Problem]]:
     env = SymEnv(wsizes, state, params)
     problems, checks = [], 0
     by_trigger: dict = {}
-    for r in CLIENT_ROWS:
+    for r in CLIENT_ROWS if client_rows is None else client_rows:
         by_trigger.setdefault(r.trigger, []).append(r)
     for trig, rows in by_trigger.items():
         solver = z3.Solver()
@@ -247,31 +357,40 @@ def _check(solver: z3.Solver, cond):
     return res
 
 
-def _witness(solver, state: dict, params: dict, sizes) -> dict:
+_SHOWN = ("generation", "members", "pending", "awaiting_join", "awaiting_sync", "leader", "join_timer")
+
+
+def _witness(solver, state: dict, params: dict, sizes, after: dict | None = None) -> dict:
+    """The state and parameters Z3 found; with `after`, also the values a row's steps changed."""
     m = getattr(solver, "_last_model", None)
     if m is None:
         return {}
-    out = {"state": STATES[m.eval(state["state"], model_completion=True).as_long()]}
-    for k in ("generation", "members", "pending", "awaiting_join", "awaiting_sync", "leader", "join_timer"):
-        out[k] = str(m.eval(state[k], model_completion=True))
+
+    def shown(st: dict) -> dict:
+        got = {"state": STATES[m.eval(st["state"], model_completion=True).as_long()]}
+        got.update({k: str(m.eval(st[k], model_completion=True)) for k in _SHOWN})
+        return got
+    out = shown(state)
     for k in ("coord", "member", "member_empty", "instance", "generation", "timer_member"):
         if k in params and not isinstance(params[k], list):
             out["param." + k] = str(m.eval(params[k], model_completion=True))
+    if after is not None:
+        out.update({"after." + k: v for k, v in shown(after).items() if v != out[k]})
     return out
 
 
-def check_moves() -> list[Problem]:
+def check_moves(table: list = ROWS) -> list[Problem]:
     """Every row's state changes are legal; the lifecycle machine allows exactly the legal moves."""
     problems = []
     legal, kafka = legal_moves(), kafka_moves()
-    for r in ROWS:
+    for r in table:
         for mv in r.moves():
             if mv not in legal:
                 problems.append(Problem("moves", r.trigger, [r.name], f"{mv[0]} -> {mv[1]} is not a legal move"))
             elif mv not in kafka and r.trigger not in CACHE_MOVE_TRIGGERS.get(mv, set()):
                 problems.append(Problem("moves", r.trigger, [r.name],
                                         f"{mv[0]} -> {mv[1]} is a group-cache move, not one {r.trigger} makes"))
-    made = {mv for r in ROWS for mv in r.moves()}
+    made = {mv for r in table for mv in r.moves()}
     for mv in sorted(legal - made):
         problems.append(Problem("moves", "", [], f"{mv[0]} -> {mv[1]} is declared legal but no row makes it"))
     try:

@@ -25,6 +25,7 @@ import os
 import random
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
 from groupspec.spec import engine as E
 from groupspec.spec.kafka import ERRORS
@@ -134,25 +135,27 @@ def _show(t: Term) -> str:
 class Reference:
     """A world's reachable coordinator firings under the table, by trigger."""
     name: str
-    cfg: object
+    world: Callable      # (rows, keep_firings=False) -> the world's model with those coordinator rows
+    cfg: object          # the world's configuration (what `explain` asks of it)
     liveness: bool
     states: int
     firings: dict        # trigger -> [(g, params, [(row name, state, outputs)])]
 
 
-def reference(name: str, cfg, liveness: bool) -> Reference:
+def reference(name: str, world: Callable, liveness: bool) -> Reference:
+    """`world`: builds the world's model for a table, `world(rows=None, keep_firings=False)`
+    (a WorldModel's class bound to its configuration): the reference searches it with the
+    spec's table, a mutant with its own rows."""
     from .explicit import check
-    from .world_model import WorldModel
-    model = WorldModel(cfg)
-    model.keep_firings = True
-    res = check(cfg, model=model)
+    model = world(None, keep_firings=True)
+    res = check(model)
     if res.result != "ok":
         raise RuntimeError(f"world {name!r} is not correct under the table itself ({res.result}: "
                            f"{res.violation}); mutants cannot be judged in it")
     firings: dict = {}
-    for (g, trigger, p), outs in model._gcache.items():
+    for g, trigger, p, outs in model.firings():
         firings.setdefault(trigger, []).append((g, p, [(o.row.name, o.state, o.outputs) for o in outs]))
-    return Reference(name, cfg, liveness, res.distinct_states, firings)
+    return Reference(name, world, model.cfg, liveness, res.distinct_states, firings)
 
 
 def first_difference(ref: Reference, index: int, row: Row) -> tuple[str | None, bool, bool]:
@@ -243,9 +246,10 @@ def run_one(args) -> dict:
             continue            # this world cannot tell the mutant from the table
         new_behaviour = new_behaviour or new
         try:
-            res = check(ref.cfg, rows=rows)
+            model = ref.world(rows)
+            res = check(model)
             if res.result == "ok" and ref.liveness:
-                res = check(ref.cfg, rows=rows, liveness=True)   # a mutant may only break progress
+                res = check(model, liveness=True)   # a mutant may only break progress
         except E.EngineError as e:
             return {**out, "outcome": "killed", "killed_by": f"the table: {e}", "world": name,
                     "checker": "explicit search"}
@@ -284,7 +288,7 @@ def _scenarios_catch(rows: list) -> str:
     """The first conformance scenario (tests/scenarios, spec target) the mutant table fails, or ''.
     A survivor of the checker that a scenario catches changes an answer no safety property is
     about (an error code the clients recover from alike); the scenario pins it."""
-    from .cli import REPO, default_scenario_paths
+    from .paths import REPO, default_scenario_paths
     from .scenarios.model import load_file
     from .scenarios.report import scenario_files
     from .scenarios.runner import run_scenario
@@ -321,11 +325,11 @@ UNFIT_WORLDS = {"deep": "the deep world's search does not finish (it is the nigh
 
 
 def run(worlds: list, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=None) -> list[dict]:
-    """`worlds`: [(name, WorldConfig, liveness?)], smallest first: a mutant goes on to the next
-    world only if the ones before did not kill it."""
+    """`worlds`: [(name, world, liveness?)], smallest first (`world` as `reference` takes it): a
+    mutant goes on to the next world only if the ones before did not kill it."""
     import multiprocessing as mp
-    for name, cfg, liveness in worlds:
-        _REFS[name] = reference(name, cfg, liveness)
+    for name, world, liveness in worlds:
+        _REFS[name] = reference(name, world, liveness)
     all_m = mutants()
     indices = list(range(len(all_m)))
     if sample and sample < len(indices):

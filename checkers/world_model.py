@@ -32,33 +32,44 @@ memoized:
 - timers and failover: keyed by G.
 
 `flat(state)` gives the spec's variable-by-variable view, which
-counterexamples, invariants and liveness read.
+counterexamples and invariants read.
+
+`WorldModel` is the checkers' model (`checkers/model.py`): the engines in
+`explicit.py` and `mutate.py` search it through that interface only.  Its
+symmetry is renaming clients (`representative`, `orbit`); the fairness of
+its steps is what spec/world.py declares for their actions (`action_class`).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from functools import partial
+from math import factorial
 
 from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
-from groupspec.spec.invariants import InvariantViolation, check_state, check_step, compiled as compiled_invariants
+from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_state, check_step,
+                                       compiled as compiled_invariants)
 from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
-from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, record_of, require_known_member_id, vote
+from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, require_known_member_id, vote
 from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
-from groupspec.spec.lang import NONE
+from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
-from groupspec.spec.schema import (INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS, STATES,
-                                   JoinTimer)
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, MESSAGES, N_GROUP,
-                                  READS, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS,
-                                  WORLD_PARAMS, Kind, Phase, fairness)
+from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
+from groupspec.spec.table import TIMER_TRIGGERS
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
+                                  LEAVE_TRIGGERS, MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, armed,
+                                  WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
+                                  Phase, fairness)
 
-NONE_ERR = ERRORS.index("NONE")
+from .worlds import WorldConfig
+
 KIND = {name: i for i, name in enumerate(Kind.values)}
-API_KIND = {m.api: KIND[name] for name, m in MESSAGES.items()}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
 ABSENT = STATES.index("Absent")
-DELAYED_JOIN = JoinTimer.values.index("delayed")
 PREPARING = STATES.index("PreparingRebalance")
+# the states a fair behaviour may not stay among forever: a group in a rebalance
+IN_REBALANCE = frozenset({PREPARING, STATES.index("CompletingRebalance")})
 
 # -- the client-major layout ---------------------------------------------------------------
 CLIENT_VARS = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.key == CLIENT]
@@ -74,70 +85,16 @@ RQ = [CP[n] for n in ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")]
 LATE = [CP[n] for n in ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")]
 NRQ = len(RQ)         # a request's fields: kind, member id, generation, assignment, committed partitions
 RS = CP["rs"]
+RS_VARS = [WORLD_INDEX[v] for v in RESPONSE_VARS]     # a response's variables in the spec's flat view
+RS_VAR = RS_VARS[0]
 assert list(CP)[RS:] == ["rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment"]
 assert RQ == list(range(RQ[0], RQ[0] + NRQ)) and LATE == list(range(LATE[0], LATE[0] + NRQ))
 PJ, PS, USED, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "used_ids", "log_has", "log"))
 G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"], E.STATE_INDEX["generation"]
-G_HB, G_JOIN_TIMER, G_SYNC_TIMER = (E.STATE_INDEX[n] for n in ("hb_armed", "join_timer", "sync_timer"))
 C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
 # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
 SKIPPED_OUTPUTS = ("arm", "cancel", "cancel_all", "delete_offsets")
-# client rows after which the client no longer reads answers to its parked requests
-FORGETS = {r.name for r in CLIENT_ROWS if ACTION_BY_NAME[r.trigger].forgets}
-
-
-@dataclass
-class WorldConfig:
-    clients: int = 2
-    topics: int = 1
-    partitions: int = 2            # per topic
-    max_generation: int = 2
-    member_ids: int = 4            # how many member ids the coordinator may ever issue
-    crash: bool = True
-    expiry: bool = True            # session and pending-member timers fire
-    failover: bool = True          # the coordinator unloads and a new one loads the last record
-    append_failure: bool = True    # a group-metadata append may fail
-    commits: bool = True
-    leaves: bool = True
-    max_size: int = 1 << 30        # group.max.size
-    instances: tuple | None = None  # each client's group.instance.id (an index; equal ones: a zombie), or None
-    restart: bool = False          # a crashed client may be restarted
-    loss: bool = False             # the network may lose a request or response (clients time out)
-    waive: tuple = ()              # ((invariant, why), ...): invariants this world does not check, and why
-    duplication: bool = False      # the network may deliver a request twice
-    reordering: bool = False       # a request may be overtaken by its client's later ones (spec/world.py)
-    # Timely clients: every client rejoins within the rebalance timeout and syncs within the session
-    # timeout, so the DelayedJoin completes when all have rejoined (it never expires) and the
-    # pending-sync timer never fires (the initial delay still does).  In such a world without faults
-    # the group needs one generation per membership change, and the generation bound becomes a
-    # property: a successor cut by it is a rebalance no client caused (`rebalance_budget`).
-    timely: bool = False
-    rebalance_budget: bool = False
-
-    FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart")
-
-    def __post_init__(self):
-        if self.rebalance_budget:
-            faults = [f for f in self.FAULTS if getattr(self, f)]
-            if faults or not self.timely:
-                raise ValueError(
-                    "--rebalance-budget holds only for timely clients without faults (a fault or a timeout may "
-                    "cause a rebalance no client asked for); turn on --timely and turn off: "
-                    f"{', '.join('--' + f.replace('_', '-') for f in faults) or 'nothing else'}")
-
-    def sizes(self) -> dict:
-        n_inst = max(1, len({i for i in (self.instances or ()) if i is not None}))
-        return {MEMBER: self.member_ids, INSTANCE: n_inst, PARTITION: self.topics * self.partitions, PROTOCOL: 1,
-                PROTOLIST: 1, PTYPE: 1, CLIENT: self.clients}
-
-    def symmetry_classes(self) -> list[list[int]]:
-        """Clients that renaming may exchange: those configured alike (the same group.instance.id)."""
-        inst = self.instances or (None,) * self.clients
-        classes: dict = {}
-        for c in range(self.clients):
-            classes.setdefault(inst[c], []).append(c)
-        return list(classes.values())
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,21 +134,27 @@ def _one_protocol(pl: int, protocol: int) -> int:
     return pl
 
 
-REQUEST_FIELDS = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")   # a request's fields, in RQ order
 
 
 class WorldModel:
-    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER):
+    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER,
+                 client_rows: list | None = None, keep_firings: bool = False):
         """`rows`: the coordinator's table (default: the spec's; a mutant's when testing the checker).
-        `eager`: the re-check after every row (spec/handling.py; another one plants a bug)."""
+        `eager`: the re-check after every row (spec/handling.py; another one plants a bug).
+        `client_rows`: the clients' table (default: spec/world.py's).
+        `keep_firings`: keep every coordinator firing the searches make, for `firings()` (mutation
+        testing compares a mutant's rows with them; small worlds only: the memo is never dropped)."""
         self.cfg = cfg
+        self._rows = rows
+        self._client_rows = client_rows
         self.eager = eager
         self.n = cfg.clients
         self.sizes = cfg.sizes()
         self.group = E.Engine(rows, skip_outputs=SKIPPED_OUTPUTS)
         names = list(E.PARAM_NAMES) + list(WORLD_PARAMS)
         self.space = E.Space(Layout(WORLD_INDEX, {n: i for i, n in enumerate(names)}), names)
-        self.clients = E.Engine(CLIENT_ROWS, self.space, total=lambda t: False)
+        client_rows = CLIENT_ROWS if client_rows is None else client_rows
+        self.clients = E.Engine(client_rows, self.space, total=lambda t: False)
         parts = [(f"t{t}", p) for t in range(cfg.topics) for p in range(cfg.partitions)]
         self.part_index = {tp: i for i, tp in enumerate(parts)}
         self.base = {"coord": 0, "group_id_ok": True, "cfg_min_session_ms": 10, "cfg_max_session_ms": 600_000,
@@ -203,22 +166,44 @@ class WorldModel:
         self._base_vector = [None] * len(names)
         for k, v in self.base.items():
             self._base_vector[self.space.param_index[k]] = v
-        # per client: a static member (group.instance.id) never sends LeaveGroup when it closes
-        # (AbstractCoordinator.maybeLeaveGroup: only dynamic members leave; a static member's
-        # membership ends only by session expiry, KIP-345)
+        # per client: a static member (group.instance.id) never sends LeaveGroup
         inst = cfg.instances or (None,) * cfg.clients
         self.triggers = [[a.trigger for a in ACTIONS if a.trigger.startswith("Client") and _enabled_by(a, cfg)
-                          and not (a.trigger == "ClientLeave" and inst[c] is not None)] for c in range(cfg.clients)]
-        self.pruned = 0      # successors of the last state cut off by a bound
+                          and not (a.trigger in LEAVE_TRIGGERS and inst[c] is not None)] for c in range(cfg.clients)]
         # the parameters every request of a kind carries (MESSAGES' `fixed`; a map: every key alike)
         self._fixed = {name: {k: (tuple([v] * self.sizes[E.PARAM_TYPES[k].key])
                                   if E.PARAM_TYPES[k].kind == "map" else v) for k, v in m.fixed.items()}
                        for name, m in MESSAGES.items()}
-        _check_locality()
+        _check_locality(client_rows)
+        # the routes' effects, compiled over the spec's flat view of the world
+        names = ["sender", "at", "selected_only", *(t.data for t in OUT.values()), *("rec." + k for k in RECORD_FIELDS)]
+        self._route_index = {n: i for i, n in enumerate(names)}
+        self._route_base = [None] * len(names)
+        self._route_base[self._route_index["selected_only"]] = _one_protocol
+        lay = Layout(WORLD_INDEX, self._route_index)
+        self._effects = {key: (compile_term(e.when, lay), [(WORLD_INDEX[v], compile_term(t, lay))
+                                                           for v, t in e.updates.items()])
+                         for key, e in {**ROUTE_EFFECTS, "forget": FAILOVER.forget}.items()}
+        self._failover_when = compile_term(FAILOVER.when, lay)
+        self._fresh = compile_term(FRESH, lay)
+        self._failover_record = compile_term(FAILOVER.record, lay)
+        # what a request is to the coordinator (spec/world.py WHO, MESSAGES): terms over the request
+        # and the group's variables (which G holds at their places in the flat view)
+        req = Layout(WORLD_INDEX, {n: i for i, n in enumerate([*(t.data for t in REQ.values()), "client_instance"])})
+        _reads_group_only([*WHO.values(), *(t for m in MESSAGES.values() for t in m.fields.values())])
+        self._who = [(k, compile_term(t, req)) for k, t in WHO.items()]
+        self._fields = {name: [(k, compile_term(t, req)) for k, t in m.fields.items()] for name, m in MESSAGES.items()}
+        # the timers that may fire, when (table.TIMERS: each armed timer of a trigger), per member or not
+        self._timers = []
+        for a in ACTIONS:
+            if a.trigger in TIMER_TRIGGERS.values() and _enabled_by(a, cfg):
+                conds = armed(a.trigger, cfg.timely)
+                if conds:
+                    self._timers.append((a.trigger, a.per == "member", compile_term(Or(*conds), E.LAYOUT)))
+        self._timer_params = {m: E.make_params({"timer_member": m}) for m in range(-1, self.sizes[MEMBER])}
         self._assign_cache: dict = {}
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
-        # keep every firing (mutation testing compares a mutant's rows with them; small worlds only)
-        self.keep_firings = False
+        self.keep_firings = keep_firings
         self._moves: dict = {}        # (client, C_i) -> client moves
         # G is hashed once per state, into a number the other memo tables are keyed by (CPython does
         # not cache a tuple's hash, and G is the biggest part of a state); numbers are never reused
@@ -239,16 +224,36 @@ class WorldModel:
         self._no_request = self._init[1][RQ[0]:RQ[0] + NRQ]
         self._no_late = self._init[1][LATE[0]:LATE[0] + NRQ]
         self._no_park = self._init[0][PJ]
+        self._blank_columns = self._blank[N_GROUP:N_GROUP + N_CV]
+        # renaming clients: those configured alike (the same group.instance.id) are interchangeable
+        self._classes = cfg.symmetry_classes()
+        self._one_class = len(self._classes) == 1
+
+    def recipe(self) -> partial:
+        """This model again: its class, configuration, rows and eager rule (not its memo tables)."""
+        return partial(type(self), self.cfg, self._rows, self.eager, self._client_rows)
+
+    def invariants(self) -> list[str]:
+        """What `successors` (steps and outputs, after every row) and `violated` (states) check."""
+        return [i.name for i in INVARIANTS if i.kind in ("state", "step", "output")] + \
+            [i.name for i in world_invariants(self.cfg)]
+
+    def failing_step(self, e: InvariantViolation) -> Step:
+        row = getattr(e, "row", "")
+        return Step(f"row {row!r} breaks {e.invariant.name}", (row,) if row else ())
+
+    def shard_key(self, s: tuple) -> tuple:
+        return s[0]         # G: deliveries, timers and invariants are memoized on it
+
+    def firings(self):
+        """(g, trigger, params, outcomes) of every coordinator firing made so far (`keep_firings`)."""
+        for (g, trigger, p), outcomes in self._gcache.items():
+            yield g, trigger, p, outcomes
 
     # -- the world and its two views --------------------------------------------------
 
-    @staticmethod
-    def blank_parked(cfg: WorldConfig) -> tuple:
-        """`parked_join` (and `parked_sync`) when nothing is parked."""
-        return (NONE,) * cfg.member_ids
-
-    def initial(self) -> tuple:
-        return self._init
+    def init_states(self) -> list[tuple]:
+        return [self._init]
 
     def flat(self, s: tuple) -> tuple:
         """The spec's view: one value per variable of ALL_VARS (per-client maps as tuples)."""
@@ -281,8 +286,8 @@ class WorldModel:
 
     # -- successors -------------------------------------------------------------------
 
-    def successors(self, s: tuple) -> list[tuple[Step, tuple]]:
-        """Every (step, next state); `self.pruned` counts the successors a bound cut off."""
+    def successors(self, s: tuple) -> tuple[list[tuple[Step, tuple]], int]:
+        """Every (step, next state), and how many successors a bound cut off."""
         out: list = []
         cut = 0
         G = s[0]
@@ -291,7 +296,7 @@ class WorldModel:
         for c in range(n):
             C = s[c + 1]
             for step, C2 in self._client_moves(c, C):
-                if step.rows and step.rows[0] in FORGETS and (c in G[PJ] or c in G[PS]):
+                if ACTION_BY_NAME[step.act].forgets and (c in G[PJ] or c in G[PS]):
                     # the client closed its connection: an answer to its parked request is
                     # never delivered to it (the coordinator still answers into nothing)
                     G2 = G[:PJ] + tuple(tuple(NONE if x == c else x for x in G[at]) for at in (PJ, PS)) + G[PS + 1:]
@@ -314,8 +319,7 @@ class WorldModel:
         cut += k
         for step, G2, patches in got:
             out.append((step, _apply(s, G2, -1, None, patches)))
-        self.pruned = cut
-        return out
+        return out, cut
 
     def _client_moves(self, c: int, C: tuple) -> list:
         key = (c, C)
@@ -389,16 +393,11 @@ class WorldModel:
 
     def _compute_group_events(self, G: tuple):
         res = []
-        if self._on("HeartbeatExpiry"):
-            for m in iter_bits(G[G_HB]):
-                res += self._coordinator(G, "HeartbeatExpiry", {"timer_member": m}, f"session timer of m{m} fires", m)
-        if self._on("PendingExpiry"):
-            for m in iter_bits(G[G_PENDING]):
-                res += self._coordinator(G, "PendingExpiry", {"timer_member": m}, f"pending timer of m{m} fires", m)
-        if G[G_JOIN_TIMER] != 0 and not (self.cfg.timely and G[G_JOIN_TIMER] == DELAYED_JOIN):
-            res += self._coordinator(G, "JoinTimer", {}, "the delayed join expires")
-        if G[G_SYNC_TIMER] and not self.cfg.timely:
-            res += self._coordinator(G, "SyncTimer", {}, "the sync timer expires")
+        for trigger, per_member, is_armed in self._timers:
+            for m in range(self.sizes[MEMBER]) if per_member else (NONE,):
+                if is_armed(G, self._timer_params[m], ()):
+                    label = TIMER_LABELS[trigger].format(member=m)
+                    res += self._coordinator(G, trigger, {"timer_member": m} if per_member else {}, label, m)
         if self._on("Failover") and G[E.STATE_I] != ABSENT:
             res += self._failover(G)
         return self._keep(res)
@@ -435,56 +434,72 @@ class WorldModel:
         b.rows.append(o.row.name)
 
     def route(self, b: "_Branch", out) -> None:
-        k = out.kind
-        w = b.w
-        if k == "reply":
-            if b.sender != NONE:
-                _respond(b.resp, b.sender, out.api, out.fields, b.msgs, echo=b.echo)
-        elif k == "park":
-            at = PJ if out.api == "JoinGroup" else PS
-            w[at] = _put(w[at], out.member, b.sender)   # a late request parks for nobody
-        elif k == "answer":
-            at = PJ if out.api == "JoinGroup" else PS
-            client = w[at][out.member]
-            if client != NONE:
-                w[at] = _put(w[at], out.member, NONE)
-                _respond(b.resp, client, out.api, out.fields, b.msgs, echo=out.member)
         # timers: time is abstract here, the engine skips their outputs (SKIPPED_OUTPUTS)
+        self._effect(b, (out.kind, out.api), out.fields, out.member if out.kind == "answer" else b.echo,
+                     member=out.member)
 
     def append(self, b: "_Branch", out) -> list:
-        errors = ["NONE"] + (["NOT_ENOUGH_REPLICAS"] if self.cfg.append_failure and out.api != "offsets" else [])
+        errors = [e for e, switches in APPEND_ERRORS
+                  if all(getattr(self.cfg, f) for f in switches) and (e == "NONE" or out.api != "offsets")]
         res = []
         for error in errors:
             b2 = b.copy() if error != errors[-1] else b
             if error == "NONE":
-                # The log keeps the group's last metadata record and every offset commit record: a
-                # coordinator that takes over loads both (GMM.loadGroupsAndOffsets; a group with
-                # offsets and no metadata loads Empty at generation 0, as a blank record does).
-                w = b2.w
-                w[LOG_HAS] = True
-                f = out.fields
-                rec = w[LOG]
-                if out.api == "offsets":
-                    parts = f["commit_parts"]
-                    offsets = tuple(v if (parts >> p) & 1 else o for p, (o, v) in enumerate(zip(rec[-1], f["commit"])))
-                    w[LOG] = rec[:-1] + (offsets,)
-                else:
-                    new = record_of(f, _one_protocol)
-                    w[LOG] = tuple(new[k] for k in RECORD_FIELDS) + (rec[-1],)
+                self._effect(b2, ("append", out.api), out.fields, NONE)
             res.append((b2, error))
         return res
 
     def tombstones(self, b: "_Branch", outs: list) -> None:
-        # the record is gone: nothing can load it again (offset tombstones: offsets never expire here)
         if any(o.kind == "tombstone" for o in outs):
-            b.w[LOG_HAS], b.w[LOG] = False, self._init[0][LOG]
+            self._effect(b, ("tombstone", ""), {}, NONE)
+
+    def _effect(self, b: "_Branch", key: tuple, fields: dict, echo: int, member: int = NONE) -> None:
+        """Apply a route's effect on the closed world (spec/world.py ROUTE_EFFECTS, compiled):
+        the shared variables in G change in place, a response goes to its client's slot."""
+        when, updates = self._effects[key]
+        w = b.w
+        flat = self._flat(w)
+        p = self._route_vector(b.sender, fields, echo, member)
+        if not when(flat, p, ()):
+            return
+        new = [(i, f(flat, p, ())) for i, f in updates]
+        to = NONE
+        for i, v in new:
+            if i < N_GROUP:
+                w[i] = v
+            elif i >= N_GROUP + N_CV:
+                w[i - N_CV] = v
+            elif i == RS_VAR:
+                to = next(c for c, k in enumerate(v) if k)
+        if to != NONE:
+            cols = dict(new)
+            b.resp[to] = r = tuple(cols[i][to] for i in RS_VARS)
+            b.msgs.append(("coordinator", f"c{to}", f"{Kind.values[r[0]]} {ERRORS[r[1]]}"))
+
+    def _flat(self, w: list) -> tuple:
+        """The spec's flat view of the world with G's values and blank clients (what a route reads)."""
+        return tuple(w[:N_GROUP]) + self._blank_columns + tuple(w[N_GROUP:])
+
+    def _route_vector(self, sender: int, fields: dict, echo: int, member: int) -> list:
+        p = list(self._route_base)
+        idx = self._route_index
+        p[idx["sender"]] = sender
+        p[idx["at"]] = member
+        for k, v in fields.items():
+            at = idx.get("out." + k)
+            if at is not None:
+                p[at] = echo if v is ECHO else v
+            at = idx.get("rec." + k)
+            if at is not None:
+                p[at] = v
+        return p
 
     def routed(self, b: "_Branch", trigger: str) -> None:
         w = b.w
         w[USED] |= w[G_MEMBERS] | w[G_PENDING]     # member ids are never reused
 
-    def state(self, b: "_Branch") -> list:
-        return b.w
+    def in_state(self, b: "_Branch", state: int) -> list:
+        return [(b, b.w[E.STATE_I] == state)]
 
     def _group_fire(self, g: tuple, trigger: str, p: list):
         key = (g, trigger, tuple(p))
@@ -499,22 +514,19 @@ class WorldModel:
         kind, mid, gen, assign, parts = req
         name = Kind.values[kind]
         msg = MESSAGES[name]
-        known = mid != NONE and ((G[G_MEMBERS] | G[G_PENDING]) >> mid) & 1
         inst = self.cfg.instances[c] if self.cfg.instances else None
         what = f"late {name}" if late else name
         label = f"deliver c{c}'s {what}"
         sent = ((f"c{c}", "coordinator", f"{what} m{mid}" if mid != NONE else what),)
         # nobody waits for the answer to a late request, nor to a LeaveGroup
         sender = NONE if late or not msg.answered else c
-        fields = dict(zip(REQUEST_FIELDS, req))
-        params = {"member": mid if known else NONE, "member_empty": mid == NONE,
-                  "instance": NONE if inst is None else inst, **self._fixed[name],
-                  **{param: fields[var] for param, var in msg.fields.items()}}
+        p = [mid, gen, assign, parts, NONE if inst is None else inst]
+        params = {**{k: f(G, p, ()) for k, f in self._who}, **self._fixed[name],
+                  **{k: f(G, p, ()) for k, f in self._fields[name]}}
         if msg.api == "JoinGroup":
-            free = [m for m in range(self.sizes[MEMBER]) if not (G[USED] >> m) & 1]
-            if mid == NONE and not free:
+            params["fresh"] = fresh = self._fresh(self._flat(G), self._route_base, ())
+            if mid == NONE and fresh == NONE:
                 return [], 1     # the world's member-id budget is spent: a bound, not a behaviour
-            params["fresh"] = free[0] if free else NONE
             params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
         start = _Branch(G, sender, mid)          # a reply's echoed member id is the request's
         if msg.api == "LeaveGroup":
@@ -533,12 +545,14 @@ class WorldModel:
         return self._keep(res)
 
     def _failover(self, G: tuple) -> list:
-        """The coordinator moves: the group is unloaded here and loaded from the log there."""
+        """The coordinator moves (spec/world.py FAILOVER): unloaded here, loaded from the log there."""
+        F = FAILOVER
         res = []
-        for b, _ in handle(self, _Branch(G, NONE, NONE), "Unload", {}):
-            b.w[PJ] = b.w[PS] = self._no_park     # the old coordinator's parked requests are gone
-            if b.w[LOG_HAS]:
-                for b2, _ in handle(self, b, "Load", {"record": b.w[LOG]}):
+        for b, _ in handle(self, _Branch(G, NONE, NONE), F.unload, {}):
+            self._effect(b, "forget", {}, NONE)
+            flat = self._flat(b.w)
+            if self._failover_when(flat, self._route_base, ()):
+                for b2, _ in handle(self, b, F.load, {"record": self._failover_record(flat, self._route_base, ())}):
                     res.append((Step("coordinator failover: unload, load the last record", tuple(b2.rows),
                                      tuple(b2.msgs), "Failover"), tuple(b2.w), _patches(b2.resp)))
             else:
@@ -573,12 +587,81 @@ class WorldModel:
         self._winv[key] = bad
         return bad
 
-    def some_stable(self, s: tuple) -> bool:
+    def progress(self, s: tuple) -> bool:
+        """Some client holds an assignment (Kafka promises a consumer that keeps trying one)."""
         return any(C[C_PHASE] == PHASE["stable"] for C in s[1:])
 
+    def transient(self, s: tuple) -> bool:
+        """The group is in a rebalance: a fair behaviour leaves it (the class of KAFKA-12890)."""
+        return s[0][E.STATE_I] in IN_REBALANCE
+
     def is_end(self, s: tuple) -> bool:
-        """A legitimate end: every client has left or crashed."""
-        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"]) for C in s[1:])
+        """A legitimate end: every client has left, crashed or hangs (a hung poll loop gets no
+        assignment whatever the coordinator does)."""
+        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"], PHASE["hung"]) for C in s[1:])
+
+    # -- fairness, as the world's actions declare it (spec/world.py ACTIONS) ----------------
+
+    def action_class(self, step: Step) -> tuple:
+        """One class per action, or per process of actions, and per what the fairness is about
+        (its client, message or member)."""
+        a = ACTION_BY_NAME[step.act]
+        return (a.process or a.name, *step.who), fairness(a, self.cfg.timely)
+
+    def is_fault(self, step: Step) -> bool:
+        return ACTION_BY_NAME[step.act].fault
+
+    # -- symmetry: renaming clients ---------------------------------------------------------
+    # A client's key is its own tuple plus the parked requests that refer to it; the
+    # representative sorts each class of clients by key and renames the references.
+
+    def _keys(self, s: tuple) -> list:
+        G = s[0]
+        pj, ps = G[PJ], G[PS]
+        return [(s[c + 1], tuple(m for m, x in enumerate(pj) if x == c), tuple(m for m, x in enumerate(ps) if x == c))
+                for c in range(self.n)]
+
+    def representative(self, s: tuple) -> tuple:
+        G = s[0]
+        parked = G[PJ] != self._no_park or G[PS] != self._no_park
+        if self._one_class and not parked:      # the common case: sort the clients' tuples
+            cl = s[1:]
+            srt = tuple(sorted(cl))
+            return s if srt == cl else (G,) + srt
+        keys = self._keys(s) if parked else [(C,) for C in s[1:]]
+        order = list(range(self.n))
+        for cls in self._classes:
+            for pos, old in zip(cls, sorted(cls, key=keys.__getitem__)):
+                order[pos] = old
+        return permute(s, tuple(order))
+
+    def orbit(self, s: tuple) -> int:
+        """Per class |class|! over the stabilizer (clients with equal keys, which refer to no
+        parked request, may be exchanged)."""
+        if self._one_class and s[0][PJ] == self._no_park and s[0][PS] == self._no_park:
+            cl = s[1:]
+            if len(set(cl)) == self.n:          # the common case: every client is different
+                return factorial(self.n)
+            keys = cl
+        else:
+            keys = self._keys(s)
+        size = 1
+        for cls in self._classes:
+            size *= factorial(len(cls))
+            for k in Counter(keys[c] for c in cls).values():
+                size //= factorial(k)
+        return size
+
+
+def permute(s: tuple, order: tuple) -> tuple:
+    """Rename clients: new client k is old client order[k]."""
+    if list(order) == sorted(order):
+        return s
+    new_of = {old: new for new, old in enumerate(order)}
+    G = list(s[0])
+    for at in (PJ, PS):
+        G[at] = tuple(NONE if v == NONE else new_of[v] for v in G[at])
+    return (tuple(G),) + tuple(s[old + 1] for old in order)
 
 
 def world_invariants(cfg: WorldConfig) -> list:
@@ -602,27 +685,6 @@ def _invariant_width() -> int:
 def _enabled_by(action, cfg: WorldConfig) -> bool:
     """Whether a world's switches enable a declared action: any of its switches is on."""
     return not action.switch or any(getattr(cfg, f) for f in action.switch)
-
-
-def action_class(step: Step, cfg: WorldConfig) -> tuple:
-    """(fairness class, fairness, fault?) of a step, from its declared action (spec/world.py
-    ACTIONS): one class per action, or per process of actions, and per what the fairness is
-    about (its client, message or member)."""
-    a = ACTION_BY_NAME[step.act]
-    return (a.process or a.name, *step.who), fairness(a, cfg.timely), a.fault
-
-
-def _respond(resp: dict, c: int, api: str, fields: dict, msgs: list, echo: int) -> None:
-    """Client c's response slot gets this response (its tail of the client's tuple): what the
-    client reads of it (spec/world.py READS)."""
-    reads = READS.get(api, {"rs_error": "error"})
-    def val(var, default):
-        v = fields.get(reads.get(var), default)
-        return echo if v is ECHO else v
-    a = val("rs_assignment", 0)
-    resp[c] = (API_KIND.get(api, KIND["none"]), val("rs_error", NONE_ERR), val("rs_member", NONE),
-               val("rs_gen", -1), val("rs_leader", NONE), val("rs_members", 0), a if isinstance(a, int) else 0)
-    msgs.append(("coordinator", f"c{c}", f"{Kind.values[resp[c][0]]} {ERRORS[resp[c][1]]}"))
 
 
 def _patches(resp: dict) -> tuple:
@@ -665,7 +727,17 @@ def _initial(t, initial, sizes):
     return initial
 
 
-def _check_locality() -> None:
+def _reads_group_only(terms: list) -> None:
+    """Terms evaluated on G read only the group's variables (which sit at their flat-view places in G)."""
+    from groupspec.spec.lang import walk
+    group = {v.name for v in STATE_VARS}
+    for t in terms:
+        read = {n.data for n in walk(t) if n.op == "var"}
+        if not read <= group:
+            raise AssertionError(f"a request's parameter reads {sorted(read - group)}, not the group's variables")
+
+
+def _check_locality(client_rows: list) -> None:
     """The memoized steps rely on this: client rows read and write only the client's own
     entries, coordinator rows only the group's variables."""
     from groupspec.spec.lang import walk
@@ -673,14 +745,14 @@ def _check_locality() -> None:
     from groupspec.spec.table import ROWS
     client_names = {ALL_VARS[i].name for i in CLIENT_VARS}
     group_names = {v.name for v in STATE_VARS}
-    for table, allowed in ((CLIENT_ROWS, client_names), (ROWS, group_names)):
+    for table, allowed in ((client_rows, client_names), (ROWS, group_names)):
         for r in table:
             terms = [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]
             written = {k for st in r.steps if isinstance(st, Set_) for k in st.updates}
             read = {n.data for t in terms for n in walk(t) if n.op == "var"}
             if not (read | written) <= allowed:
                 raise AssertionError(f"row {r.name!r} touches {sorted((read | written) - allowed)}")
-    for r in CLIENT_ROWS:   # every read of a client variable is at the row's own client
+    for r in client_rows:   # every read of a client variable is at the row's own client
         for t in [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]:
             for n in walk(t):
                 if n.op == "get" and n.args[0].op == "var" and n.args[0].data in client_names:

@@ -63,6 +63,11 @@ class Timers:
     def keys(self):
         return list(self._live)
 
+    def schedule(self) -> list[tuple[Hashable, int, int]]:
+        """Every armed timer as (key, deadline, arming order): all that decides which fires when
+        (timers due at the same moment fire in the order they were armed)."""
+        return [(key, deadline, seq) for key, (deadline, seq) in self._live.items()]
+
     def _next_due(self, until: int):
         while self._heap:
             deadline, seq, key = self._heap[0]

@@ -580,8 +580,8 @@ class GroupCoordinator:
             if g.ids[m] is not None:
                 g.slot_of[g.ids[m]] = m
 
-    def state(self, g: Group) -> tuple:
-        return g.state
+    def in_state(self, g: Group, state: int) -> list:
+        return [(g, g.state[E.STATE_I] == state)]
 
     def _write_tombstones(self, batch: list[dict]) -> None:
         """Kafka removes the group or offsets from its cache whatever the append does, and only

@@ -263,6 +263,8 @@ class _Source:
             return f"(({g(a[1])},) * len({g(a[0])}))"
         if op == "field":
             return f"{g(a[0])}[{n.data}]"
+        if op == "record":
+            return "(" + "".join(g(x) + ", " for x in a) + ")"
         if op == "apply":
             return f"{g(a[0])}(" + ", ".join(g(x) for x in a[1:]) + ")"
         if op == "lowest":
@@ -383,6 +385,8 @@ class _Compiler:
             (r,) = f
             i = n.data
             return lambda s, p, b: r(s, p, b)[i]
+        if op == "record":
+            return lambda s, p, b: tuple(g(s, p, b) for g in f)
         if op == "put":
             m, k, v = f
             return lambda s, p, b: _put(m(s, p, b), k(s, p, b), v(s, p, b))

@@ -32,10 +32,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .engine import EngineError, Outcome, Output, STATE_I
+from .concrete import Layout, compile_term
+from .engine import EngineError, Outcome, Output
 from .kafka import ERRORS, JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE
-from .lang import NONE
-from .schema import GroupRecord, STATES
+from .lang import NONE, Apply, Dom, Fun, Param, Term
+from .schema import GroupRecord, PROTOCOL, PROTOLIST, STATES
 from .table import completion
 
 PREPARING = STATES.index("PreparingRebalance")
@@ -98,11 +99,18 @@ class Leave:
 
 LEAVE = Leave()
 
-# What the log holds of a group (GMM.groupMetadataValue), in GroupRecord's order.  The
-# committed offsets are the record's last field; they come from offset records, not the
-# group's.
-RECORD_FIELDS = tuple(GroupRecord.values[:-1])
-assert GroupRecord.values[-1] == "offsets"
+# What the log holds of a group (GMM.groupMetadataValue): a term per GroupRecord field over
+# the fields the `append` output captured (`rec.<field>`).  Each member's protocols are cut to
+# the group's selected protocol: Kafka writes a member's subscription for that protocol only,
+# and a load restores the member with that one (`selected_only` is the host's cut of its
+# protocol lists).  The committed offsets, the record's last field, come from offset records.
+REC: dict[str, Term] = {name: Param("rec." + name, t) for name, t in zip(GroupRecord.values, GroupRecord.args)
+                        if name != "offsets"}
+SELECTED_ONLY = Param("selected_only", Fun(Dom(PROTOLIST), Dom(PROTOLIST), Dom(PROTOCOL)))
+RECORD: dict[str, Term] = {**REC, "protos": REC["protos"].put_all(
+    REC["members"], lambda m: Apply(SELECTED_ONLY, REC["protos"][m], REC["protocol"]))}
+RECORD_FIELDS = tuple(RECORD)
+assert RECORD_FIELDS + ("offsets",) == GroupRecord.values
 
 
 def require_known_member_id(version: int, instance: Any) -> bool:
@@ -116,15 +124,15 @@ def vote(order: tuple, candidates: int) -> int:
     return next((p for p in order if (candidates >> p) & 1), NONE)
 
 
+_RECORD_PARAMS = ["selected_only"] + ["rec." + k for k in RECORD_FIELDS]
+_RECORD_LAYOUT = Layout({}, {n: i for i, n in enumerate(_RECORD_PARAMS)})
+_RECORD = [(k, compile_term(t, _RECORD_LAYOUT)) for k, t in RECORD.items()]
+
+
 def record_of(fields: dict, selected_only) -> dict:
-    """The group record an `append` writes, from the output's fields.  Each member's protocols
-    are cut to the group's selected protocol: GMM.groupMetadataValue writes a member's
-    subscription for that protocol only, and a load restores the member with that one
-    (`selected_only(protocol list, protocol)` is the host's cut of its protocol lists)."""
-    rec = {k: fields[k] for k in RECORD_FIELDS}
-    proto = fields["protocol"]
-    rec["protos"] = tuple(pl if pl == NONE else selected_only(pl, proto) for pl in rec["protos"])
-    return rec
+    """RECORD: the group record an `append` output with these fields writes."""
+    p = [selected_only] + [fields[k] for k in RECORD_FIELDS]
+    return {k: f((), p, ()) for k, f in _RECORD}
 
 
 class Host(Protocol):
@@ -133,7 +141,9 @@ class Host(Protocol):
 
     def outcomes(self, ctx, trigger: str, params: dict) -> list[Outcome]:
         """The outcomes of firing `trigger` to follow (the runtime: the one it chooses; the
-        closed world: every one).  [] if no row fires."""
+        closed world: every one).  [] if no row fires; an outcome whose `row` is None: in
+        that branch no row fires (a symbolic host follows every row under its guard, and
+        that branch too)."""
 
     def fork(self, ctx) -> Any:
         """A copy of branch `ctx` to follow another outcome in."""
@@ -154,8 +164,9 @@ class Host(Protocol):
     def routed(self, ctx, trigger: str) -> None:
         """After a row's outputs are routed (and before the eager re-check)."""
 
-    def state(self, ctx) -> tuple:
-        """The group's state in branch `ctx`."""
+    def in_state(self, ctx, state: int) -> list[tuple[Any, bool]]:
+        """[(branch, whether the group is in `state` there)]: one branch for a concrete host,
+        both for a symbolic one."""
 
     eager: Eager     # the rule after every row (EAGER)
 
@@ -171,6 +182,9 @@ def handle(host: Host, ctx, trigger: str, params: dict) -> list[tuple[Any, dict 
     results: list = []
     for o, c in zip(outcomes, branches):
         host.enter(c, o, params)
+        if o.row is None:
+            results.append((c, None))
+            continue
         reply = None
         live = [c]
         stones = []
@@ -214,9 +228,12 @@ def settle(host: Host, ctx, after: str) -> list:
     """The eager rule (the host's, EAGER in Kafka) after row `after`: in PreparingRebalance,
     the join completes within the step if it can."""
     rule = host.eager
-    if host.state(ctx)[STATE_I] != rule.state or after in rule.skip_after:
+    if after in rule.skip_after:
         return [(ctx, None)]
-    return handle(host, ctx, rule.trigger, {})
+    res = []
+    for c, inside in host.in_state(ctx, rule.state):
+        res += handle(host, c, rule.trigger, {}) if inside else [(c, None)]
+    return res
 
 
 def leave(host: Host, ctx, params: dict, identities: list[dict]) -> list[tuple[Any, dict | None, list]]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .concrete import Layout, compile_term
-from .lang import And, ForAll, Implies, Not, Or, Term, Var, lift, Count
+from .lang import And, Count, Filter, ForAll, Implies, Not, Or, Term, Var, lift
 from .kafka import ERRORS
 from .schema import GroupState, JoinTimer, P, STATE_VARS, V
 
@@ -127,13 +127,16 @@ INVARIANTS: tuple[Invariant, ...] = (
              "held group, so it is outside this property."),
     Invariant(
         "pending-not-members",
-        "A pending member (an id issued with MEMBER_ID_REQUIRED) is never a member.",
-        (V.pending & V.members).is_empty(),
-        "GM.addPendingMember, GM.add (removes the id from pending)", structural=True),
+        "A pending member (an id issued with MEMBER_ID_REQUIRED) is never a member, nor awaited to sync.",
+        (V.pending & (V.members | V.pending_sync)).is_empty(),
+        "GM.addPendingMember, GM.add (removes the id from pending), GC.onCompleteJoin (the members are the ones "
+        "awaited to sync)", structural=True),
     Invariant(
         "static-ids-unique",
-        "Each group.instance.id maps to at most one member, which carries it; no two members share one.",
-        And(ForAll(V.members, lambda m: Implies(V.instance_of[m].is_some(), V.static[V.instance_of[m]] == m)),
+        "Each group.instance.id maps to at most one member, which carries it; no two members share one, and "
+        "no one but a member carries one.",
+        And(V.instance_of.keys_where(lambda i: i.is_some()).subset_of(V.members),
+            ForAll(V.members, lambda m: Implies(V.instance_of[m].is_some(), V.static[V.instance_of[m]] == m)),
             ForAll(V.static.keys_where(lambda m: m.is_some()),
                    lambda i: V.static[i].in_(V.members) & (V.instance_of[V.static[i]] == i)),
             ForAll(V.members, lambda a: ForAll(V.members, lambda b: Or(a == b, V.instance_of[a].is_none(),
@@ -169,10 +172,12 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "timers-belong-to-members",
         "Session timers run only for members; the pending-sync timer runs only while some member has yet "
-        "to sync in CompletingRebalance or Stable; the delayed join only while PreparingRebalance.",
+        "to sync in CompletingRebalance or Stable; the delayed join only while PreparingRebalance; so never "
+        "both (a group marked Dead keeps the one it had).",
         And(V.hb_armed.subset_of(V.members),
             Implies(V.sync_timer, Not(V.pending_sync.is_empty()) & _in("CompletingRebalance", "Stable", "Dead")),
-            Implies(Not(V.join_timer == lift("none", JoinTimer)), _in("PreparingRebalance", "Dead"))),
+            Implies(Not(V.join_timer == lift("none", JoinTimer)), _in("PreparingRebalance", "Dead")),
+            Not(V.sync_timer & Not(V.join_timer == lift("none", JoinTimer)))),
         "GC.removeHeartbeatForLeavingMember, GC.removePendingSyncMember, GC.prepareRebalance (removeSyncExpiration)",
         structural=True),
     Invariant(
@@ -198,6 +203,9 @@ INVARIANTS: tuple[Invariant, ...] = (
              "(tests/test_planted_bugs.py plants a missed re-check)."),
 )
 
+_static_members = Filter(V.members, lambda m: V.instance_of[m].is_some())
+
+
 def _blank(v) -> Term:
     """The variable `v` holds its initial value (what `reset` writes when the group is dropped)."""
     var = getattr(V, v.name)
@@ -207,14 +215,20 @@ def _blank(v) -> Term:
 INVARIANTS += (
     Invariant(
         "members-have-session-timers",
-        "Every member of a group the coordinator holds has its session timer armed, or a parked JoinGroup or "
-        "SyncGroup whose answer arms it again (a new member always has its timer: the new-member timeout, "
-        "KIP-394): a consumer that dies is always removed in the end.",
-        Implies(Not(_in("Dead")), V.members.subset_of(V.hb_armed | ((V.awaiting_join | V.awaiting_sync)
-                                                                    - V.new_members))),
+        "Every dynamic member of a group the coordinator holds has its session timer armed, or a parked "
+        "JoinGroup or SyncGroup whose answer arms it again (a new member always has its timer: the new-member "
+        "timeout, KIP-394): a consumer that dies is always removed in the end.",
+        Implies(Not(_in("Dead")), (V.members - _static_members).subset_of(
+            V.hb_armed | ((V.awaiting_join | V.awaiting_sync) - V.new_members))),
         "GC.completeAndScheduleNextHeartbeatExpiration (on add, after every response, at join completion and "
         "on load), GC.onExpireHeartbeat (MemberMetadata.hasSatisfiedHeartbeat: a member awaiting join or sync "
-        "is kept, and its timer is not re-armed until it is answered)"),
+        "is kept, and its timer is not re-armed until it is answered)",
+        note="Not for static members: Kafka does not keep it for them. A static member that rejoins Stable with "
+             "a new id is parked until the group is stored (GC.updateStaticMemberAndRebalance); if its session "
+             "timer fires meanwhile it is kept (awaiting join) and not re-armed, and the store callback answers "
+             "it without scheduling a heartbeat: a client that dies then is never removed "
+             "(tests/scenarios/findings.yaml, static-member-can-outlive-its-session; found by "
+             "tests/test_random_requests.py, seed 1296)."),
     Invariant(
         "metadata-of-members-only",
         "Only members have member metadata (group.instance.id, protocols, timeouts, assignment): what the "

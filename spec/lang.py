@@ -397,6 +397,13 @@ def Union(s: Term, fn: Callable[[Term], Term]) -> Term:
     return Term("bigunion", (s, body), body.type, var)
 
 
+def Record(t: Type, **fields) -> Term:
+    """A record of type t, one term per field (the closed world writes its log's record with it)."""
+    if t.kind != "record" or set(fields) != set(t.values):
+        raise LangError(f"{t!r} needs exactly the fields {', '.join(t.values)}")
+    return Term("record", tuple(lift(fields[n], ft) for n, ft in zip(t.values, t.args)), t)
+
+
 def Choose(name: str, s: Term) -> Term:
     """A nondeterministic choice of one element of s (NONE when s is empty).
 
@@ -524,6 +531,8 @@ def show(t: Term, names: dict | None = None) -> str:
             return n.data
         if op == "field":
             return f"{go(n.args[0])}.{n.args[0].type.values[n.data]}"
+        if op == "record":
+            return "⟨" + ", ".join(f"{k}: {go(v)}" for k, v in zip(n.type.values, n.args)) + "⟩"
         return f"{op}(" + ", ".join(go(a) for a in n.args) + ")"
 
     return go(t)

@@ -164,7 +164,7 @@ class _Sym:
             return z3.Sum([z3.If(self.bit(a[0], i), 1, 0) for i in range(env.sizes[dom])] or [z3.IntVal(0)])
         if op == "get":
             m, k = a
-            out = concrete_to_z3(default_of(n.type), n.type, env.sizes)
+            out = _default(n.type, env.sizes)
             for i in range(len(m)):
                 out = _ite(k == i, m[i], out)
             return out
@@ -175,6 +175,8 @@ class _Sym:
             return a[0]
         if op == "field":
             return a[0][n.data]
+        if op == "record":
+            return tuple(a)
         if op == "put":
             m, k, v = a
             return [_ite(k == i, v, m[i]) for i in range(len(m))]
@@ -228,6 +230,14 @@ def _sum_bits(conds_bits, width):
     for c, i in conds_bits:
         acc = acc | z3.If(c, z3.BitVecVal(1 << i, width), z3.BitVecVal(0, width))
     return acc
+
+
+def _default(t: Type, sizes: dict):
+    """What a lookup with an absent key gives (default_of), as a Z3 value; of a map type, a map
+    of defaults (default_of cannot know a domain's size)."""
+    if t.kind == "map":
+        return [_default(t.value, sizes) for _ in range(sizes[t.key])]
+    return concrete_to_z3(default_of(t), t, sizes)
 
 
 def _ite(c, x, y):

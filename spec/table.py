@@ -1244,8 +1244,3 @@ ENABLED: dict[str, Term] = {
 
 def enabled(trigger: str) -> Term:
     return ENABLED.get(trigger, TRUE())
-
-
-def rows_of(trigger: str) -> list[Row]:
-    return [r for r in ROWS if r.trigger == trigger]
-

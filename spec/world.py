@@ -21,6 +21,13 @@ correlation id), so whatever the coordinator answers to a late request is
 dropped.  Reordering between different clients needs no fault: every
 client's messages are delivered independently.
 
+A hung poll loop (a fault, switched on separately: `hung_poll`): a client
+whose JoinGroup succeeded never sends its SyncGroup, while its heartbeat
+thread goes on heartbeating (the class of KAFKA-12890, a group stuck in
+CompletingRebalance).  Its heartbeats are the environment's choice, and so
+is the heartbeat thread's LeaveGroup once max.poll.interval.ms has passed:
+the coordinator's pending-sync timeout is what must remove it.
+
 Member ids are never reused (real ids are UUIDs): `used_ids` records every
 id ever issued, and the size of the member domain bounds how many ids a
 world can issue.
@@ -29,12 +36,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lang import BOOL, INT, NONE, Apply, Dom, Enum, Fun, MapOf, Not, Or, Param, SetOf, Var, empty, lift, none
+from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, If, Lowest, MapOf, Not, Or, Param, Record, SetOf,
+                   Var,
+                   default_of, empty, lift, none)
 from .rows import Row, sets
-from .schema import (Error, GroupRecord, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl)
+from .schema import Error, GroupRecord, INSTANCE, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl
 
 CLIENT = "Client"
-Phase = Enum("ClientPhase", "idle", "joining", "syncing", "stable", "left", "crashed")
+Phase = Enum("ClientPhase", "idle", "joining", "syncing", "stable", "left", "crashed", "hung")
 Kind = Enum("Message", "none", "join", "sync", "heartbeat", "commit", "leave")
 
 WORLD_VARS: tuple[VarDecl, ...] = (
@@ -158,6 +167,12 @@ err = lambda name: W.rs_error[C] == er(name)  # noqa: E731
 # one exchange at a time: nothing in flight either way (a consumer awaits each response)
 idle_line = (W.rq[C] == kd("none")) & (W.rs[C] == kd("none"))
 alive = Not(Or(W.c_phase[C] == ph("left"), W.c_phase[C] == ph("crashed")))
+hung = W.c_phase[C] == ph("hung")
+# a live client whose poll loop runs: it reads its responses and acts on them (a hung one only
+# heartbeats, from its heartbeat thread)
+awake = alive & Not(hung)
+# the errors with which the Java heartbeat thread gives up the generation (resetGenerationOnResponseError)
+fenced_beat = Or(err("ILLEGAL_GENERATION"), err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID"))
 # a request still in the network, no response yet, and no late request already (the bound)
 _overtakable = Not(W.rq[C] == kd("none")) & (W.rs[C] == kd("none")) & (W.rq_late[C] == kd("none"))
 src = "consumer: AbstractCoordinator / ConsumerCoordinator (eager)"
@@ -168,62 +183,63 @@ CLIENT_ROWS: list[Row] = [
         None, src),
     # JoinGroup responses
     Row("join: member id required, rejoin with it", "ClientReceive", ALL,
-        alive & got("join") & err("MEMBER_ID_REQUIRED"),
+        awake & got("join") & err("MEMBER_ID_REQUIRED"),
         [sets(c_member=W.c_member.put(C, W.rs_member[C]), **_consume()),
          sets(**_send("join", gen=lift(-1, INT)))], None, src + " (KIP-394)"),
     Row("join: joined, the leader assigns and syncs", "ClientReceive", ALL,
-        alive & got("join") & err("NONE") & (W.rs_leader[C] == W.rs_member[C]),
+        awake & got("join") & err("NONE") & (W.rs_leader[C] == W.rs_member[C]),
         [sets(c_member=W.c_member.put(C, W.rs_member[C]), c_gen=W.c_gen.put(C, W.rs_gen[C]),
               c_phase=W.c_phase.put(C, ph("syncing"))),
          sets(**_send("sync", assign=Apply(ASSIGN, W.rs_members[C])), **_consume())], None,
         src + "; the leader runs the group's assignor (seed 004)"),
     Row("join: joined as a follower, sync", "ClientReceive", ALL,
-        alive & got("join") & err("NONE") & Not(W.rs_leader[C] == W.rs_member[C]),
+        awake & got("join") & err("NONE") & Not(W.rs_leader[C] == W.rs_member[C]),
         [sets(c_member=W.c_member.put(C, W.rs_member[C]), c_gen=W.c_gen.put(C, W.rs_gen[C]),
               c_phase=W.c_phase.put(C, ph("syncing")), **_consume()),
          sets(**_send("sync", assign=W.rq_assign[C].fill(empty(PARTITION))))], None, src),
     Row("join: fatal error, the client stops", "ClientReceive", ALL,
-        alive & got("join") & Or(err("GROUP_MAX_SIZE_REACHED"), err("INCONSISTENT_GROUP_PROTOCOL"),
+        awake & got("join") & Or(err("GROUP_MAX_SIZE_REACHED"), err("INCONSISTENT_GROUP_PROTOCOL"),
                                  err("FENCED_INSTANCE_ID"), err("INVALID_SESSION_TIMEOUT")),
         [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_consume())],
         None, src + " (non-retriable errors)"),
     Row("join: unknown member id, rejoin without it", "ClientReceive", ALL,
-        alive & got("join") & err("UNKNOWN_MEMBER_ID"),
+        awake & got("join") & err("UNKNOWN_MEMBER_ID"),
         [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src + " (resetStateAndRejoin)"),
     Row("join: retriable error, rejoin", "ClientReceive", ALL,
-        alive & got("join") & Not(Or(err("NONE"), err("MEMBER_ID_REQUIRED"), err("UNKNOWN_MEMBER_ID"),
+        awake & got("join") & Not(Or(err("NONE"), err("MEMBER_ID_REQUIRED"), err("UNKNOWN_MEMBER_ID"),
                                      err("GROUP_MAX_SIZE_REACHED"), err("INCONSISTENT_GROUP_PROTOCOL"),
                                      err("FENCED_INSTANCE_ID"), err("INVALID_SESSION_TIMEOUT"))),
         [sets(**_consume()), sets(**_rejoin())], None, src),
     # SyncGroup responses
-    Row("sync: assignment received", "ClientReceive", ALL, alive & got("sync") & err("NONE"),
+    Row("sync: assignment received", "ClientReceive", ALL, awake & got("sync") & err("NONE"),
         [sets(c_owned=W.c_owned.put(C, W.rs_assignment[C]), c_phase=W.c_phase.put(C, ph("stable")),
               **_consume())], None, src + " (onJoinComplete)"),
     Row("sync: unknown member, rejoin without an id", "ClientReceive", ALL,
-        alive & got("sync") & err("UNKNOWN_MEMBER_ID"),
+        awake & got("sync") & err("UNKNOWN_MEMBER_ID"),
         [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src),
     Row("fenced: another process has this group.instance.id, stop", "ClientReceive", ALL,
-        alive & Or(got("sync"), got("heartbeat"), got("commit")) & err("FENCED_INSTANCE_ID"),
+        awake & Or(got("sync"), got("heartbeat"), got("commit")) & err("FENCED_INSTANCE_ID"),
         [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_consume())],
         None, src + " (FencedInstanceIdException is fatal, KIP-345)"),
     Row("sync: error, rejoin", "ClientReceive", ALL,
-        alive & got("sync") & Not(Or(err("NONE"), err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID"))),
+        awake & got("sync") & Not(Or(err("NONE"), err("UNKNOWN_MEMBER_ID"), err("FENCED_INSTANCE_ID"))),
         [sets(**_consume()), sets(**_rejoin())], None, src),
     # Heartbeat and OffsetCommit responses
     Row("heartbeat or commit: fine", "ClientReceive", ALL,
-        alive & Or(got("heartbeat"), got("commit")) & Not(Or(err("REBALANCE_IN_PROGRESS"),
+        awake & Or(got("heartbeat"), got("commit")) & Not(Or(err("REBALANCE_IN_PROGRESS"),
                                                              err("ILLEGAL_GENERATION"), err("UNKNOWN_MEMBER_ID"),
                                                              err("FENCED_INSTANCE_ID"))),
         [sets(**_consume())], None, src),
     Row("heartbeat or commit: rebalance in progress, rejoin", "ClientReceive", ALL,
-        alive & Or(got("heartbeat"), got("commit")) & Or(err("REBALANCE_IN_PROGRESS"), err("ILLEGAL_GENERATION")),
+        awake & Or(got("heartbeat"), got("commit")) & Or(err("REBALANCE_IN_PROGRESS"), err("ILLEGAL_GENERATION")),
         [sets(**_consume()), sets(**_rejoin())], None, src + "; seed 003"),
     Row("heartbeat or commit: unknown member, rejoin without an id", "ClientReceive", ALL,
-        alive & Or(got("heartbeat"), got("commit")) & err("UNKNOWN_MEMBER_ID"),
+        awake & Or(got("heartbeat"), got("commit")) & err("UNKNOWN_MEMBER_ID"),
         [sets(**_consume()), sets(**_rejoin(reset_member=True))], None, src),
     Row("a response the client no longer waits for", "ClientReceive", ALL,
-        Not(got("none")) & (Not(alive) | got("leave")),
-        [sets(**_consume())], None, src),
+        Not(got("none")) & (Not(alive) | got("leave") | (hung & Not(got("heartbeat")))),
+        [sets(**_consume())], None, src + " (a hung client's poll loop reads nothing: only the heartbeat thread's "
+                                          "responses are handled)"),
     # what a stable client does
     Row("heartbeat", "ClientHeartbeat", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
         [sets(**_send("heartbeat"))], None, src + " (the heartbeat thread)"),
@@ -249,6 +265,36 @@ CLIENT_ROWS: list[Row] = [
     Row("crash", "ClientCrash", ALL, alive & Not(W.c_phase[C] == ph("idle")),
         [sets(c_phase=W.c_phase.put(C, ph("crashed")), **_stop())],
         None, "fault: the consumer process dies"),
+    # A hung poll loop (fault `hung_poll`, the class of KAFKA-12890): the JoinGroup response is in,
+    # but the application thread never gets to SyncGroup (an assignor that blocks, a poll() that is
+    # never called again), while the heartbeat thread, which the Java consumer enables once the
+    # JoinGroup succeeds (COMPLETING_REBALANCE and STABLE), keeps the member's session alive.
+    Row("join: joined, then the poll loop hangs before SyncGroup", "ClientHang", ALL,
+        awake & got("join") & err("NONE"),
+        [sets(c_member=W.c_member.put(C, W.rs_member[C]), c_gen=W.c_gen.put(C, W.rs_gen[C]),
+              c_phase=W.c_phase.put(C, ph("hung")), **_consume())], None,
+        "fault: the consumer's application thread hangs after its JoinGroup response (KAFKA-12890)"),
+    Row("hung: the heartbeat thread heartbeats", "ClientHungHeartbeat", ALL, hung & idle_line,
+        [sets(**_send("heartbeat"))], None,
+        src + " (AbstractCoordinator.HeartbeatThread runs while the poll loop does not)"),
+    Row("hung: heartbeat answered, the heartbeat thread goes on", "ClientReceive", ALL,
+        hung & got("heartbeat") & Not(fenced_beat),
+        [sets(**_consume())], None,
+        src + " (HeartbeatResponseHandler: REBALANCE_IN_PROGRESS outside STABLE is ignored; a rejoin would "
+              "wait for poll())"),
+    Row("hung: heartbeat refused, the heartbeat thread stops", "ClientReceive", ALL,
+        hung & got("heartbeat") & fenced_beat,
+        [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_consume())], None,
+        src + " (resetGenerationOnResponseError: UNJOINED disables the heartbeat thread, and the hung poll "
+              "loop never rejoins)"),
+    # The Java heartbeat thread leaves the group once poll() has not been called for
+    # max.poll.interval.ms.  A separate choice, and not a fair one: the coordinator must not depend on
+    # it (a client whose poll() keeps running without getting to SyncGroup never times out, a static
+    # member sends no LeaveGroup, other clients have no such timer), and a world where it is
+    # eventually taken would hide a coordinator that never removes a member that does not sync.
+    Row("hung past max.poll.interval.ms: the heartbeat thread leaves", "ClientPollTimeout", ALL, hung & idle_line,
+        [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_send("leave"))], None,
+        src + " (HeartbeatThread: pollTimeoutExpired, maybeLeaveGroup)"),
 ]
 
 
@@ -298,6 +344,15 @@ ACTIONS: tuple[Action, ...] = (
            trigger="ClientCrash"),
     Action("ClientOvertake", "a client gives up on a request still in the network, which arrives late",
            UNFAIR, "client", ("reordering",), trigger="ClientOvertake"),
+    # a hung poll loop (fault `hung_poll`, the class of KAFKA-12890): none of its moves is fair, or
+    # the heartbeat thread's leave would unstick the group by itself and hide a coordinator that
+    # never removes the member
+    Action("ClientHang", "a client's poll loop hangs after its JoinGroup response, before SyncGroup", UNFAIR,
+           "client", ("hung_poll",), fault=True, trigger="ClientHang"),
+    Action("ClientHungHeartbeat", "a hung client's heartbeat thread heartbeats", UNFAIR, "client", ("hung_poll",),
+           trigger="ClientHungHeartbeat"),
+    Action("ClientPollTimeout", "a hung client's heartbeat thread leaves the group at max.poll.interval.ms", UNFAIR,
+           "client", ("hung_poll",), fault=True, trigger="ClientPollTimeout"),
     # the network
     Action("Deliver", "the coordinator receives a client's request and handles it (spec/handling.py)", WEAK,
            "message"),
@@ -319,7 +374,28 @@ ACTIONS: tuple[Action, ...] = (
            UNFAIR, "group", ("failover",), fault=True),
 )
 ACTION_BY_NAME = {a.name: a for a in ACTIONS}
+# When each timer action may fire: when the table's timer of its trigger is armed (table.TIMERS),
+# per member for a member's timer.  Timely clients rejoin within the rebalance timeout and sync
+# within the session timeout, so a world of them never sees these timers fire (the initial
+# delay still does):
+TIMELY_SILENT = ("join", "sync")
+
+
+def armed(trigger: str, timely: bool) -> list:
+    """The conditions under which a timer of `trigger` may fire in a world (timely or not): the
+    table's armed conditions of that trigger's timers (table.TIMERS), minus TIMELY_SILENT's."""
+    from .table import TIMERS
+    return [cond for name, (trig, cond) in TIMERS.items() if trig == trigger and not (timely and name in TIMELY_SILENT)]
+
+
+TIMER_LABELS = {"HeartbeatExpiry": "session timer of m{member} fires",
+                "PendingExpiry": "pending timer of m{member} fires",
+                "JoinTimer": "the delayed join expires", "SyncTimer": "the sync timer expires"}
 CLIENT_TRIGGERS = tuple(a.trigger for a in ACTIONS if a.trigger.startswith("Client"))
+# the client triggers whose rows send LeaveGroup: a static member (group.instance.id) never does
+# (AbstractCoordinator.maybeLeaveGroup: its membership ends only by session expiry, KIP-345); a hung
+# static member past max.poll.interval.ms only stops heartbeating, which the coordinator sees as a crash
+LEAVE_TRIGGERS = ("ClientLeave", "ClientPollTimeout")
 
 
 def fairness(action: Action, timely: bool) -> str:
@@ -331,26 +407,44 @@ def fairness(action: Action, timely: bool) -> str:
 @dataclass(frozen=True)
 class Message:
     """A client's request of one kind: the coordinator API it is, the trigger parameters taken
-    from the request's fields (`fields`: parameter -> request variable) or fixed for every
-    client of the world (`fixed`), and whether the client reads the answer."""
+    from the request's fields (`fields`: parameter -> a term over REQ and the group's
+    variables) or fixed for every client of the world (`fixed`), and whether the client reads
+    the answer.  Every request also carries WHO."""
     api: str
     fields: dict
     fixed: dict
     answered: bool = True
 
 
+# A request in flight, as the coordinator receives it (the client's `rq_*` variables, or its
+# late request's `rq_late_*`), and the sending client's configured group.instance.id.
+REQ = {"member": Param("req.member", Dom(MEMBER)), "gen": Param("req.gen", INT),
+       "assign": Param("req.assign", MapOf(MEMBER, SetOf(PARTITION))), "parts": Param("req.parts", SetOf(PARTITION))}
+CLIENT_INSTANCE = Param("client_instance", Dom(INSTANCE))
+# Who the request is from (KafkaApis / GC.validateCurrentMember): the coordinator knows a member
+# id only while the member (or a pending member) holds it; a request with an id it does not
+# know names nobody it holds.
+WHO = {"member": If(REQ["member"].in_(W.members | W.pending), REQ["member"], none(MEMBER)),
+       "member_empty": REQ["member"] == none(MEMBER), "instance": CLIENT_INSTANCE}
+
+
+# The member id a JoinGroup without one is given: the lowest never issued (real ids are UUIDs,
+# never reused; the size of the member domain bounds how many ids a world can issue, and a
+# JoinGroup without an id once they are spent is cut as a bound, not a behaviour).
+FRESH = Lowest(W.parked_join.keys_where(lambda c: TRUE()) - W.used_ids)
+
 MESSAGES: dict[str, Message] = {
     # a consumer of Kafka 3.9: JoinGroup at its newest version, one protocol type and list, the
     # session and rebalance timeouts alike for every client
     "join": Message("JoinGroup", {}, {"session_ms": 10_000, "rebalance_ms": 10_000, "req_ptype": 0,
                                       "req_ptype_empty": False, "req_protos": 0}),
-    "sync": Message("SyncGroup", {"generation": "rq_gen", "assignments": "rq_assign"},
+    "sync": Message("SyncGroup", {"generation": REQ["gen"], "assignments": REQ["assign"]},
                     {"req_ptype": NONE, "req_ptype_given": False, "req_protocol": NONE,
                      "req_protocol_given": False}),
-    "heartbeat": Message("Heartbeat", {"generation": "rq_gen"}, {}),
+    "heartbeat": Message("Heartbeat", {"generation": REQ["gen"]}, {}),
     # what a client commits is its position, offset 1 on every partition: durability is checked by
     # comparing the group's offsets with the log's, so one value serves
-    "commit": Message("OffsetCommit", {"generation": "rq_gen", "commit_parts": "rq_parts"}, {"commit": 1}),
+    "commit": Message("OffsetCommit", {"generation": REQ["gen"], "commit_parts": REQ["parts"]}, {"commit": 1}),
     # AbstractCoordinator.maybeLeaveGroup sends LeaveGroup as the consumer closes: nothing reads the answer
     "leave": Message("LeaveGroup", {}, {}, answered=False),
 }
@@ -364,6 +458,105 @@ READS: dict[str, dict] = {
     "Heartbeat": {"rs_error": "error"},
     "OffsetCommit": {"rs_error": "error_all"},
 }
+
+
+# -- what a row's outputs do to the closed world (spec/handling.py's ROUTES, as updates) ----
+#
+# The closed world's meaning of each route, as simultaneous updates of its variables, written
+# in terms of the output's fields (`out.<field>`, `rec.<field>` for a group record), the
+# member it is about (`at`) and the client whose request is being handled (`sender`; none:
+# nobody waits for the answer).
+# The checker compiles these; Z3 and TLA+ read the same terms.
+SENDER = Param("sender", Dom(CLIENT))
+AT = Param("at", Dom(MEMBER))       # the member an output is about: whose request it parks or answers
+OUT = {name: Param("out." + name, t) for name, t in (
+    ("member", Dom(MEMBER)), ("error", Error), ("error_all", Error), ("generation", INT),
+    ("leader", Dom(MEMBER)), ("members", SetOf(MEMBER)), ("assignment", SetOf(PARTITION)),
+    ("commit", MapOf(PARTITION, INT)), ("commit_parts", SetOf(PARTITION)))}
+RESPONSE_VARS = ("rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment")
+MESSAGE_OF = {m.api: kind for kind, m in MESSAGES.items()}
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a route does to the closed world when `when` holds: simultaneous updates."""
+    when: object
+    updates: dict
+
+
+def _respond(to, api: str) -> dict:
+    """Client `to`'s response slot gets the response to `api`: what the client reads of it
+    (READS), the rest of the slot at its defaults."""
+    reads = READS[api]
+    upd = {"rs": W.rs.put(to, kd(MESSAGE_OF[api]))}
+    for var in RESPONSE_VARS[1:]:
+        decl = WORLD_VARS[WORLD_INDEX[var] - len(STATE_VARS)]
+        upd[var] = getattr(W, var).put(to, OUT[reads[var]] if var in reads else lift(decl.initial, decl.type.value))
+    return upd
+
+
+def _routes() -> dict:
+    from .handling import RECORD
+    r = {}
+    for api in READS:
+        r[("reply", api)] = Effect(SENDER.is_some(), _respond(SENDER, api))
+    for api in ("LeaveGroup", "LeaveMember"):     # the client has closed: nobody reads these
+        r[("reply", api)] = Effect(FALSE(), {})
+    for api, slot in (("JoinGroup", "parked_join"), ("SyncGroup", "parked_sync")):
+        parked = getattr(W, slot)
+        r[("park", api)] = Effect(TRUE(), {slot: parked.put(AT, SENDER)})   # a late request parks for nobody
+        to = parked[AT]
+        r[("answer", api)] = Effect(to.is_some(), {slot: parked.put(AT, none(CLIENT)),
+                                                   **_respond(to, api)})
+    # the log keeps the group's last record and every committed offset: a coordinator that takes
+    # over loads both (GMM.loadGroupsAndOffsets)
+    kept = {f: W.log[f] for f in GroupRecord.values}
+    r[("append", "offsets")] = Effect(TRUE(), {"log_has": TRUE(), "log": Record(GroupRecord, **{
+        **kept, "offsets": W.log["offsets"].put_all(OUT["commit_parts"], lambda p: OUT["commit"][p])})})
+    for kind in ("sync", "empty", "static_replace"):
+        r[("append", kind)] = Effect(TRUE(), {"log_has": TRUE(), "log": Record(GroupRecord, **{
+            **RECORD, "offsets": W.log["offsets"]})})
+    # the record is gone: nothing can load it again (offset tombstones: offsets never expire here)
+    r[("tombstone", "")] = Effect(TRUE(), {"log_has": FALSE(), "log": Record(GroupRecord, **{
+        f: (W.log[f].fill(lift(record_initial(f, t), t.value)) if t.kind == "map" else lift(record_initial(f, t), t))
+        for f, t in zip(GroupRecord.values, GroupRecord.args)})})
+    return r
+
+
+def record_initial(name: str, t):
+    """An empty log's record field (of a map: each entry's): as the group's variable of that
+    name starts (no committed offset: -1, as the group's `offsets`)."""
+    group = {v.name: v.initial for v in STATE_VARS}
+    if t.kind == "map":
+        return group.get(name, NONE if t.value.kind == "dom" else 0)
+    return group.get(name, default_of(t))
+
+
+ROUTE_EFFECTS: dict = _routes()
+
+
+@dataclass(frozen=True)
+class Failover:
+    """The coordinator moves (Action Failover): the group is unloaded here (`unload`'s rows),
+    the requests parked at the old coordinator are gone (`forget`), and the new one loads the
+    log's last record (`load`'s rows with `record`) if the log holds one (`when`)."""
+    unload: str
+    forget: Effect
+    load: str
+    record: object
+    when: object
+
+
+FAILOVER = Failover("Unload", Effect(TRUE(), {"parked_join": W.parked_join.fill(none(CLIENT)),
+                                              "parked_sync": W.parked_sync.fill(none(CLIENT))}),
+                    "Load", W.log, W.log_has)
+
+
+# A write of a group record may fail (fault `append_failure`: NOT_ENOUGH_REPLICAS, the
+# completion row sees the error).  Offset commits are always written here: a failed commit is
+# answered with its error and changes nothing the world checks.
+APPEND_ERRORS = (("NONE", ()), ("NOT_ENOUGH_REPLICAS", ("append_failure",)))
+
 
 # coordinator triggers the closed world never fires, and why
 NOT_IN_WORLD = {
@@ -389,7 +582,7 @@ def _current(c):
 
 
 from .invariants import Invariant  # noqa: E402
-from .lang import TRUE, Exists, ForAll, Implies  # noqa: E402
+from .lang import Exists, ForAll, Implies  # noqa: E402
 from .schema import GroupState  # noqa: E402
 
 WORLD_INVARIANTS: tuple[Invariant, ...] = (
@@ -437,6 +630,39 @@ WORLD_INVARIANTS: tuple[Invariant, ...] = (
         "GMM.storeOffsets (the cache is updated only once the append succeeds), GMM.loadGroupsAndOffsets",
         scope="closed-world",
         note="The closed world completes appends at once, so between steps nothing is in flight to the log."),
+    Invariant(
+        "membership-durable",
+        "A Stable group is what its last record in the log says: the same generation, protocol, leader and "
+        "members, and each member's assignment. Whatever a Stable group holds about its membership is stored, "
+        "so a coordinator that takes over loads this very group: no member id or assignment is answered that "
+        "the log does not hold.",
+        Implies(W.state == lift("Stable", GroupState),
+                W.log_has & (W.generation == W.log["generation"]) & (W.protocol == W.log["protocol"])
+                & (W.leader == W.log["leader"]) & (W.members == W.log["members"])
+                & ForAll(W.members, lambda m: W.assignment[m] == W.log["assignment"][m])),
+        "GC.doSyncGroup (setAndPropagateAssignment only in storeGroup's callback, once the append succeeded), "
+        "GC.updateStaticMemberAndRebalance (in Stable the new member id is stored before its JoinGroup is "
+        "answered, and reverted if the append fails), GMM.storeGroup, GMM.loadGroupsAndOffsets",
+        scope="closed-world",
+        note="The closed world completes appends at once, so between steps no group record is in flight to the "
+             "log; where appends take time, a Stable group runs ahead of its record while a static member's new "
+             "id is being stored. Assignments are compared for members only: GMM.storeGroup writes one per "
+             "member, whatever else the leader sent."),
+    Invariant(
+        "no-fencing-by-an-older-generation",
+        "No client holds an assignment of a generation newer than the group's (a group the coordinator does "
+        "not hold counts as generation 0): a SyncGroup is answered only once its generation is stored, so not "
+        "even a coordinator failover takes the group back behind a client's assignment, to fence it "
+        "(ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID) by an older generation or a group it has lost.",
+        ForAll(_stable_now(), lambda c: W.c_gen[c] <= W.generation),
+        "GC.doSyncGroup (answered in storeGroup's callback), GMM.loadGroupsAndOffsets (the last stored "
+        "generation), GC.validateHeartbeat, GC.validateOffsetCommit (a generation other than the group's is "
+        "fenced)",
+        scope="closed-world",
+        note="Only the generation: member ids have no order (Kafka's are UUIDs), so the closed world cannot "
+             "tell a client fenced by an older member id of its group.instance.id (a replacement answered but "
+             "never stored, KAFKA-10284) from a zombie fenced by a newer one. membership-durable catches that "
+             "at its cause: the replacement is answered while the log still holds the old id."),
     Invariant(
         "rebalance-budget",
         "In a world of timely clients without faults, the group needs at most one generation per membership "

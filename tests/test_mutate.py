@@ -3,18 +3,21 @@ proof agrees with a full search."""
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import pytest
 
 from groupspec.checkers import mutate as M
-from groupspec.checkers.explicit import PRESETS, check
+from groupspec.checkers.explicit import check
+from groupspec.checkers.world_model import WorldModel
+from groupspec.checkers.worlds import PRESETS
 
 TINY = PRESETS["tiny"]
 
 
 @pytest.fixture(scope="module")
 def tiny_ref():
-    ref = M.reference("tiny", TINY, liveness=True)
+    ref = M.reference("tiny", partial(WorldModel, TINY), liveness=True)
     M._REFS["tiny"] = ref
     yield ref
     M._REFS.pop("tiny", None)
@@ -55,7 +58,7 @@ def test_proved_equivalence_agrees_with_a_full_search(tiny_ref):
     for i, row in random.Random(3).sample(firing, 6):
         rows = list(M.ROWS)
         rows[i] = row
-        res = check(TINY, rows=rows)
+        res = check(WorldModel(TINY, rows))
         assert res.result == "ok" and res.distinct_states == tiny_ref.states
 
 
@@ -68,7 +71,7 @@ def test_a_mutant_that_differs_is_never_reported_equivalent(tiny_ref):
             continue
         rows = list(M.ROWS)
         rows[i] = row
-        res = check(TINY, rows=rows)
+        res = check(WorldModel(TINY, rows))
         assert res.result == "ok" and res.distinct_states == tiny_ref.states, m
 
 
@@ -85,7 +88,7 @@ def test_a_mutant_that_only_removes_behaviour_is_recognised(tiny_ref):
     i, row = found
     rows = list(M.ROWS)
     rows[i] = row
-    res = check(TINY, rows=rows)
+    res = check(WorldModel(TINY, rows))
     assert res.distinct_states <= tiny_ref.states
 
 

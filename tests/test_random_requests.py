@@ -10,10 +10,11 @@ every timer that fires (EngineError otherwise).  Issue 9 found two defects this 
 than what Kafka keeps); tests/scenarios holds a scenario for each.
 
 `python tests/test_random_requests.py FIRST LAST` runs more seeds and prints a failing
-sequence.  Left open (see issue 9's report): seeds 1296 and 3995 end with
-members-have-session-timers broken after 'StoreGroupDone: static member's new id stored'
-(Kafka's storeGroup callback answers the JoinGroup without scheduling a heartbeat, so a
-replaced member whose session timer fired while its new id was being stored has none).
+sequence (seeds 0..4999 pass).  Seed 1296 found a third behaviour: a replaced static member
+whose session timer fires while its new id is being stored is left with none (Kafka's
+storeGroup callback schedules no heartbeat); it is a finding
+(tests/scenarios/findings.yaml, static-member-can-outlive-its-session), and
+members-have-session-timers is stated for dynamic members.
 """
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ class World:
         c = self.coord
         groups = tuple(sorted((gid, g.state, tuple(g.ids), tuple(sorted(map(str, g.parked))))
                               for gid, g in c.groups.items()))
-        return (groups, tuple(sorted(map(str, c.timers._live.items()))), repr(sorted(self.responses.items())),
+        return (groups, tuple(sorted(map(str, c.timers.schedule()))), repr(sorted(self.responses.items())),
                 repr(sorted(self.env.items())), c.coord, c.hold, len(c.appends))
 
 

@@ -1,0 +1,587 @@
+"""Bounded model checking of the closed world with Z3.
+
+The world step is not written again here.  It is the same description the
+explicit checker compiles, read through the symbolic meaning of terms
+(spec/symbolic.py):
+
+- a client's move: its rows (spec/world.py CLIENT_ROWS) as Z3 relations;
+- a delivery: the request's parameters (WHO, MESSAGES, FRESH) and then
+  `handling.handle` itself, run with `SymbolicWorld` as its host: every row of
+  a trigger is followed under its guard (and the branch where none fires), a
+  route's effect (ROUTE_EFFECTS) is applied under the output's condition, a
+  write's completion row fires in each way the write may end (APPEND_ERRORS),
+  and the eager re-check splits on whether the group is in PreparingRebalance;
+- timers (table.TIMERS) and the failover (FAILOVER) likewise.
+
+`handle` thus yields, for each action, a set of paths, each a path condition,
+a post-state and the invariants broken on the way (after every row, as the
+explicit checker checks them).  Depth k+1 is a fresh copy of the world's
+variables equal to the post-state of some path from depth k (a selector picks
+the path).  `bmc(cfg, K)` asks, depth by depth on one incremental solver, for
+a state that breaks a state invariant of the catalog or of the closed world;
+a model is read back into concrete states and replayed through the explicit
+checker's world model, and a trace that does not replay is reported as a
+disagreement between the two interpretations.
+
+Step and output invariants (which compare a row's state before and after, or
+judge its outputs) are checked by the explicit search only.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS, handle, leave, require_known_member_id
+from groupspec.spec.invariants import INVARIANTS, InvariantViolation
+from groupspec.spec.kafka import NEWEST_VERSION
+from groupspec.spec.lang import NONE, Dom
+from groupspec.spec.rows import ECHO
+from groupspec.spec.schema import MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, STATES, TRIGGER_BY_NAME
+from groupspec.spec.symbolic import (SymEnv, SymOutput, _eq, _ite, concrete_to_z3, fresh, in_states, row_relation,
+                                     to_z3, well_formed)
+from groupspec.spec.table import ROWS
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
+                                  MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, Kind, armed)
+
+from .world_model import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
+from .worlds import WorldConfig
+
+ABSENT = STATES.index("Absent")
+# How many eager re-checks one step may enter (each may re-enter after a row that stays in
+# PreparingRebalance): symbolically the nesting has no end, concretely a step enters at most
+# two.  A path that would enter one more, with a row of it enabled, is reported (BOUND_BROKEN):
+# the bound is checked, never assumed.
+EAGER_LIMIT = 4
+BOUND_BROKEN = "(bmc: the eager re-check nests deeper than its bound)"
+REQUEST = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")
+LATE = ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")
+
+
+@dataclass
+class _NoRow:
+    """The branch of a trigger where no row fires (handling.Host.outcomes)."""
+    guard: object
+    row: None = None
+    outputs: tuple = ()
+
+
+@dataclass
+class _SymOutcome:
+    row: object
+    guard: object
+    state: dict
+    outputs: list
+
+
+@dataclass
+class Path:
+    """One way a step may go: its condition, the world after it, the invariants it breaks on
+    the way (name, condition) and the rows it fires."""
+    state: dict
+    pc: list = field(default_factory=list)
+    bad: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    sender: int = NONE
+    echo: object = NONE
+    label: str = ""
+    eager: int = 0           # eager re-checks entered on this path (EAGER_LIMIT)
+
+    def copy(self) -> "Path":
+        return Path(dict(self.state), list(self.pc), list(self.bad), list(self.rows), self.sender, self.echo,
+                    self.label, self.eager)
+
+
+class SymbolicWorld:
+    """The closed world of `cfg`, symbolically: the host of spec/handling.py over Z3 values."""
+
+    eager = EAGER
+
+    def __init__(self, cfg: WorldConfig, rows: list | None = None):
+        self.cfg = cfg
+        self.sizes = cfg.sizes()
+        self.model = WorldModel(cfg, rows)        # the concrete world: initial state, replay
+        self.rows = {}
+        for r in (ROWS if rows is None else rows):
+            self.rows.setdefault(r.trigger, []).append(r)
+        self.client_rows = {}
+        for r in CLIENT_ROWS:
+            self.client_rows.setdefault(r.trigger, []).append(r)
+        self.base = self._base_params()
+        self._ids = itertools.count()
+        # Every row, route effect and invariant is translated to Z3 once, over template
+        # variables, and instantiated on a path's state by substitution (in Z3, not Python).
+        self.T = {v.name: fresh("t." + v.name, v.type, self.sizes) for v in ALL_VARS}
+        self.TP = {n: fresh("tp." + n, t, self.sizes) for n, t in PARAM_TYPES.items() if t.kind != "fun"}
+        self.TE = {n: fresh("te." + n, t, self.sizes) for n, t in _ROUTE_PARAM_TYPES.items()}
+        self._rows_tpl: dict = {}
+        self._effects_tpl: dict = {}
+        tenv = self._env(self.T, {})
+        self.row_invariants = [(i.name, z3.Not(to_z3(i.formula, tenv))) for i in INVARIANTS
+                               if i.kind == "state" and i.scope == "coordinator" and not i.settled]
+        self.state_invariants = [i for i in INVARIANTS if i.kind == "state"]
+        self.world_invariants = world_invariants(cfg)
+
+    # -- parameters every trigger gets (the world model's base, as Z3 values) ----------------
+
+    @property
+    def base_values(self) -> dict:
+        """The base parameters that have template variables (all but the functions)."""
+        return {k: v for k, v in self.base.items() if k in self.TP}
+
+    def _base_params(self) -> dict:
+        m = self.model
+        out = {}
+        for k, v in m.base.items():
+            if callable(v):
+                continue
+            out[k] = z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
+        width_p = max(1, self.sizes[PROTOCOL])
+        out["proto_names"] = lambda pl: z3.If(pl != NONE, z3.BitVecVal(1, width_p), z3.BitVecVal(0, width_p))
+        # the world's one protocol list holds protocol 0: a member votes for it if it is a candidate
+        out["vote"] = lambda pl, c: z3.If(z3.And(pl != NONE, z3.Extract(0, 0, c) == 1), z3.IntVal(0),
+                                          z3.IntVal(NONE))
+        out["assign"] = self._assign
+        out["selected_only"] = lambda pl, proto: pl
+        return out
+
+    def _assign(self, members):
+        """The leader's assignor (Range over the member list), as a lookup on the member set."""
+        n, width = self.sizes[MEMBER], max(1, self.sizes[PARTITION])
+        table = [self.model._assign(mask) for mask in range(1 << n)]
+        out = []
+        for slot in range(n):
+            v = z3.BitVecVal(0, width)
+            for mask in range(1 << n):
+                v = z3.If(members == mask, z3.BitVecVal(table[mask][slot], width), v)
+            out.append(v)
+        return out
+
+    def _env(self, state: dict, params: dict) -> SymEnv:
+        return SymEnv(self.sizes, state, {**self.base, **params})
+
+    # -- the host of spec/handling.py --------------------------------------------------------
+
+    def _row(self, r):
+        """Row r over the template state and parameters: (guard, what it writes, outputs, choices)."""
+        got = self._rows_tpl.get(id(r))
+        if got is None:
+            choices = {name: z3.Int(f"tc.{name}") for name in _choices(r)}
+            guard, post, outs = row_relation(r, self.T, {**self.base, **self.TP}, self.sizes, choices)
+            written = {k: v for k, v in post.items() if v is not self.T[k]}
+            outs = [o for o in outs if o.kind not in SKIPPED_OUTPUTS]
+            got = self._rows_tpl[id(r)] = (guard, written, outs, list(choices.values()))
+        return got
+
+    def _pairs(self, state: dict, tparams: dict, params: dict) -> list:
+        pairs = [(a, b) for n, t in self.T.items() for a, b in zip(_leaves(t), _leaves(state[n])) if a is not b]
+        for n, v in params.items():
+            t = tparams.get(n)
+            if t is not None:
+                pairs += list(zip(_leaves(t), _leaves(v)))
+        return pairs
+
+    def outcomes(self, p: Path, trigger: str, params: dict) -> list:
+        given = {k: self._param(k, v) for k, v in params.items()}
+        res, guards = [], []
+        pairs = None
+        for r in self.rows.get(trigger, ()):
+            if z3.is_false(z3.simplify(in_states(r, p.state))):
+                continue         # the group is in none of the row's states on this path
+            tguard, twritten, touts, tchoices = self._row(r)
+            if pairs is None:
+                pairs = self._pairs(p.state, self.TP, {**self.base_values, **given})
+            sub = pairs + [(c, z3.Int(f"choice#{next(self._ids)}")) for c in tchoices]
+            guard = z3.substitute(tguard, sub)
+            post = {k: _subst(v, sub) for k, v in twritten.items()}
+            outs = [SymOutput(o.kind, o.api, z3.substitute(o.cond, sub),
+                              None if o.member is None else z3.substitute(o.member, sub),
+                              {k: (v if v is ECHO or not isinstance(v, (z3.ExprRef, list, tuple)) else _subst(v, sub))
+                               for k, v in o.fields.items()}, o.timer) for o in touts]
+            guards.append(guard)
+            res.append(_SymOutcome(r, guard, post, outs))
+        if not TRIGGER_BY_NAME[trigger].total:
+            res.append(_NoRow(z3.Not(z3.Or(guards)) if guards else z3.BoolVal(True)))
+        return res
+
+    def _param(self, name: str, v):
+        """A trigger parameter as a Z3 value (a concrete one in the type's encoding)."""
+        if isinstance(v, (z3.ExprRef, list)) or (isinstance(v, tuple) and v and isinstance(v[0], z3.ExprRef)):
+            return v
+        return concrete_to_z3(v, PARAM_TYPES[name], self.sizes)
+
+    def fork(self, p: Path) -> Path:
+        return p.copy()
+
+    def enter(self, p: Path, o, params: dict) -> None:
+        p.pc.append(o.guard)
+        if o.row is None:
+            return
+        p.state = {**p.state, **o.state}
+        p.rows.append(o.row.name)
+        pairs = self._pairs(p.state, {}, {})
+        for name, broken in self.row_invariants:
+            p.bad.append((name, z3.And(*p.pc, z3.substitute(broken, pairs))))
+
+    def route(self, p: Path, out) -> None:
+        self._effect(p, ROUTE_EFFECTS[(out.kind, out.api)], out.cond, out.fields,
+                     out.member if out.kind == "answer" else p.echo, out.member)
+
+    def append(self, p: Path, out) -> list:
+        if not z3.is_true(z3.simplify(out.cond)):
+            raise NotImplementedError(f"a conditional append ({out.api}): the symbolic world writes appends "
+                                      f"unconditionally")
+        errors = [e for e, switches in APPEND_ERRORS
+                  if all(getattr(self.cfg, f) for f in switches) and (e == "NONE" or out.api != "offsets")]
+        res = []
+        for error in errors:
+            q = p if error == errors[-1] else p.copy()
+            if error == "NONE":
+                self._effect(q, ROUTE_EFFECTS[("append", out.api)], out.cond, out.fields, NONE, NONE)
+            res.append((q, error))
+        return res
+
+    def tombstones(self, p: Path, outs: list) -> None:
+        stones = [o.cond for o in outs if o.kind == "tombstone"]
+        if stones:
+            self._effect(p, ROUTE_EFFECTS[("tombstone", "")], z3.Or(stones), {}, NONE, NONE)
+
+    def routed(self, p: Path, trigger: str) -> None:
+        s = p.state
+        s["used_ids"] = s["used_ids"] | s["members"] | s["pending"]   # member ids are never reused
+
+    def in_state(self, p: Path, state: int) -> list:
+        inside = z3.simplify(p.state["state"] == state)
+        if z3.is_false(inside):
+            return [(p, False)]
+        if p.eager >= EAGER_LIMIT:
+            pairs = self._pairs(p.state, self.TP, self.base_values)
+            enabled = [z3.substitute(self._row(r)[0], pairs) for r in self.rows[self.eager.trigger]]
+            p.bad.append((BOUND_BROKEN, z3.And(*p.pc, inside, z3.Or(enabled))))
+            p.pc.append(z3.Not(z3.And(inside, z3.Or(enabled))))
+            return [(p, False)]
+        if z3.is_true(inside):
+            p.eager += 1
+            return [(p, True)]
+        q = p.copy()
+        p.pc.append(inside)
+        p.state = {**p.state, "state": z3.IntVal(state)}     # on this branch it is
+        p.eager += 1
+        q.pc.append(z3.Not(inside))
+        return [(p, True), (q, False)]
+
+    def _effect(self, p: Path, effect, cond, fields: dict, echo, member) -> None:
+        got = self._effects_tpl.get(id(effect))
+        if got is None:
+            env = self._env(self.T, self.TE)
+            got = self._effects_tpl[id(effect)] = (to_z3(effect.when, env),
+                                                   {v: to_z3(t, env) for v, t in effect.updates.items()})
+        twhen, tnew = got
+        params = {"sender": z3.IntVal(p.sender), "at": _z3(NONE if member is None else member)}
+        for k, v in fields.items():
+            if "out." + k in _OUT_NAMES:
+                params["out." + k] = _z3(echo) if v is ECHO else v
+            if k in RECORD_FIELDS:
+                params["rec." + k] = v
+        sub = self._pairs(p.state, self.TE, params)
+        when = z3.And(cond, z3.substitute(twhen, sub))
+        p.state = {**p.state, **{v: _ite(when, _subst(x, sub), p.state[v]) for v, x in tnew.items()}}
+
+    # -- the world's actions -------------------------------------------------------------------
+
+    def step(self, s: dict) -> list[Path]:
+        """Every path of one world step from symbolic state `s`."""
+        paths: list[Path] = []
+        for c in range(self.cfg.clients):
+            for trigger in self.model.triggers[c]:       # the client actions this world switches on
+                a = ACTION_BY_NAME[trigger]
+                for r in self.client_rows.get(trigger, ()):
+                    guard, post, _ = row_relation(r, s, {**self.base, "client": z3.IntVal(c)}, self.sizes, {})
+                    q = Path(dict(post), [guard], [], [r.name], label=f"c{c}: {r.name}")
+                    if a.forgets:       # its parked requests' answers go nowhere now
+                        for slot in ("parked_join", "parked_sync"):
+                            q.state[slot] = [z3.If(x == c, z3.IntVal(NONE), x) for x in q.state[slot]]
+                    paths.append(q)
+            if self.cfg.loss:
+                paths.append(self._clear(s, c, REQUEST, s["rq"][c] != 0, f"the network loses c{c}'s request"))
+                paths.append(self._clear(s, c, _RESPONSE, s["rs"][c] != 0, f"the network loses the response to c{c}"))
+            paths += self._deliveries(s, c, late=False)
+            if self.cfg.reordering:
+                paths += self._deliveries(s, c, late=True)
+        paths += self._timers(s)
+        if self.cfg.failover:
+            paths += self._failover(s)
+        bound = self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
+        for q in paths:
+            q.pc.append(q.state["generation"] <= bound)      # the world's bound cuts the rest
+        return paths
+
+    def _clear(self, s: dict, c: int, names: tuple, cond, label: str) -> Path:
+        init = dict(zip(_VAR_NAMES, self.model.flat(self.model.init_states()[0])))
+        state = dict(s)
+        for n in names:
+            state[n] = list(state[n])
+            state[n][c] = concrete_to_z3(init[n][c], _VAR_TYPE[n].value, self.sizes)
+        return Path(state, [cond], label=label)
+
+    def _deliveries(self, s: dict, c: int, late: bool) -> list[Path]:
+        names = LATE if late else REQUEST
+        kind, mid, gen, assign, parts = (s[n][c] for n in names)
+        inst = self.cfg.instances[c] if self.cfg.instances else None
+        req = {"req.member": mid, "req.gen": gen, "req.assign": assign, "req.parts": parts,
+               "client_instance": z3.IntVal(NONE if inst is None else inst)}
+        env = self._env(s, req)
+        who = {k: to_z3(t, env) for k, t in WHO.items()}
+        paths = []
+        for name, msg in MESSAGES.items():
+            k = Kind.values.index(name)
+            what = f"late {name}" if late else name
+            start = dict(s)
+            for n in names:      # the request leaves the network
+                start[n] = list(start[n])
+                start[n][c] = concrete_to_z3(self._blank[n][c], _VAR_TYPE[n].value, self.sizes)
+            fixed = {p: concrete_to_z3(v, PARAM_TYPES[p], self.sizes) for p, v in self.model._fixed[name].items()}
+            params = {**who, **fixed, **{p: to_z3(t, env) for p, t in msg.fields.items()}}
+            pc = [kind == k]
+            if msg.api == "JoinGroup":
+                fresh_id = to_z3(FRESH, env)
+                params["fresh"] = fresh_id
+                params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
+                pc.append(z3.Not(z3.And(mid == NONE, fresh_id == NONE)))   # the id budget is spent: a bound
+            sender = NONE if late or not msg.answered else c
+            p = Path(start, pc, [], [], sender, mid, label=f"deliver c{c}'s {what}")
+            if msg.api == "LeaveGroup":
+                who_p = {x: params[x] for x in ("member", "member_empty", "instance")}
+                ends = [b for b, _, _ in leave(self, p, {}, [who_p])]
+            else:
+                ends = [b for b, _ in handle(self, p, msg.api, params)]
+            paths += ends
+            if self.cfg.duplication and not late:
+                for b in ends:
+                    d = b.copy()
+                    for n in names:
+                        d.state[n] = list(d.state[n])
+                        d.state[n][c] = s[n][c]
+                    d.label += " (a copy stays in flight)"
+                    paths.append(d)
+        return paths
+
+    def _timers(self, s: dict) -> list[Path]:
+        paths = []
+        for a in ACTIONS:
+            if not a.trigger or a.trigger.startswith("Client") or not _enabled_by(a, self.cfg):
+                continue
+            conds = armed(a.trigger, self.cfg.timely)
+            if not conds:
+                continue
+            for m in range(self.sizes[MEMBER]) if a.per == "member" else (NONE,):
+                params = {"timer_member": z3.IntVal(m)}
+                on = z3.Or([to_z3(t, self._env(s, params)) for t in conds])
+                p = Path(dict(s), [on], label=f"{a.trigger} m{m}" if m != NONE else a.trigger)
+                paths += [b for b, _ in handle(self, p, a.trigger, {"timer_member": m} if m != NONE else {})]
+        return paths
+
+    def _failover(self, s: dict) -> list[Path]:
+        F = FAILOVER
+        paths = []
+        start = Path(dict(s), [s["state"] != ABSENT], label="coordinator failover")
+        for b, _ in handle(self, start, F.unload, {}):
+            self._effect(b, F.forget, z3.BoolVal(True), {}, NONE, NONE)
+            env = self._env(b.state, {})
+            loaded = to_z3(F.when, env)
+            skip = b.copy()
+            skip.pc.append(z3.Not(loaded))
+            paths.append(skip)
+            b.pc.append(loaded)
+            paths += [b2 for b2, _ in handle(self, b, F.load, {"record": to_z3(F.record, env)})]
+        return paths
+
+    # -- states and properties ---------------------------------------------------------------
+
+    @property
+    def _blank(self) -> dict:
+        return dict(zip(_VAR_NAMES, self.model.flat(self.model.init_states()[0])))
+
+    def initial(self) -> dict:
+        return {v.name: concrete_to_z3(x, v.type, self.sizes)
+                for v, x in zip(ALL_VARS, self.model.flat(self.model.init_states()[0]))}
+
+    def fresh_state(self, k) -> tuple[dict, list]:
+        s = {v.name: fresh(f"d{k}.{v.name}", v.type, self.sizes) for v in ALL_VARS}
+        wf = [c for v in ALL_VARS for c in well_formed(s[v.name], v.type, self.sizes)]
+        return s, wf
+
+    def violations(self, s: dict) -> list[tuple[str, object]]:
+        """(invariant, the condition that it is broken) for every state invariant at `s`."""
+        env = self._env(s, {})
+        out = [(i.name, z3.Not(to_z3(i.formula, env))) for i in self.state_invariants]
+        wenv = SymEnv(self.sizes, s, {**dict(zip(WORLD_INVARIANT_PARAMS, [z3.IntVal(self.cfg.max_generation)]))})
+        out += [(i.name, z3.Not(to_z3(i.formula, wenv))) for i in self.world_invariants]
+        return out
+
+    def value(self, model: z3.ModelRef, s: dict) -> tuple:
+        """The concrete flat state a Z3 model gives symbolic state `s`."""
+        return tuple(_concrete(model, s[v.name], v.type) for v in ALL_VARS)
+
+
+_VAR_NAMES = [v.name for v in ALL_VARS]
+_VAR_TYPE = {v.name: v.type for v in ALL_VARS}
+_RESPONSE = ("rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment")
+_OUT_NAMES = {t.data for t in OUT.values()}
+_ROUTE_PARAM_TYPES = {"sender": Dom(CLIENT), "at": Dom(MEMBER), **{t.data: t.type for t in OUT.values()},
+                      **{t.data: t.type for t in REC.values()}}
+
+
+def _leaves(v) -> list:
+    if isinstance(v, (list, tuple)):
+        return [x for e in v for x in _leaves(e)]
+    return [v]
+
+
+def _subst(v, sub):
+    if isinstance(v, tuple):
+        return tuple(_subst(x, sub) for x in v)
+    if isinstance(v, list):
+        return [_subst(x, sub) for x in v]
+    return z3.substitute(v, sub)
+
+
+def _z3(v):
+    if isinstance(v, bool):
+        return z3.BoolVal(v)
+    if isinstance(v, int):
+        return z3.IntVal(v)
+    return v
+
+
+def _choices(row) -> list[str]:
+    from groupspec.spec.engine import _row_terms
+    from groupspec.spec.lang import choices_in
+    names = set()
+    for t in _row_terms(row):
+        names |= set(choices_in(t))
+    return sorted(names)
+
+
+def _concrete(model, v, t):
+    if t.kind == "record":
+        return tuple(_concrete(model, x, ft) for x, ft in zip(v, t.args))
+    if t.kind == "map":
+        return tuple(_concrete(model, x, t.value) for x in v)
+    x = model.eval(v, model_completion=True)
+    if t.kind == "bool":
+        return z3.is_true(x)
+    return x.as_long() if t.kind == "set" else x.as_long()
+
+
+def _equal(a: dict, b: dict):
+    return z3.And([_eq(a[n], b[n]) for n in _VAR_NAMES])
+
+
+# -- the search ----------------------------------------------------------------------------
+
+@dataclass
+class BmcResult:
+    result: str                  # ok (no violation up to the depth), violation, disagreement
+    depth: int                   # the depth searched, or of the violation
+    violation: str = ""
+    path: list = field(default_factory=list)      # [(Step | None, flat state)] replayed concretely
+    states: list = field(default_factory=list)    # the model's states, as Z3 gave them
+    seconds_per_depth: list = field(default_factory=list)
+    paths_per_step: int = 0           # the paths of one world step (the relation's disjuncts)
+    build_seconds: float = 0.0        # building the step relation, once
+    detail: str = ""
+
+
+def bmc(cfg: WorldConfig, depth: int, rows: list | None = None, timeout_ms: int = 0, progress=None) -> BmcResult:
+    """Search for a state breaking a state invariant within `depth` steps of the initial state.
+
+    The step is built once, from a template state X to X' (a selector picks the path), and
+    instantiated at each depth by substitution; one solver, incremental: the transitions of
+    depths so far stay asserted, each depth's violation query is pushed and popped."""
+    t0 = time.perf_counter()
+    W = SymbolicWorld(cfg, rows)
+    X, _ = W.fresh_state("x")
+    X2, _ = W.fresh_state("y")
+    sel = z3.Int("sel")
+    paths = W.step(X)
+    trans = z3.Or([z3.And(sel == i, *p.pc, _equal(X2, p.state)) for i, p in enumerate(paths)])
+    inside: dict = {}                 # invariant -> the condition that the step breaks it on its way
+    for i, p in enumerate(paths):
+        for name, cond in p.bad:
+            inside.setdefault(name, []).append(z3.And(sel == i, cond))
+    inside = {n: z3.Or(cs) for n, cs in inside.items()}
+    built = time.perf_counter() - t0
+    if progress:
+        progress(0, len(paths), built)
+    solver = z3.Solver()
+    if timeout_ms:
+        solver.set("timeout", timeout_ms)
+    states = [W.initial()]
+    secs = []
+    pending = []                      # broken inside the step into the current depth
+    for k in range(depth + 1):
+        t1 = time.perf_counter()
+        bad = W.violations(states[k]) + pending
+        solver.push()
+        solver.add(z3.Or([cond for _, cond in bad]) if bad else z3.BoolVal(False))
+        verdict = solver.check()
+        if verdict == z3.sat:
+            m = solver.model()
+            name = next(n for n, cond in bad if z3.is_true(m.eval(cond, model_completion=True)))
+            res = _replayed(W, [W.value(m, st) for st in states], name, k)
+            res.seconds_per_depth, res.paths_per_step, res.build_seconds = secs + [time.perf_counter() - t1], \
+                len(paths), built
+            return res
+        solver.pop()
+        if verdict == z3.unknown:
+            return BmcResult("unknown", k, detail=f"Z3 gave up at depth {k}: {solver.reason_unknown()}",
+                             seconds_per_depth=secs, paths_per_step=len(paths), build_seconds=built)
+        if k == depth:
+            secs.append(time.perf_counter() - t1)
+            break
+        nxt, wf = W.fresh_state(k + 1)
+        sub = _between(X, states[k]) + _between(X2, nxt) + [(sel, z3.Int(f"sel{k}"))]
+        solver.add(*wf, z3.substitute(trans, sub))
+        pending = [(n, z3.substitute(c, sub)) for n, c in inside.items()]
+        states.append(nxt)
+        secs.append(time.perf_counter() - t1)
+        if progress:
+            progress(k + 1, len(paths), secs[-1])
+    return BmcResult("ok", depth, seconds_per_depth=secs, paths_per_step=len(paths), build_seconds=built)
+
+
+def _between(A: dict, B: dict) -> list:
+    return [(a, b) for n in _VAR_NAMES for a, b in zip(_leaves(A[n]), _leaves(B[n]))]
+
+
+def _replayed(W: SymbolicWorld, trace: list, violation: str, k: int) -> BmcResult:
+    """Replay a BMC trace through the explicit checker's world model: each state must be a
+    successor of the one before, and the last must break an invariant (or be reached by a
+    step that breaks one on its way, as the explicit checker reports it)."""
+    model = W.model
+    cur = model.init_states()[0]
+    path = [(None, model.flat(cur))]
+    for i, want in enumerate(trace[1:], 1):
+        try:
+            succ, _ = model.successors(cur)
+        except InvariantViolation as e:
+            if i == len(trace) - 1:
+                return BmcResult("violation", k, violation, path, trace,
+                                 detail=f"replayed: a row of the last step breaks {e.invariant.name} on its way")
+            return BmcResult("disagreement", k, violation, path, trace,
+                             detail=f"the concrete world breaks {e.invariant.name} from state {i - 1}, before the "
+                                    f"depth BMC found: the symbolic and concrete interpretations disagree")
+        step = next((st for st, t in succ if model.flat(t) == want), None)
+        if step is None:
+            return BmcResult("disagreement", k, violation, path, trace,
+                             detail=f"BMC's state {i} is no successor of state {i - 1} in the concrete world "
+                                    f"model: the symbolic and concrete interpretations disagree")
+        cur = next(t for st, t in succ if st is step)
+        path.append((step, model.flat(cur)))
+    if model.violated(cur) is None:
+        return BmcResult("disagreement", k, violation, path, trace,
+                         detail=f"the concrete world model finds no violation of {violation} in BMC's last state")
+    return BmcResult("violation", k, violation, path, trace)

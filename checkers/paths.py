@@ -1,0 +1,20 @@
+"""Where the project's own files are: the repository and its conformance suite.
+
+A module of its own because both the command line (`cli.py`) and mutation testing
+(`mutate.py`, which runs the suite against a mutant) need them, and the command line
+imports mutation testing: kept in `cli.py` they made the two import each other.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def default_scenario_paths() -> list[Path]:
+    """The project's own suite, and the shared examples beside the repository when present."""
+    paths = [REPO / "tests" / "scenarios"]
+    shared = REPO.parent / "shared" / "scenarios"
+    if shared.is_dir():
+        paths.append(shared)
+    return [p for p in paths if p.exists()]
