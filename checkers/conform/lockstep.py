@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from groupspec.checkers.scenarios.match import BadUse, Mismatch, match, resolve
+from groupspec.checkers.scenarios.model import RESPONSE_FIELDS, SUMMARY
 from groupspec.impl.lifecycle import IllegalMove
 from groupspec.spec.engine import EngineError
 from groupspec.spec.invariants import InvariantViolation
@@ -161,7 +162,9 @@ class Lockstep:
             r = w.responses.get(rid)
             if isinstance(r, dict):
                 keys |= set(r)
-        body = {k: self._observed(resp.get(k), k) for k in _ordered({k: None for k in sorted(keys)})}
+        # the fields the contract names (a scenario may compare only those; the loader refuses others)
+        body = {k: self._observed(resp.get(k), k) for k in _ordered({k: None for k in sorted(keys)})
+                if k in RESPONSE_FIELDS}
         self._expect({"expect": rid, **body}, shown=True)
 
     def _snapshot(self, group: str) -> None:
@@ -204,6 +207,8 @@ class Lockstep:
                 return {k: self._observed(x, "member") for k, x in v.items()}
             if key == "assignment":
                 return {("$" + self.inverse[k] if k in self.inverse else k): x for k, x in v.items()}
+            if key == "groups":      # a group summary: compared on the keys the contract gives it
+                return {k: self._observed(x, k) for k, x in _ordered(v).items() if k in SUMMARY.fields}
             return {k: self._observed(x, k) for k, x in _ordered(v).items()}
         return v
 
@@ -220,7 +225,7 @@ class Lockstep:
                 return {k: self._spec_form(x, "member", inverse) for k, x in v.items()}
             if key == "assignment":
                 return {("$" + inverse[k] if k in inverse else k): x for k, x in v.items()}
-            return {k: self._spec_form(x, k, inverse) for k, x in v.items()}
+            return {k: self._spec_form(x, k, inverse) for k, x in v.items() if key != "groups" or k in SUMMARY.fields}
         return v
 
     # -- the divergence, as the spec would have it -----------------------------------------------------
@@ -238,7 +243,8 @@ class Lockstep:
             if raw is None:
                 values.append(None)
             else:
-                values.append({k: self._spec_form(v, k, inverse) for k, v in raw.items()})
+                values.append({k: self._spec_form(v, k, inverse) for k, v in raw.items()
+                               if k in (SNAPSHOT_FIELDS if is_snap else RESPONSE_FIELDS)})
         if not is_snap and observed.get("pending"):
             kind, want = "pending", [v for v in values if v is not None]
             fields = {}
