@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 import z3
+from z3.z3 import _to_expr_ref
 
 from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS, handle, leave, require_known_member_id
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
@@ -168,11 +169,16 @@ class SymbolicWorld:
         """Row r over the template state and parameters: (guard, what it writes, outputs, choices)."""
         got = self._rows_tpl.get(id(r))
         if got is None:
-            choices = {name: z3.Int(f"tc.{name}") for name in _choices(r)}
-            guard, post, outs = row_relation(r, self.T, {**self.base, **self.TP}, self.sizes, choices)
+            # row_relation declares each choice (as `choice_<name>`) with its constraint: an element
+            # of its set, or none if the set is empty; each use renames them apart
+            choices = {name: z3.Int(f"choice_{name}") for name in _choices(r)}
+            guard, post, outs = row_relation(r, self.T, {**self.base, **self.TP}, self.sizes)
+            # whether the row applies, without its choices' constraints (the branch where no row
+            # applies must not be had by choosing a value outside a choice's set)
+            applies = z3.And(in_states(r, self.T), to_z3(r.guard, self._env(self.T, self.TP)))
             written = {k: v for k, v in post.items() if v is not self.T[k]}
             outs = [o for o in outs if o.kind not in SKIPPED_OUTPUTS]
-            got = self._rows_tpl[id(r)] = (guard, written, outs, list(choices.values()))
+            got = self._rows_tpl[id(r)] = (guard, applies, written, outs, list(choices.values()))
         return got
 
     def _pairs(self, state: dict, tparams: dict, params: dict) -> list:
@@ -190,17 +196,16 @@ class SymbolicWorld:
         for r in self.rows.get(trigger, ()):
             if z3.is_false(z3.simplify(in_states(r, p.state))):
                 continue         # the group is in none of the row's states on this path
-            tguard, twritten, touts, tchoices = self._row(r)
+            tguard, tapplies, twritten, touts, tchoices = self._row(r)
             if pairs is None:
                 pairs = self._pairs(p.state, self.TP, {**self.base_values, **given})
-            sub = pairs + [(c, z3.Int(f"choice#{next(self._ids)}")) for c in tchoices]
-            guard = z3.substitute(tguard, sub)
+            sub = _Sub(pairs + [(c, z3.Int(f"choice#{next(self._ids)}")) for c in tchoices])
+            guard = sub(tguard)
+            guards.append(sub(tapplies))
             post = {k: _subst(v, sub) for k, v in twritten.items()}
-            outs = [SymOutput(o.kind, o.api, z3.substitute(o.cond, sub),
-                              None if o.member is None else z3.substitute(o.member, sub),
+            outs = [SymOutput(o.kind, o.api, sub(o.cond), None if o.member is None else sub(o.member),
                               {k: (v if v is ECHO or not isinstance(v, (z3.ExprRef, list, tuple)) else _subst(v, sub))
                                for k, v in o.fields.items()}, o.timer) for o in touts]
-            guards.append(guard)
             res.append(_SymOutcome(r, guard, post, outs))
         if not TRIGGER_BY_NAME[trigger].total:
             res.append(_NoRow(z3.Not(z3.Or(guards)) if guards else z3.BoolVal(True)))
@@ -221,9 +226,9 @@ class SymbolicWorld:
             return
         p.state = {**p.state, **o.state}
         p.rows.append(o.row.name)
-        pairs = self._pairs(p.state, {}, {})
+        sub = _Sub(self._pairs(p.state, {}, {}))
         for name, broken in self.row_invariants:
-            p.bad.append((name, z3.And(*p.pc, z3.substitute(broken, pairs))))
+            p.bad.append((name, z3.And(*p.pc, sub(broken))))
 
     def route(self, p: Path, out) -> None:
         self._effect(p, ROUTE_EFFECTS[(out.kind, out.api)], out.cond, out.fields,
@@ -257,8 +262,8 @@ class SymbolicWorld:
         if z3.is_false(inside):
             return [(p, False)]
         if p.eager >= EAGER_LIMIT:
-            pairs = self._pairs(p.state, self.TP, self.base_values)
-            enabled = [z3.substitute(self._row(r)[0], pairs) for r in self.rows[self.eager.trigger]]
+            sub = _Sub(self._pairs(p.state, self.TP, self.base_values))
+            enabled = [sub(self._row(r)[1]) for r in self.rows[self.eager.trigger]]
             p.bad.append((BOUND_BROKEN, z3.And(*p.pc, inside, z3.Or(enabled))))
             p.pc.append(z3.Not(z3.And(inside, z3.Or(enabled))))
             return [(p, False)]
@@ -285,8 +290,8 @@ class SymbolicWorld:
                 params["out." + k] = _z3(echo) if v is ECHO else v
             if k in RECORD_FIELDS:
                 params["rec." + k] = v
-        sub = self._pairs(p.state, self.TE, params)
-        when = z3.And(cond, z3.substitute(twhen, sub))
+        sub = _Sub(self._pairs(p.state, self.TE, params))
+        when = z3.And(cond, sub(twhen))
         p.state = {**p.state, **{v: _ite(when, _subst(x, sub), p.state[v]) for v, x in tnew.items()}}
 
     # -- the world's actions -------------------------------------------------------------------
@@ -440,12 +445,28 @@ def _leaves(v) -> list:
     return [v]
 
 
-def _subst(v, sub):
+class _Sub:
+    """A substitution built once into Z3's arrays and applied to many terms: z3.substitute checks
+    every pair's sorts in Python on each call, which was most of the time of building a step."""
+    __slots__ = ("pairs", "n", "frm", "to")
+
+    def __init__(self, pairs: list):
+        self.pairs = pairs               # keeps the terms (and so their ASTs) alive
+        self.n = n = len(pairs)
+        self.frm, self.to = (z3.Ast * n)(), (z3.Ast * n)()
+        for i, (a, b) in enumerate(pairs):
+            self.frm[i], self.to[i] = a.as_ast(), b.as_ast()
+
+    def __call__(self, e):
+        return _to_expr_ref(z3.Z3_substitute(e.ctx.ref(), e.as_ast(), self.n, self.frm, self.to), e.ctx)
+
+
+def _subst(v, sub: _Sub):
     if isinstance(v, tuple):
         return tuple(_subst(x, sub) for x in v)
     if isinstance(v, list):
         return [_subst(x, sub) for x in v]
-    return z3.substitute(v, sub)
+    return sub(v)
 
 
 def _z3(v):
@@ -491,6 +512,7 @@ class BmcResult:
     states: list = field(default_factory=list)    # the model's states, as Z3 gave them
     seconds_per_depth: list = field(default_factory=list)
     paths_per_step: int = 0           # the paths of one world step (the relation's disjuncts)
+    steps: list = field(default_factory=list)     # [(label, rows)] of each step, as BMC took it
     build_seconds: float = 0.0        # building the step relation, once
     detail: str = ""
 
@@ -532,6 +554,9 @@ def bmc(cfg: WorldConfig, depth: int, rows: list | None = None, timeout_ms: int 
             m = solver.model()
             name = next(n for n, cond in bad if z3.is_true(m.eval(cond, model_completion=True)))
             res = _replayed(W, [W.value(m, st) for st in states], name, k)
+            # what BMC says each step was: the path the selector picked
+            res.steps = [(paths[idx].label, paths[idx].rows) for idx in
+                         (m.eval(z3.Int(f"sel{j}"), model_completion=True).as_long() for j in range(k))]
             res.seconds_per_depth, res.paths_per_step, res.build_seconds = secs + [time.perf_counter() - t1], \
                 len(paths), built
             return res
@@ -543,9 +568,9 @@ def bmc(cfg: WorldConfig, depth: int, rows: list | None = None, timeout_ms: int 
             secs.append(time.perf_counter() - t1)
             break
         nxt, wf = W.fresh_state(k + 1)
-        sub = _between(X, states[k]) + _between(X2, nxt) + [(sel, z3.Int(f"sel{k}"))]
-        solver.add(*wf, z3.substitute(trans, sub))
-        pending = [(n, z3.substitute(c, sub)) for n, c in inside.items()]
+        sub = _Sub(_between(X, states[k]) + _between(X2, nxt) + [(sel, z3.Int(f"sel{k}"))])
+        solver.add(*wf, sub(trans))
+        pending = [(n, sub(c)) for n, c in inside.items()]
         states.append(nxt)
         secs.append(time.perf_counter() - t1)
         if progress:

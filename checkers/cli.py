@@ -222,6 +222,55 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
             out.print(f"wrote {f}", markup=False, highlight=False)
 
 
+@app.command("prove")
+def prove_cmd(
+    invariant: List[str] = typer.Option([], "--invariant", "-i", help="Prove only these invariants (repeatable)."),
+    strengthen: bool = typer.Option(True, "--strengthen/--no-strengthen",
+                                    help="Search auxiliary lemmas when plain induction fails."),
+    bound: int = typer.Option(2, "--bound", help="Members for the fixed-size fallback ('proved up to N')."),
+    timeout: float = typer.Option(3.0, "--timeout", help="Seconds per Z3 query (a timeout is 'unknown')."),
+    budget: float = typer.Option(20.0, "--budget", help="Seconds of strengthening search per invariant and reading."),
+    check_lemmas: str = typer.Option("tiny,small", "--check-lemmas",
+                                     help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
+    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "
+                                                              "the catalog page `groupspec docs` writes shows it)."),
+    search: str = typer.Option("targeted", "--search", help="targeted: Houdini guided by counterexamples to "
+                               "induction, per invariant; full: Houdini over every candidate (the largest inductive "
+                               "subset), then unsat cores."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3)."""
+    from .prove import INVARIANTS
+    from .prove_report import as_json as proofs_json, exit_code, print_table, run_induction
+    known = [i.name for i in INVARIANTS]
+    for name in invariant:
+        if name not in known:
+            fail_input(f"--invariant {name!r}: no such invariant; use one of {', '.join(known)}")
+    if search not in ("targeted", "full"):
+        fail_input(f"--search {search!r}: use targeted or full")
+    if not 1 <= bound <= 6:
+        fail_input(f"--bound {bound}: give 1 to 6 members (the fixed-size reading grows fast)")
+    if not 0 < timeout <= 600 or not 0 < budget <= 3600:
+        fail_input("--timeout must be in (0, 600] seconds and --budget in (0, 3600]")
+    presets = tuple(p for p in check_lemmas.split(",") if p)
+    if presets:
+        presets = tuple(_preset_list("--check-lemmas", check_lemmas))
+    target = output_path("--save", save, "file") if save else None
+    progress = None if as_json else (lambda what: err.print(f"proving: {what}", markup=False, highlight=False))
+    proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
+                                   search)
+    result = proofs_json(proofs, prover)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(out, proofs, prover)
+    if target is not None:
+        write_outputs("--save", target, lambda: target.write_text(json.dumps(result, indent=2) + "\n",
+                                                                  encoding="utf-8"))
+    if exit_code(proofs):
+        raise typer.Exit(1)
+
+
 @app.command("check")
 def check_cmd(
     preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3, "
@@ -486,6 +535,11 @@ def _row_names() -> set[str]:
     from groupspec.spec.table import ROWS
     return {r.name for r in ROWS}
 
+
+# trace validation: `simulate`, `traces from-kafka-log`, `traces check` (checkers/traces/commands.py)
+from groupspec.checkers.traces.commands import register as _register_traces  # noqa: E402
+
+_register_traces(app)
 
 # Click's usage errors (typer vendors click: its base class is reached through a public one)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")

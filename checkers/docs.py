@@ -162,9 +162,25 @@ def invariants_md() -> str:
              "assumes the *structural* ones; a *settled* one holds between requests, once the eager "
              "CompleteJoin that follows a step has run. *Closed-world* invariants hold only when clients "
              "follow the protocol; the model checkers check them.\n"]
+    proofs = proof_status()
+    if proofs:
+        lines.append("*Proof* is what `groupspec prove` last found (`docs/proofs.json`, written by "
+                     "`groupspec prove --save docs/proofs.json`): proved by induction over every row for any number "
+                     "of members, proved up to N members, violated, or unknown with the reason; the lemmas are the "
+                     "auxiliary invariants the proof needed (each holds in every state the explicit checker reaches "
+                     "in the worlds named there).\n")
     for inv in INVARIANTS:
-        lines.append(invariant_md(inv, "##"))
+        lines.append(invariant_md(inv, "##", proofs.get(inv.name)))
     return "\n".join(lines) + "\n"
+
+
+def proof_status(path: Path | None = None) -> dict:
+    """{invariant: its entry in docs/proofs.json} (empty when no proof was saved)."""
+    import json
+    path = path or Path(__file__).resolve().parent.parent / "docs" / "proofs.json"
+    if not path.is_file():
+        return {}
+    return {p["name"]: p for p in json.loads(path.read_text(encoding="utf-8"))["invariants"]}
 
 
 def vars_table(decls) -> str:
@@ -172,13 +188,19 @@ def vars_table(decls) -> str:
         f"| {v.name} | `{v.type!r}` | {_cell(v.meaning)} |" for v in decls)
 
 
-def invariant_md(inv, heading: str) -> str:
+def invariant_md(inv, heading: str, proof: dict | None = None) -> str:
     lines = [f"\n{heading} {inv.name}\n\n{inv.meaning}\n",
              f"- kind: {inv.kind}; scope: {inv.scope}{'; structural' if inv.structural else ''}"
              f"{'; settled (between requests)' if getattr(inv, 'settled', False) else ''}",
              f"- source: {inv.source}"]
     if inv.note:
         lines.append(f"- note: {inv.note}")
+    if proof:
+        status = proof["status"].replace(" N", f" N={proof['bound']}") if "bound" in proof else proof["status"]
+        lines.append(f"- proof: **{status}** ({proof['method']})" + (f"; {proof['reason']}" if proof["reason"] and
+                                                                      proof["status"] != "proved" else ""))
+        if proof["lemmas"]:
+            lines.append(f"- lemmas: {', '.join('`' + n + '`' for n in proof['lemmas'])}")
     lines.append(f"\n```\n{show(inv.formula)}\n```")
     return "\n".join(lines)
 

@@ -144,6 +144,7 @@ class GroupCoordinator:
         self.fired: list[str] = []                     # names of the rows fired (coverage)
         self.outcomes_worked = 0                       # outcomes the engine worked out (the work done)
         self._ids = itertools.count(1)
+        self.trace = None                             # a TraceWriter (impl/trace.py) writes each step, or None
         self._current: tuple | None = None            # (request id, api, callback, member id) being handled
         self._reply: dict | None = None
         self.id_source: Callable[[str], str] = lambda client: f"{client}-{uuid.uuid4()}"
@@ -201,10 +202,15 @@ class GroupCoordinator:
         rid = request_id if request_id is not None else next(self._ids)
         self._current = (rid, api, on_response, req.get("member") or "")
         self._reply = None
+        tr = self.trace
+        if tr is not None:
+            tr.begin()
         try:
             handler(req)
         finally:
             self._current = None
+            if tr is not None:
+                tr.end(tr.request(api, req, rid, self._reply))
             self._gc_groups()
         return self._reply
 
@@ -361,6 +367,14 @@ class GroupCoordinator:
         params = dict(self.cfg_params)
         if slot != NONE:
             params["timer_member"] = slot
+        if self.trace is not None:
+            self.trace.begin()
+            self.trace.timer(gid, name, g.ids[slot] if slot != NONE else None)
+            try:
+                self._fire(g, TIMER_TRIGGERS[name], params)
+            finally:
+                self.trace.end()
+            return
         self._fire(g, TIMER_TRIGGERS[name], params)
 
     def storage_hold(self, hold: bool = True) -> None:
@@ -376,33 +390,56 @@ class GroupCoordinator:
         _require_error("storage_complete", error)
         if not self.appends:
             return False
+        if self.trace is not None:
+            self.trace.begin()
+            try:
+                self._complete(self.appends.popleft(), error)
+            finally:
+                self.trace.end()
+            return True
         self._complete(self.appends.popleft(), error)
         return True
 
     def unload(self) -> None:
         """The offsets partition moves away: groups unloaded, held appends fail."""
         for gid in list(self.groups):
-            self._fire(self._own(self.groups[gid]), "Unload", dict(self.cfg_params))
+            self._event(gid, "unload", lambda g: self._fire(self._own(g), "Unload", dict(self.cfg_params)))
+        if self.trace is not None:      # groups the trace knows that are no longer held learn it too
+            for gid in [k for k in self.trace.seq if k not in self.groups]:
+                self._event(gid, "unload", None)
         self.coord = "not_coordinator"
+        if self.trace is not None:
+            self.trace.status = self.coord
         self._gc_groups()
 
     def begin_load(self) -> None:
         if any(g.state[E.STATE_I] != ABSENT for g in self.groups.values()):
             self.unload()
+        if self.trace is not None:
+            for gid in self.trace.seq:
+                self._event(gid, "begin_load", None)
+            self.trace.status = "loading"
         self.coord = "loading"
 
     def load(self) -> None:
         """Loading completes: every group in the log comes back (onGroupLoaded)."""
         self.coord = "active"
-        for gid, lg in replay(self.log).items():
+        loaded = replay(self.log)
+        if self.trace is not None:
+            self.trace.status = "active"
+            for gid in self.trace.seq:
+                if gid not in loaded:
+                    self._event(gid, "load", None)
+        for gid, lg in loaded.items():
             g = self._group(gid)
             held = g.state[E.STATE_I] != ABSENT
-            self._fire(g, "Load", self.cfg_params if held else self._record_params(g, lg))
+            self._event(gid, "load", lambda g: self._fire(g, "Load", self.cfg_params if held else
+                                                          self._record_params(g, lg)), g)
         self._gc_groups()
 
     def mark_dead(self, gid: str) -> None:
         _require(isinstance(gid, str), f"mark_dead: a group id (a string), got {brief(gid)}")
-        self._fire(self._group(gid), "MarkDead", dict(self.cfg_params))
+        self._event(gid, "mark_dead", lambda g: self._fire(g, "MarkDead", dict(self.cfg_params)), self._group(gid))
 
     def expire_offsets(self) -> None:
         now = self.clock.now()
@@ -410,9 +447,24 @@ class GroupCoordinator:
         for g in list(self.groups.values()):
             g = self._own(g)
             aged = mask_of([p for p, ts in g.commit_ts.items() if now - ts >= retention])
-            self._fire(g, "ExpireOffsets", {**self.cfg_params, "aged": aged,
-                                            "state_aged": now - g.state_ts >= retention})
+            self._event(g.group_id, "expire_offsets", lambda g: self._fire(g, "ExpireOffsets", {
+                **self.cfg_params, "aged": aged, "state_aged": now - g.state_ts >= retention}), g)
         self._gc_groups()
+
+    def _event(self, gid: str, event: str, fire: Callable | None, g: Group | None = None) -> None:
+        """A coordinator event on group `gid` (a step of its own in the trace)."""
+        g = g if g is not None else self.groups.get(gid)
+        if self.trace is None:
+            if fire is not None:
+                fire(g)
+            return
+        self.trace.begin()
+        self.trace.event(gid, event)
+        try:
+            if fire is not None:
+                fire(g)
+        finally:
+            self.trace.end()
 
     # ------------------------------------------------------------------ views
 
@@ -547,8 +599,12 @@ class GroupCoordinator:
             g.slot_of[g.ids[o.member]] = o.member
         elif k == "answer":
             parked = g.parked.pop((o.api, o.member), None)
-            if parked is not None and parked.callback is not None:
-                parked.callback(self._render(g, o.api, o.fields, echo=parked.member_id))
+            if parked is not None and (parked.callback is not None or self.trace is not None):
+                response = self._render(g, o.api, o.fields, echo=parked.member_id)
+                if self.trace is not None:
+                    self.trace.answer(g.group_id, parked.request_id, response)
+                if parked.callback is not None:
+                    parked.callback(response)
         elif k == "arm":
             self.timers.arm((g.group_id, o.timer, o.member), o.duration)
             if o.member != NONE and g.ids[o.member] is not None:
@@ -627,7 +683,10 @@ class GroupCoordinator:
             return [(g, None)]
         error = self.fail_next or "NONE"
         self.fail_next = None
-        return [(g, self._write(a, error))]
+        error = self._write(a, error)
+        if self.trace is not None:
+            self.trace.stored(g.group_id, error, at_once=True)
+        return [(g, error)]
 
     def _write(self, a: PendingAppend, error: str) -> str:
         """Write an append that completes with `error` (a storage failure turns NONE into
@@ -649,6 +708,8 @@ class GroupCoordinator:
         """A held append completes: its completion row answers the request that waits on it."""
         g = self._group(a.group)
         error = self._write(a, error)
+        if self.trace is not None:
+            self.trace.stored(a.group, error, at_once=False)
         if a.request is None:
             complete(self, g, a.kind, a.fields, error)
         else:
@@ -660,6 +721,8 @@ class GroupCoordinator:
                 reply = self._reply
             finally:
                 self._current, self._reply = saved
+            if reply is not None and self.trace is not None:
+                self.trace.answer(a.group, rid, reply)
             if reply is not None and cb is not None:
                 cb(reply)
         self._settled(g)

@@ -126,24 +126,9 @@ class _Sym:
             w = self.width(n.type.key)
             return _sum_bits([(self.go(n.args[1], {**bound, id(n.data): v}), i) for i, v in enumerate(m)], w)
         a = [self.go(x, bound) for x in n.args]
-        if op == "and":
-            return z3.And(a)
-        if op == "or":
-            return z3.Or(a)
-        if op == "not":
-            return z3.Not(a[0])
-        if op == "ite":
-            return _ite(a[0], a[1], a[2])
-        if op == "eq":
-            return _eq(a[0], a[1])
-        if op == "lt":
-            return a[0] < a[1]
-        if op == "le":
-            return a[0] <= a[1]
-        if op == "add":
-            return a[0] + a[1]
-        if op == "sub":
-            return a[0] - a[1]
+        scalar = SCALAR_OPS.get(op)
+        if scalar is not None:
+            return scalar(a)
         if op == "union":
             return a[0] | a[1]
         if op == "inter":
@@ -225,6 +210,15 @@ class _Sym:
         raise LangError(op)
 
 
+# Operators both Z3 readings (fixed sizes here, unbounded in unbounded.py) read alike.
+SCALAR_OPS = {
+    "and": lambda a: z3.And(a), "or": lambda a: z3.Or(a), "not": lambda a: z3.Not(a[0]),
+    "ite": lambda a: _ite(a[0], a[1], a[2]), "eq": lambda a: _eq(a[0], a[1]),
+    "lt": lambda a: a[0] < a[1], "le": lambda a: a[0] <= a[1],
+    "add": lambda a: a[0] + a[1], "sub": lambda a: a[0] - a[1],
+}
+
+
 def _sum_bits(conds_bits, width):
     acc = z3.BitVecVal(0, width)
     for c, i in conds_bits:
@@ -298,43 +292,61 @@ def in_states(row: Row, state: dict):
     return z3.Or([state["state"] == STATES.index(s) for s in row.states])
 
 
-def row_relation(row: Row, state: dict, params: dict, sizes: dict[str, int], choices: dict | None = None):
-    """(guard, post-state, outputs) of a row; choices are fresh variables unless given."""
+class FixedMeaning:
+    """How `row_relation` reads terms, choices and outputs for fixed domain sizes (the
+    default; `unbounded.py` gives the same row its meaning over uninterpreted sorts)."""
+
+    def __init__(self, sizes: dict[str, int], tag: str = ""):
+        self.sizes, self.tag = sizes, tag     # tag: tells apart the choices of rows read together
+
+    def term(self, t: Term, state: dict, params: dict):
+        return to_z3(t, SymEnv(self.sizes, state, params))
+
+    def choice(self, name: str, ch: Term, state: dict, params: dict):
+        """A choice is a fresh element of its set (NONE when the set is empty)."""
+        v = z3.Int(f"choice_{name}{self.tag}")
+        env = SymEnv(self.sizes, state, params)
+        s = to_z3(ch.args[0], env)
+        return v, z3.If(s == 0, v == NONE, _Sym(env).elem_in(v, s, ch.type.name))
+
+    def outputs(self, o: Out, state: dict, params: dict) -> list:
+        return _outputs(o, SymEnv(self.sizes, state, params), self.sizes)
+
+
+def row_relation(row: Row, state: dict, params: dict, sizes: dict[str, int] | None, choices: dict | None = None,
+                 meaning=None):
+    """(guard, post-state, outputs) of a row; choices are fresh variables unless given.
+    `meaning` reads the terms (FixedMeaning(sizes) unless given)."""
+    meaning = meaning or FixedMeaning(sizes)
     env_params = dict(params)
     for name, val in (choices or {}).items():
         env_params["choice:" + name] = val
     cur = dict(state)
-    outs: list[SymOutput] = []
-    guard = z3.And(in_states(row, state), to_z3(row.guard, SymEnv(sizes, state, env_params)))
+    outs: list = []
+    guard = z3.And(in_states(row, state), meaning.term(row.guard, state, env_params))
     constraints = []
     for step in row.steps:
-        env = SymEnv(sizes, cur, env_params)
-        _declare_choices(step, env, sizes, constraints)
+        _declare_choices(step, meaning, cur, env_params, constraints)
         if isinstance(step, Set_):
-            new = {k: to_z3(t, env) for k, t in step.updates.items()}
+            new = {k: meaning.term(t, cur, env_params) for k, t in step.updates.items()}
             cur.update(new)
         else:
-            outs.extend(_outputs(step, env, sizes))
+            outs.extend(meaning.outputs(step, cur, env_params))
     if row.target is not None:
         cur["state"] = z3.IntVal(STATES.index(row.target))
     return z3.And(guard, *constraints), cur, outs
 
 
-def _declare_choices(step, env: SymEnv, sizes, constraints: list) -> None:
-    """A choice is a fresh element of its set (NONE when the set is empty)."""
+def _declare_choices(step, meaning, state: dict, params: dict, constraints: list) -> None:
     terms = list(step.updates.values()) if isinstance(step, Set_) else [
         t for t in (step.member, step.duration, step.over, step.when, *step.fields.values()) if isinstance(t, Term)]
     for t in terms:
         for name, ch in choices_in(t).items():
             key = "choice:" + name
-            if key in env.params:
+            if key in params:
                 continue
-            v = z3.Int(f"choice_{name}")
-            env.params[key] = v
-            s = to_z3(ch.args[0], env)
-            sym = _Sym(env)
-            dom = ch.type.name
-            constraints.append(z3.If(s == 0, v == NONE, sym.elem_in(v, s, dom)))
+            params[key], c = meaning.choice(name, ch, state, params)
+            constraints.append(c)
 
 
 def _outputs(o: Out, env: SymEnv, sizes) -> list[SymOutput]:

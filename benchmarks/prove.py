@@ -1,0 +1,42 @@
+"""Seconds to prove each invariant by induction, with and without the strengthening search.
+
+Each measurement starts from a fresh prover (the rows read again, no lemma kept from an
+earlier invariant), so "with" includes the whole search for lemmas.  Prints JSON.
+
+    .venv/bin/python benchmarks/prove.py [--invariants a,b] [--no-fallback]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from groupspec.checkers.prove import Prover
+from groupspec.spec.invariants import INVARIANTS
+
+CARD = ("one-leader-per-generation", "assignment-only-when-stable", "assignments-disjoint")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--invariants", default=",".join(CARD), help="comma-separated, or 'all'")
+    ap.add_argument("--budget", type=float, default=20.0)
+    args = ap.parse_args()
+    names = [i.name for i in INVARIANTS] if args.invariants == "all" else args.invariants.split(",")
+    rows = []
+    for name in names:
+        inv = next(i for i in INVARIANTS if i.name == name)
+        entry = {"invariant": name}
+        for label, strengthen in (("without_strengthening", False), ("with_strengthening", True)):
+            t0 = time.perf_counter()
+            p = Prover(strengthen=strengthen, presets=(), budget_s=args.budget).prove(inv)
+            entry[label] = {"status": p.status if p.bound is None else f"proved up to N={p.bound}",
+                            "method": p.method, "lemmas": len(p.lemmas),
+                            "seconds": round(time.perf_counter() - t0, 3)}
+        rows.append(entry)
+        print(json.dumps(entry), flush=True)
+    print(json.dumps({"benchmark": "prove", "results": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

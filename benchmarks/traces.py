@@ -1,0 +1,142 @@
+"""How fast traces are checked: in process, and on Spark local[1] and local[2] (pandas UDFs and RDD).
+
+    .venv/bin/python benchmarks/traces.py [--records 1000000] [--corpus DIR] [--runs 2]
+                                          [--configs inproc,local[1]:pandas,local[2]:pandas,local[1]:rdd,local[2]:rdd]
+
+Generates the corpus first if DIR has none (simulated groups, 20% with injected bugs, two gzip'ed
+JSON Lines files written by two processes; it is not committed), then runs each configuration in
+a fresh process, `--runs` times.  Spark's fixed cost (starting the JVM and the session, and a first
+trivial job that starts the Python workers) is measured apart from the check itself, whose rate
+is the steady one.  Prints one JSON object: each run's figures, the min-max range per
+configuration, and the machine's load average before and after (the machine is shared).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from multiprocessing import Pool
+from pathlib import Path
+
+
+def _gen(args):
+    path, groups, first, seed = args
+    from groupspec.checkers.traces.simulate import choose_bugs, simulate
+    from groupspec.impl.trace import JsonLinesSink
+    sink = JsonLinesSink(str(path))
+    info = simulate(groups, sink, seed=seed, events_per_group=200, bugs=choose_bugs("all"), fraction=0.2, first=first)
+    sink.close()
+    with open(str(path) + ".bugs.jsonl", "w") as f:
+        f.writelines(json.dumps(b) + "\n" for b in info)
+    return sink.count
+
+
+def corpus(folder: Path, records: int) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = folder / "corpus.json"
+    if meta.exists():
+        m = json.loads(meta.read_text())
+        if m["records"] >= records:
+            return m
+    groups = max(2, records // 390 + 1)         # about 400 records a group at 200 requests
+    t = time.perf_counter()
+    half = groups // 2
+    jobs = [(folder / "part-0.jsonl.gz", half, 0, 1), (folder / "part-1.jsonl.gz", groups - half, half, 1)]
+    with Pool(2) as p:
+        counts = p.map(_gen, jobs)
+    m = {"records": sum(counts), "groups": groups, "files": [str(j[0]) for j in jobs],
+         "generate_seconds": round(time.perf_counter() - t, 1)}
+    meta.write_text(json.dumps(m))
+    return m
+
+
+def one(config: str, folder: Path) -> dict:
+    """One run of one configuration (in this process)."""
+    from groupspec.checkers.traces.records import expand
+    files = expand([str(folder)])
+    files = [f for f in files if not f.name.endswith(".bugs.jsonl") and f.name != "corpus.json"]
+    if config == "inproc":
+        from groupspec.checkers.traces.check import check_group
+        from groupspec.checkers.traces.records import read_groups
+        # one file at a time (the generated files hold disjoint groups), to bound the memory
+        n = bad = 0
+        read = check = 0.0
+        for f in files:
+            t0 = time.perf_counter()
+            groups, _ = read_groups([str(f)])
+            t1 = time.perf_counter()
+            n += sum(len(r) for r in groups.values())
+            bad += sum(check_group(g, r)["verdict"] != "ok" for g, r in groups.items())
+            read, check = read + t1 - t0, check + time.perf_counter() - t1
+            del groups
+        cpu = time.process_time()
+        return {"config": config, "records": n, "violations": bad, "read_seconds": round(read, 2),
+                "check_seconds": round(check, 2), "records_per_second": int(n / (read + check)),
+                "cpu_seconds": round(cpu, 1), "records_per_cpu_second": int(n / cpu)}
+    master, engine = config.split(":")
+    from groupspec.checkers.traces import spark as S
+    t0 = time.perf_counter()
+    sp = S.session(master, partitions=4 * int(master[6:-1]) if master[6:-1].isdigit() else 8)
+    sp.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()        # the Python workers start
+    t1 = time.perf_counter()
+    verdicts, _ = S.check(sp, files, engine)
+    rows = verdicts.select("verdict", "records").collect()
+    t2 = time.perf_counter()
+    n = sum(r["records"] for r in rows)
+    sp.stop()
+    return {"config": config, "records": n, "violations": sum(r["verdict"] != "ok" for r in rows),
+            "startup_seconds": round(t1 - t0, 2), "check_seconds": round(t2 - t1, 2),
+            "records_per_second": int(n / (t2 - t1)), "records_per_minute": int(60 * n / (t2 - t1))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--corpus", default="/tmp/groupspec-bench-traces")
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--configs", default="inproc,local[1]:pandas,local[2]:pandas,local[1]:rdd,local[2]:rdd")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    folder = Path(a.corpus)
+    if a.one:
+        print(json.dumps(one(a.one, folder)))
+        return
+    load_before = os.getloadavg()
+    meta = corpus(folder, a.records)
+    runs = []
+    for _ in range(a.runs):
+        for cfg in a.configs.split(","):
+            r = subprocess.run([sys.executable, __file__, "--corpus", str(folder), "--one", cfg],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                runs.append({"config": cfg, "error": r.stderr.strip().splitlines()[-1:]})
+                continue
+            res = json.loads(r.stdout.strip().splitlines()[-1])
+            res["load_average_1m"] = round(os.getloadavg()[0], 2)
+            runs.append(res)
+            print(json.dumps(res), file=sys.stderr)
+    ranges = {}
+    for cfg in a.configs.split(","):
+        rates = [r["records_per_second"] for r in runs if r.get("config") == cfg and "records_per_second" in r]
+        starts = [r["startup_seconds"] for r in runs if r.get("config") == cfg and "startup_seconds" in r]
+        if rates:
+            ranges[cfg] = {"records_per_second": [min(rates), max(rates)],
+                           "records_per_minute": [60 * min(rates), 60 * max(rates)]}
+            if starts:
+                ranges[cfg]["startup_seconds"] = [min(starts), max(starts)]
+    out = {"benchmark": "traces", "cpus": os.cpu_count(), "corpus": meta, "runs": runs, "ranges": ranges,
+           "load_average_before": [round(x, 2) for x in load_before],
+           "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+    for eng in ("pandas", "rdd"):
+        l1, l2 = ranges.get(f"local[1]:{eng}"), ranges.get(f"local[2]:{eng}")
+        if l1 and l2:
+            out[f"speedup_local2_over_local1_{eng}"] = round(
+                (sum(l2["records_per_second"]) / 2) / (sum(l1["records_per_second"]) / 2), 2)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

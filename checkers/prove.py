@@ -1,0 +1,1020 @@
+"""Inductive proofs of the coordinator invariants (`groupspec prove`).
+
+For an invariant Inv of the catalog and every row of the table, Z3 is asked
+whether Inv ∧ row ⇒ Inv′: the row's guard, post-state and outputs come from
+`symbolic.row_relation`, read either over uninterpreted sorts
+(`spec/unbounded.py`: for any number of members, instance ids, partitions and
+protocols) or over fixed domain sizes (`spec/symbolic.py`: "up to N").  No
+row is written again here.
+
+Where Inv alone is not inductive, the strengthening is searched
+automatically: Houdini over the catalog's state invariants and over
+candidate lemmas generated from the schema's variables (templates over member
+sets, the group's states, member-keyed maps), keeping the largest subset that
+is inductive as a whole (`Houdini`).  The lemmas a proof used are the unsat
+cores of its queries, closed under the lemmas those needed in turn.  Z3's
+Spacer on constrained Horn clauses (`spacer`) is a second engine, for fixed
+sizes.
+
+What the table leaves to its environment is assumed, in words and as terms
+(`ENVIRONMENT`): a fresh member id is one never issued; a request's member id
+is one the group knows; a loaded record is one a coordinator wrote (the record
+lemmas, checked at every row that appends a group record, and on the blank
+record); a timer fires only when armed (`table.ENABLED`).  Closed-world
+invariants add what the clients guarantee (`CLOSED_WORLD`).
+
+Every query has a timeout; `unknown` is reported as unknown, never as proved.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import z3
+
+from groupspec.spec import unbounded as U
+from groupspec.spec.invariants import INVARIANTS, Invariant
+from groupspec.spec.lang import ForAll, Implies, Not, Term, lift, walk
+from groupspec.spec.rows import Out, Set_
+from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
+                                   GroupRecord, GroupState, P, V)
+from groupspec.spec.symbolic import (FixedMeaning, SymEnv, concrete_to_z3, fresh_params, fresh_state,
+                                     params_well_formed, row_relation, state_well_formed, to_z3)
+from groupspec.spec.table import ROWS, enabled
+
+TIMEOUT_MS = 3_000
+DEBUG = False
+STATUSES = ("proved", "proved up to N", "violated", "unknown")
+
+
+# -- lemmas and assumptions ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lemma:
+    name: str
+    meaning: str
+    formula: Term
+    origin: str = "template"     # catalog | template | record
+    record: bool = False         # about the last record in the log (P.record), not the group
+
+
+@dataclass(frozen=True)
+class Assumption:
+    name: str
+    meaning: str
+    formula: Term
+
+
+def _params_of(t: Term) -> set[str]:
+    return {n.data for n in walk(t) if n.op == "param"}
+
+
+def _vars_of(t: Term) -> set[str]:
+    return {n.data for n in walk(t) if n.op == "var"}
+
+
+_USES = (V.members | V.pending | V.awaiting_join | V.awaiting_sync | V.pending_sync | V.new_members | V.hb_armed)
+ENVIRONMENT: tuple[Assumption, ...] = (
+    Assumption("fresh-id-never-issued",
+               "a member id the coordinator issues (JoinGroup's `fresh`) was never issued before: no member, "
+               "pending member or parked request has it, and nothing is kept of it",
+               P.fresh.is_some() & Not(P.fresh.in_(_USES)) & V.instance_of[P.fresh].is_none()
+               & V.protos[P.fresh].is_none() & V.assignment[P.fresh].is_empty()
+               & (V.session_ms[P.fresh] == 0) & (V.rebalance_ms[P.fresh] == 0)),
+    Assumption("request-member-known",
+               "a request's member id is the group's (a member or a pending member), or none: the coordinator "
+               "looks the id up in the group",
+               P.member.is_none() | P.member.in_(V.members) | P.member.in_(V.pending)),
+)
+
+# what the clients of a closed world guarantee, by invariant
+_disjoint = (lambda m, keys: ForAll(keys, lambda a: ForAll(keys, lambda b: (a == b) | (m[a] & m[b]).is_empty())))
+CLOSED_WORLD: dict[str, tuple[Assumption, ...]] = {
+    "assignments-disjoint": (
+        Assumption("assignor-disjoint",
+                   "the leader's assignor gives no partition to two members (SyncGroup's `assignments`, and the "
+                   "assignment a group-record write carries to its completion)",
+                   _disjoint(P.assignments, P.assignments.keys_where(lambda s: Not(s.is_empty())))),),
+}
+
+
+def _st(name: str) -> Term:
+    return lift(name, GroupState)
+
+
+def _blank_of(v) -> Term:
+    var = getattr(V, v.name)
+    return var == (var.fill(v.initial) if v.type.kind == "map" else lift(v.initial, v.type))
+
+
+MEMBER_SETS = [v.name for v in STATE_VARS if v.type.kind == "set" and v.type.key == MEMBER]
+MEMBER_MAPS = [v for v in STATE_VARS if v.type.kind == "map" and v.type.key == MEMBER]
+
+
+def _nondefault(v) -> Term:
+    """The keys of member-keyed map `v` whose value is not the default (what a member carries)."""
+    var = getattr(V, v.name)
+    t = v.type.value
+    if t.kind == "dom":
+        return var.keys_where(lambda x: x.is_some())
+    if t.kind == "set":
+        return var.keys_where(lambda x: Not(x.is_empty()))
+    return var.keys_where(lambda x: Not(x == 0))
+
+
+def templates() -> list[Lemma]:
+    """Candidate lemmas generated from the schema: over the member sets, the group's states,
+    the member-keyed maps, the leader and the group.instance.id map."""
+    out: list[Lemma] = []
+    sets_ = {n: getattr(V, n) for n in MEMBER_SETS}
+    for a in MEMBER_SETS:
+        for b in MEMBER_SETS:
+            if a != b:
+                out.append(Lemma(f"{a} ⊆ {b}", f"every element of {a} is in {b}", sets_[a].subset_of(sets_[b])))
+                if a < b:
+                    out.append(Lemma(f"{a} ∩ {b} = ∅", f"no member id is in both {a} and {b}",
+                                     (sets_[a] & sets_[b]).is_empty()))
+    conds = [(st, f"in {st}", V.state == _st(st)) for st in STATES]
+    conds += [("join timer", "while a delayed join is armed", Not(V.join_timer == lift("none", V.join_timer.type))),
+              ("sync timer", "while the pending-sync timer is armed", V.sync_timer)]
+    for label, words, cond in conds:
+        for v in STATE_VARS:
+            if v.name != "state":
+                out.append(Lemma(f"{label} ⇒ {v.name} initial", f"{words}, {v.name} holds its initial value",
+                                 Implies(cond, _blank_of(v))))
+    for v in MEMBER_MAPS:
+        for b in MEMBER_SETS:
+            out.append(Lemma(f"{v.name} set only for {b}", f"only ids in {b} have a {v.name}",
+                             _nondefault(v).subset_of(sets_[b])))
+    for b in MEMBER_SETS:
+        out.append(Lemma(f"leader ∈ {b}", f"the leader, if any, is in {b}", V.leader.is_none() | V.leader.in_(sets_[b])))
+        out.append(Lemma(f"sync timer ⇒ {b} ≠ ∅", f"the pending-sync timer runs only while {b} is not empty",
+                         Implies(V.sync_timer, Not(sets_[b].is_empty()))))
+    out += [
+        Lemma("no members ⇒ no leader", "a group without members has no leader",
+              Implies(V.members.is_empty(), V.leader.is_none())),
+        Lemma("members ⇒ leader", "a group with members has a leader",
+              Implies(Not(V.members.is_empty()), V.leader.is_some())),
+        Lemma("generation ≥ 0", "the generation is never negative", V.generation >= 0),
+        Lemma("static maps to members", "every group.instance.id maps to a member, or to none",
+              ForAll(V.static.keys_where(lambda m: m.is_some()), lambda i: V.static[i].in_(V.members))),
+        Lemma("static maps back", "a group.instance.id maps to a member that carries it",
+              ForAll(V.static.keys_where(lambda m: m.is_some()), lambda i: V.instance_of[V.static[i]] == i)),
+        Lemma("members' instance ids map back", "a member's group.instance.id maps to it",
+              ForAll(V.members, lambda m: Implies(V.instance_of[m].is_some(), V.static[V.instance_of[m]] == m))),
+        Lemma("members' assignments disjoint", "no partition is in two members' assignments",
+              _disjoint(V.assignment, V.members)),
+        Lemma("assignments disjoint", "no partition is in two member ids' assignments",
+              _disjoint(V.assignment, V.assignment.keys_where(lambda s: Not(s.is_empty())))),
+    ]
+    return out
+
+
+def catalog_lemmas(scope: str = "coordinator") -> list[Lemma]:
+    """The catalog's state invariants as candidates (not the settled ones: they hold between
+    requests only, not after every row)."""
+    return [Lemma(i.name, i.meaning, i.formula, "catalog") for i in INVARIANTS
+            if i.kind == "state" and not i.settled and (i.scope == "coordinator" or i.scope == scope)]
+
+
+# the record's fields a lemma may speak of (protos: the log keeps only the selected protocol's
+# metadata, handling.record_of; offsets: the log keeps commits apart)
+RECORD_VARS = {f for f in GroupRecord.values} - {"protos", "offsets"}
+
+
+def substitute(t: Term, mapping: dict[str, Term]) -> Term:
+    """Term t with each state variable named in `mapping` replaced (bound variables are kept)."""
+    memo: dict[int, Term] = {}
+
+    def go(n: Term) -> Term:
+        if n.op == "var" and n.data in mapping:
+            return mapping[n.data]
+        if not n.args:
+            return n
+        got = memo.get(id(n))
+        if got is None:
+            args = tuple(go(a) for a in n.args)
+            got = n if all(a is b for a, b in zip(args, n.args)) else Term(n.op, args, n.type, n.data)
+            memo[id(n)] = got
+        return got
+    return go(t)
+
+
+def record_lemmas(lemmas: list[Lemma]) -> list[Lemma]:
+    """Each lemma that speaks only of what the log's record holds, about the record."""
+    rec = {f: P.record[f] for f in RECORD_VARS}
+    return [Lemma("record: " + lm.name, f"the last group record written: {lm.meaning}", substitute(lm.formula, rec),
+                  "record", record=True)
+            for lm in lemmas if _vars_of(lm.formula) and _vars_of(lm.formula) <= RECORD_VARS]
+
+
+# -- the two readings ----------------------------------------------------------------------
+
+class Reading:
+    """One reading of the table (unbounded, or fixed sizes): fresh states, terms, rows."""
+
+    def __init__(self, sizes: dict | None = None):
+        self.sizes = sizes
+        self.sorts = None if sizes else U.Sorts()
+        self.label = "unbounded" if sizes is None else "N=" + str(sizes[MEMBER])
+
+    def fresh(self, tag: str):
+        if self.sizes:
+            return fresh_state(self.sizes, f"s{tag}."), fresh_params(self.sizes, f"p{tag}.")
+        return U.fresh_state(self.sorts, f"s{tag}."), U.fresh_params(self.sorts, f"p{tag}.")
+
+    def well_formed(self, state, params) -> list:
+        """What makes a state (None: no state) and parameters type-correct."""
+        if self.sizes:
+            return (state_well_formed(state, self.sizes) if state else []) + params_well_formed(params, self.sizes)
+        return (U.state_well_formed(self.sorts, state) if state else []) + U.params_well_formed(self.sorts, params)
+
+    def read(self, t: Term, state: dict, params: dict, side: list, approx: set):
+        if self.sizes:
+            return to_z3(t, SymEnv(self.sizes, state, params))
+        r = U.Reading(self.sorts, state, params)
+        v = r.term(t)
+        side += r.side
+        approx |= r.approximated
+        return v
+
+    def relation(self, row, state, params, tag: str):
+        if self.sizes:
+            g, post, outs = row_relation(row, state, params, self.sizes, meaning=FixedMeaning(self.sizes, tag))
+            return g, post, outs, [], set()
+        m = U.UnboundedMeaning(self.sorts, tag)
+        g, post, outs = row_relation(row, state, params, None, meaning=m)
+        return g, post, outs, m.side, m.approximated
+
+    def value(self, v, t):
+        if self.sizes:
+            return concrete_to_z3(v, t, self.sizes)
+        if t.kind == "map":
+            srt = self.sorts.sort[t.key]
+            return z3.Store(z3.K(srt, self.sorts.value(v, t.value)), self.sorts.none[t.key], self.sorts.default(t.value))
+        if t.kind == "record":
+            return tuple(self.value(x, ft) for x, ft in zip(v, t.args))
+        return self.sorts.value(v, t)
+
+    def blank_state(self) -> dict:
+        out = {}
+        for v in STATE_VARS:
+            if self.sizes and v.type.kind == "map":
+                out[v.name] = [concrete_to_z3(v.initial, v.type.value, self.sizes)] * self.sizes[v.type.key]
+            else:
+                out[v.name] = self.value(v.initial, v.type)
+        return out
+
+    def blank_record(self):
+        from groupspec.spec.lang import default_of
+        vals = []
+        for t in GroupRecord.args:
+            if t.kind == "map":
+                vals.append(self.value(default_of(t.value), t) if not self.sizes else
+                            [concrete_to_z3(default_of(t.value), t.value, self.sizes)] * self.sizes[t.key])
+            else:
+                vals.append(self.value(default_of(t), t))
+        return tuple(vals)
+
+
+def written(row) -> set[str]:
+    """The state variables a row may change."""
+    out = {k for s in row.steps if isinstance(s, Set_) for k in s.updates}
+    if row.target is not None:
+        out.add("state")
+    return out
+
+
+def handed_out(outs: list) -> object:
+    """The step answers some SyncGroup with NONE (it hands out an assignment)."""
+    from groupspec.spec.kafka import ERRORS
+    none = ERRORS.index("NONE")
+    conds = []
+    for o in outs:
+        if o.kind in ("reply", "answer") and o.api == "SyncGroup" and "error" in o.fields:
+            c = z3.And(o.cond, o.fields["error"] == none)
+            var = getattr(o, "var", None)
+            conds.append(z3.Exists([var], c) if var is not None else c)
+    return z3.Or(conds) if conds else z3.BoolVal(False)
+
+
+def appended_records(outs: list) -> list:
+    """(condition, record fields) of each group-record append of a row."""
+    res = []
+    for o in outs:
+        if o.kind == "append" and o.api != "offsets":
+            res.append((o.cond, o.fields))
+    return res
+
+
+COMPLETIONS = {"StoreGroupDone", "StoreOffsetsDone"}
+
+
+def steps_of(rows: list) -> list[tuple]:
+    """The steps induction goes over: every row but the append completions, and each append
+    output of a row followed by each row of its completion (an append completes before the
+    group changes otherwise, as in the closed world: the completion's parameters are what the
+    append captured, `table.completion`)."""
+    done = {t: [r for r in rows if r.trigger == t] for t in COMPLETIONS}
+    out = [(r,) for r in rows if r.trigger not in COMPLETIONS]
+    for r in rows:
+        appends = [st for st in r.steps if isinstance(st, Out) and st.kind == "append"]
+        for k, o in enumerate(appends):
+            trig = "StoreOffsetsDone" if o.api == "offsets" else "StoreGroupDone"
+            out += [(r, k, b) for b in done[trig]]
+    return out
+
+
+class Shared:
+    """The state before every step and the parameters, one set of Z3 constants for all
+    rows (each row has its own solver), so that a lemma is read before the steps once."""
+
+    def __init__(self, rd: Reading):
+        self.rd = rd
+        self.state, self.params = rd.fresh("")
+        self.error = rd.fresh("b")[1]["error"]
+        self._pre: dict[int, tuple] = {}
+
+    def pre(self, t: Term):
+        got = self._pre.get(id(t))
+        if got is None:
+            side: list = []
+            approx: set = set()
+            v = self.rd.read(t, self.state, self.params, side, approx)
+            got = self._pre[id(t)] = (v, side, approx, t)
+        return got[:3]
+
+
+class RowCtx:
+    """One step (a row, or a row and the completion of its append) in one reading: its
+    relation, the facts assumed before it, and a solver."""
+
+    def __init__(self, rd: Reading, i: int, spec: tuple, assumptions: list[Assumption], timeout_ms: int,
+                 shared: "Shared"):
+        from groupspec.spec.table import completion
+        self.rd, self.i, self.spec, self.shared = rd, i, spec, shared
+        row = spec[0]
+        self._solver = None
+        self.state, self.params = shared.state, shared.params
+        self.guard, self.post, self.outs, self.side, self.approx = rd.relation(row, self.state, self.params, f"@{i}")
+        self.row, self.name = row, row.name
+        self.base = rd.well_formed(self.state, self.params) + self.side + [self.guard]
+        self.step_state, self.step_params = self.state, self.params
+        self.written = written(row)
+        self.appends = appended_records(self.outs)
+        if len(spec) == 3:
+            _, k, done = spec
+            o = [x for x in self.outs if x.kind == "append"][k]
+            _, mapped = completion(o.api, o.fields)
+            pb = dict(self.params, error=shared.error)
+            for n, v in mapped.items():
+                pb[n] = v if isinstance(v, (z3.ExprRef, tuple, list)) else rd.value(v, PARAM_TYPES[n])
+            g2, post, outs2, side2, approx2 = rd.relation(done, self.post, pb, f"@{i}b")
+            self.base += rd.well_formed({}, {"error": pb["error"]}) + side2 + [o.cond, g2]
+            self.step_state, self.step_params = self.post, pb
+            self.post, self.outs = post, outs2
+            self.approx |= approx2
+            self.row, self.name = done, f"{row.name} → {done.name}"
+            self.written |= written(done)
+            self.appends = []
+        trig = TRIGGER_BY_NAME[row.trigger]
+        self.base.append(self.pre(enabled(row.trigger)))
+        self.assumed = [a for a in assumptions if _params_of(a.formula) <= set(trig.params)]
+        self.base += [self.pre(a.formula) for a in self.assumed]
+        self.loads = "record" in trig.params
+        self.timeout_ms = timeout_ms
+        self.lits: dict[str, object] = {}
+        self._obl: dict = {}
+
+    def _facts(self, side: list) -> None:
+        """Facts about fresh values (counts, maxima) a reading introduced: always true."""
+        if side:
+            (self._solver.add(*side) if self._solver is not None else self.base.extend(side))
+
+    def pre(self, t: Term):
+        v, side, approx = self.shared.pre(t)
+        self.approx |= approx
+        self._facts(side)
+        return v
+
+    def post_of(self, t: Term):
+        side: list = []
+        v = self.rd.read(t, self.post, self.params, side, self.approx)
+        self._facts(side)
+        return v
+
+    def step_of(self, t: Term):
+        """Step term t of the step's last row (from the state before it)."""
+        both = dict(self.post)
+        both.update({"prev:" + k: v for k, v in self.step_state.items()})
+        side: list = []
+        v = self.rd.read(t, both, self.step_params, side, self.approx)
+        self._facts(side)
+        return v
+
+    def record_of(self, t: Term, fields: dict):
+        """Term t (about P.record) of the record an append output captured."""
+        blank = self.rd.blank_record()
+        rec = tuple(fields.get(name, blank[i]) for i, name in enumerate(GroupRecord.values))
+        side: list = []
+        v = self.rd.read(t, self.state, {**self.params, "record": rec}, side, self.approx)
+        self._facts(side)
+        return v
+
+    @property
+    def solver(self) -> z3.Solver:
+        if self._solver is None:
+            s = z3.Solver()
+            s.set("timeout", self.timeout_ms)
+            s.add(*self.base)
+            self._solver = s
+        return self._solver
+
+    def lit(self, lm: Lemma):
+        """A literal that, assumed, makes lemma `lm` hold before the row."""
+        got = self.lits.get(lm.name)
+        if got is None:
+            got = self.lits[lm.name] = z3.Bool(f"L:{lm.name}")
+            if lm.record:
+                f = self.pre(lm.formula) if self.loads else z3.BoolVal(True)
+            else:
+                f = self.pre(lm.formula)
+            self.solver.add(z3.Implies(got, f))
+        return got
+
+    def obligation(self, lm: Lemma):
+        """What the row must keep of lemma `lm` (None: it cannot break it)."""
+        key = (lm.name, id(lm.formula))
+        if key not in self._obl:
+            self._obl[key] = self._obligation(lm)
+        return self._obl[key]
+
+    def _obligation(self, lm: Lemma):
+        if lm.record:
+            obs = []
+            for cond, fields in self.appends:
+                obs.append(z3.Implies(cond, self.record_of(lm.formula, fields)))
+            return z3.And(obs) if obs else None
+        if not (_vars_of(lm.formula) & self.written):
+            return None
+        return self.post_of(lm.formula)
+
+
+# -- results -------------------------------------------------------------------------------
+
+@dataclass
+class CTI:
+    """A counterexample to induction: a state where the lemmas hold, a row, and the state after it."""
+    row: str
+    reading: str
+    pre: dict
+    params: dict
+    post: dict
+    words: str
+    scenario: str
+    approximated: list = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"row": self.row, "reading": self.reading, "pre": self.pre, "params": self.params,
+                "post": self.post, "words": self.words, "scenario_fragment": self.scenario,
+                "approximated": self.approximated}
+
+
+@dataclass
+class Proof:
+    name: str
+    status: str
+    method: str
+    lemmas: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    reason: str = ""
+    assumptions: list[str] = field(default_factory=list)
+    cti: CTI | None = None
+    bound: int | None = None
+    approximated: list = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        d = {"name": self.name, "status": self.status, "method": self.method, "lemmas": self.lemmas,
+             "seconds": round(self.seconds, 3), "reason": self.reason, "assumptions": self.assumptions}
+        if self.bound is not None:
+            d["bound"] = self.bound
+        if self.cti is not None:
+            d["cti"] = self.cti.as_json()
+        if self.approximated:
+            d["approximated"] = self.approximated
+        return d
+
+
+# -- Houdini -----------------------------------------------------------------------------
+
+class System:
+    """The table in one reading, with the environment's assumptions: induction queries,
+    Houdini, unsat cores."""
+
+    def __init__(self, reading: Reading, rows=None, extra: tuple[Assumption, ...] = (),
+                 timeout_ms: int = TIMEOUT_MS):
+        self.rd = reading
+        self.rows = list(ROWS if rows is None else rows)
+        self.assumptions = list(ENVIRONMENT) + list(extra)
+        self.timeout_ms = timeout_ms
+        self._ctx: dict[int, RowCtx] = {}
+        self.shared = Shared(reading)
+        self.specs = steps_of(self.rows)
+        self.writes = [set().union(*(written(r) for r in sp if not isinstance(r, int))) for sp in self.specs]
+        self.unknown: list[str] = []
+
+    def row(self, i: int) -> RowCtx:
+        """Row i in this reading (built when first asked: a proof that only some rows can
+        affect builds only those)."""
+        c = self._ctx.get(i)
+        if c is None:
+            c = self._ctx[i] = RowCtx(self.rd, i, self.specs[i], self.assumptions, self.timeout_ms, self.shared)
+        return c
+
+    @property
+    def ctx(self) -> list[RowCtx]:
+        return [self.row(i) for i in range(len(self.specs))]
+
+    def touching(self, reads) -> list[RowCtx]:
+        """The rows that write some variable of `reads` (all rows when None; `reads` may also
+        be a predicate on a row)."""
+        if callable(reads):
+            return [self.row(i) for i, sp in enumerate(self.specs) if reads(sp[-1])]
+        return [self.row(i) for i, w in enumerate(self.writes) if reads is None or w & reads]
+
+    def stutter_invariant(self, inv: Invariant) -> bool:
+        """A step invariant holds of every step that leaves the variables it reads unchanged."""
+        st, params = self.rd.fresh("stutter")
+        both = {**st, **{"prev:" + k: v for k, v in st.items()}}
+        side: list = []
+        v = self.rd.read(inv.formula, both, params, side, set())
+        s = z3.Solver()
+        s.set("timeout", self.timeout_ms)
+        s.add(*self.rd.well_formed(st, params), *side, z3.Not(v))
+        return s.check() == z3.unsat
+
+    def initially(self, lm: Lemma) -> bool:
+        """The lemma holds of a group the coordinator does not hold (and of the blank record)."""
+        s = z3.Solver()
+        s.set("timeout", self.timeout_ms)
+        st = self.rd.blank_state()
+        _, params = self.rd.fresh("init")
+        if lm.record:
+            params = {**params, "record": self.rd.blank_record()}
+        side: list = []
+        v = self.rd.read(lm.formula, st, params, side, set())
+        s.add(*side, z3.Not(v))
+        return s.check() == z3.unsat
+
+    def houdini(self, cands: list[Lemma], deadline: float | None = None) -> tuple[list[Lemma] | None, dict]:
+        """The largest subset of `cands` inductive as a whole (relative to the assumptions).
+        Returns it and, for each candidate dropped, the row that broke it; None for the subset
+        when the deadline passed first (nothing is claimed then)."""
+        alive = {lm.name: lm for lm in cands if self.initially(lm)}
+        dropped = {lm.name: "not true of a group the coordinator does not hold"
+                   for lm in cands if lm.name not in alive}
+        changed = True
+        while changed:
+            changed = False
+            for c in self.ctx:
+                while True:
+                    if deadline is not None and time.perf_counter() > deadline:
+                        return None, dropped
+                    obs = [(lm, c.obligation(lm)) for lm in alive.values()]
+                    obs = [(lm, o) for lm, o in obs if o is not None]
+                    if not obs:
+                        break
+                    lits = [c.lit(lm) for lm in alive.values()]
+                    goal = z3.Bool(f"goal{c.i}:{time.perf_counter_ns()}")
+                    c.solver.add(z3.Implies(goal, z3.Or([z3.Not(o) for _, o in obs])))
+                    t0 = time.perf_counter()
+                    res = c.solver.check(*lits, goal)
+                    if DEBUG:
+                        print(f"  houdini {self.rd.label} {c.name[:60]:60} {res} {time.perf_counter() - t0:.3f}s "
+                              f"{len(obs)} obligations", flush=True)
+                    if res == z3.unsat:
+                        break
+                    if res == z3.unknown:
+                        bad = [lm for lm, o in obs if self._single(c, lits, o) != z3.unsat]
+                    else:
+                        m = c.solver.model()
+                        bad = [lm for lm, o in obs if z3.is_false(m.eval(o, model_completion=True))]
+                        if not bad:     # the model left some obligation undecided: ask one at a time
+                            bad = [lm for lm, o in obs if self._single(c, lits, o) != z3.unsat]
+                    for lm in bad:
+                        dropped[lm.name] = c.name
+                        del alive[lm.name]
+                    changed = changed or bool(bad)
+                    if not bad:
+                        break
+        return list(alive.values()), dropped
+
+    def _single(self, c: RowCtx, lits: list, o) -> object:
+        goal = z3.Bool(f"one{c.i}:{time.perf_counter_ns()}")
+        c.solver.add(z3.Implies(goal, z3.Not(o)))
+        return c.solver.check(*lits, goal)
+
+    def targeted(self, goal_of: Callable[[RowCtx], object], reads, own: list[Lemma], pool: list[Lemma],
+                 budget_s: float = 60.0, goal_vars: set[str] = frozenset()):
+        """Houdini guided by counterexamples to induction, for one goal.
+
+        S starts with `own` (the invariant itself, for a state invariant).  Each row that can
+        break the goal or a lemma of S is asked whether S ∧ row ⇒ S′ ∧ goal′.  On a
+        counterexample, every candidate of `pool` false in its state before the row is added
+        to S (it would rule that state out); if none is, a failing lemma of S is dropped
+        (Houdini); if the goal itself fails with nothing left to add, the counterexample
+        stands.  Returns (lemmas, None, []) when S ∧ goal is inductive, else
+        (lemmas, (ctx, model) or None, rows Z3 gave up on)."""
+        start = time.perf_counter()
+        S: dict[str, Lemma] = {lm.name: lm for lm in own}
+        tried = set(S)
+        pool = [lm for lm in pool if lm.name not in tried]
+        fixed = {lm.name for lm in own}
+        goal_lit = z3.Bool("goal")
+        while True:
+            rows = self.touching(reads) if reads is not None else self.ctx
+            extra = set().union(*[_vars_of(lm.formula) for lm in S.values() if not lm.record]) if S else set()
+            cand_rows = {c.i: c for c in rows}
+            cand_rows.update({c.i: c for c in self.touching(extra)} if extra else {})
+            if any(lm.record for lm in S.values()):
+                cand_rows.update({c.i: c for c in self.ctx if c.appends or c.loads})
+            restart = False
+            unknown = []
+            for c in sorted(cand_rows.values(), key=lambda c: c.i):
+                obs = [(lm, c.obligation(lm)) for lm in S.values()]
+                obs = [(lm, o) for lm, o in obs if o is not None]
+                g = goal_of(c) if c.i in {r.i for r in rows} else None
+                if g is not None and z3.is_true(z3.simplify(g)):
+                    g = None
+                if not obs and g is None:
+                    continue
+                lits = [c.lit(lm) for lm in S.values()]
+                tag = z3.Bool(f"t{c.i}:{time.perf_counter_ns()}")
+                nots = [z3.Not(o) for _, o in obs] + ([z3.Not(g)] if g is not None else [])
+                c.solver.add(z3.Implies(tag, z3.Or(nots)))
+                res = c.solver.check(*lits, tag)
+                if DEBUG:
+                    print(f"  targeted {self.rd.label} {c.name[:60]:60} {res} {len(S)} lemmas", flush=True)
+                if res == z3.unsat:
+                    continue
+                if time.perf_counter() - start > budget_s:
+                    return list(S.values()), None, [c.name + " (time budget spent)"]
+                if res == z3.unknown:
+                    unknown.append(c.name)
+                    continue
+                m = c.solver.model()
+                # candidates that rule the state out, about what the failing obligations speak of
+                broken = [lm for lm, o in obs if not z3.is_true(m.eval(o, model_completion=True))]
+                about = set().union(*[_vars_of(lm.formula) for lm in broken]) | goal_vars
+                about = {v.removeprefix("prev:") for v in about} | ({"record"} if c.loads else set())
+                blockers = [lm for lm in pool if lm.name not in tried and (lm.record == c.loads or not lm.record)
+                            and (_vars_of(lm.formula) & about or lm.record)
+                            and z3.is_false(m.eval(c.pre(lm.formula), model_completion=True))]
+                if blockers:
+                    for lm in blockers:
+                        S[lm.name] = lm
+                        tried.add(lm.name)
+                    restart = True
+                    break
+                failing = [lm for lm, o in obs if lm.name not in fixed and
+                           not z3.is_true(m.eval(o, model_completion=True))]
+                if failing:
+                    for lm in failing:
+                        del S[lm.name]
+                    restart = True
+                    break
+                return list(S.values()), (c, m), []
+            if not restart:
+                return list(S.values()), None, unknown
+
+    def check_goal(self, goal_of: Callable[[RowCtx], object], lemmas: list[Lemma], reads: set[str] | None = None):
+        """For every row (that writes a variable of `reads`): lemmas before ∧ row ⇒ goal.
+        Returns (failures [(ctx, model)], unknown rows, the lemmas the unsat cores used)."""
+        fails, unknown, used = [], [], set()
+        for c in self.touching(reads):
+            o = goal_of(c)
+            if o is None or z3.is_true(z3.simplify(o)):
+                continue
+            lits = {c.lit(lm): lm for lm in lemmas}
+            goal = z3.Bool(f"g{c.i}:{time.perf_counter_ns()}")
+            c.solver.add(z3.Implies(goal, z3.Not(o)))
+            res = c.solver.check(*lits, goal)
+            if res == z3.unsat:
+                core = c.solver.unsat_core()
+                used |= {lits[x].name for x in core if x in lits}
+            elif res == z3.sat:
+                fails.append((c, c.solver.model()))
+            else:
+                unknown.append(c.name)
+        return fails, unknown, used
+
+    def closure(self, direct: set[str], lemmas: list[Lemma]) -> list[str]:
+        """The lemmas `direct` needs, with the lemmas each of those needs to stay true, and so on."""
+        by = {lm.name: lm for lm in lemmas}
+        need, todo = set(direct), list(direct)
+        while todo:
+            lm = by[todo.pop()]
+            _, _, used = self.check_goal(lambda c, lm=lm: c.obligation(lm), lemmas,
+                                         None if lm.record else _vars_of(lm.formula))
+            for n in used - need:
+                need.add(n)
+                todo.append(n)
+        return sorted(need)
+
+
+# -- the prover -----------------------------------------------------------------------------
+
+def kind_goal(inv: Invariant, c: RowCtx):
+    """What row `c` must establish for invariant `inv` (None: nothing)."""
+    if inv.kind == "state":
+        return c.obligation(as_lemma(inv))
+    if inv.kind == "step":
+        return c.step_of(inv.formula)
+    if inv.kind == "output":
+        h = handed_out(c.outs)
+        if z3.is_false(z3.simplify(h)):
+            return None
+        return z3.Implies(h, c.post_of(inv.formula))
+    raise ValueError(inv.kind)
+
+
+class Prover:
+    """Proves the catalog's invariants; the strengthening found is kept for every invariant."""
+
+    def __init__(self, rows=None, timeout_ms: int = TIMEOUT_MS, strengthen: bool = True,
+                 bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 20.0,
+                 presets: tuple[str, ...] = ("tiny", "small"), search: str = "targeted"):
+        self.rows = list(ROWS if rows is None else rows)
+        self.timeout_ms, self.strengthen, self.bound = timeout_ms, strengthen, bound
+        self.budget_s, self.search = budget_s, search
+        self.presets = tuple(presets)
+        self.rows_arg = rows
+        self.progress = progress or (lambda s: None)
+        self._systems: dict = {}
+        self._lemmas: dict = {}
+        self.houdini_seconds = 0.0
+        self.dropped: dict = {}
+
+    def system(self, scope: str, sizes: dict | None = None) -> System:
+        key = (scope, None if sizes is None else tuple(sorted(sizes.items())))
+        if key not in self._systems:
+            extra = tuple(a for name, asm in CLOSED_WORLD.items() if scope == "closed-world" for a in asm)
+            self._systems[key] = System(Reading(sizes), self.rows, extra, self.timeout_ms)
+        return self._systems[key]
+
+    def pool(self, scope: str) -> list[Lemma]:
+        """The candidate lemmas: the catalog's state invariants, the schema's templates, and the
+        forms of both about the logged record."""
+        base = catalog_lemmas(scope) + templates()
+        return base + record_lemmas(base)
+
+    def lemmas(self, scope: str, sizes: dict | None = None) -> list[Lemma]:
+        """The largest inductive subset of the candidates (catalog, templates, their record forms)."""
+        key = (scope, None if sizes is None else tuple(sorted(sizes.items())))
+        if key not in self._lemmas:
+            t0 = time.perf_counter()
+            self.progress(f"strengthening search ({'unbounded' if sizes is None else 'N=' + str(sizes[MEMBER])})")
+            base = catalog_lemmas(scope) + templates()
+            cands = base + record_lemmas(base)
+            alive, dropped = self.system(scope, sizes).houdini(cands)
+            self._lemmas[key] = alive
+            self.dropped[key] = dropped
+            self.houdini_seconds += time.perf_counter() - t0
+        return self._lemmas[key]
+
+    def prove(self, inv: Invariant) -> Proof:
+        t0 = time.perf_counter()
+        self.progress(inv.name)
+        p = self._prove(inv)
+        p.seconds = time.perf_counter() - t0
+        if self.presets and p.status not in ("proved", "violated") and inv.scope == "coordinator":
+            self._confirm(inv, p)
+        if self.presets and p.lemmas:
+            pool = {lm.name: lm for lm in self.pool(inv.scope)}
+            bad = refuted_by([pool[n] for n in p.lemmas if n in pool], self.presets, self.rows_arg)
+            if bad:     # a lemma some reachable state breaks: the prover is wrong, say so loudly
+                p.status, p.reason = "unknown", (
+                    "PROVER BUG: lemmas the search found are false in reachable states: "
+                    + ", ".join(f"{n} (world {w})" for n, w in bad.items()) + "; " + p.reason)
+        return p
+
+    def _confirm(self, inv: Invariant, p: Proof) -> None:
+        """An invariant not proved is looked for in the reachable states of the check worlds:
+        broken there, it is violated."""
+        from groupspec.spec.concrete import compile_term
+        from groupspec.spec.invariants import _layouts
+        for preset in self.presets:
+            groups, _, broken = reachable(preset, self.rows_arg)
+            if inv.name in broken:
+                p.status, p.reason = "violated", f"a step of world {preset} breaks it: {broken[inv.name]}; " + p.reason
+                return
+            if inv.kind == "state" and not inv.settled:
+                f = compile_term(inv.formula, _layouts()[0])
+                if not all(f(g, [], ()) for g in groups):
+                    p.status, p.reason = "violated", f"a reachable state of world {preset} breaks it; " + p.reason
+                    return
+
+    def _prove(self, inv: Invariant) -> Proof:
+        asm = [a.name for a in ENVIRONMENT] + [a.name for a in CLOSED_WORLD.get(inv.name, ())]
+        if inv.settled:
+            return Proof(inv.name, "unknown", "none", reason=(
+                "a settled invariant: it holds between requests, after the eager CompleteJoin that follows a "
+                "row, not after every row, so row-by-row induction does not apply; the explicit checker "
+                "checks it on every world state"), assumptions=asm)
+        if inv.scope == "closed-world" and inv.name not in CLOSED_WORLD:
+            return Proof(inv.name, "unknown", "none", reason="a closed-world invariant without a declared "
+                         "assumption about the clients (CLOSED_WORLD)", assumptions=asm)
+        attempt = self._attempt(inv, None)
+        if attempt.status in ("proved", "violated"):
+            attempt.assumptions = asm
+            return attempt
+        # the same question for fixed sizes, where counting and the vote are exact
+        fixed = self._attempt(inv, fixed_sizes(self.bound))
+        fixed.assumptions = asm
+        cti = attempt.cti
+        why = (f"not shown inductive for every size: counterexample to induction at row {cti.row!r}" if cti
+               else attempt.reason)
+        if cti and cti.approximated:
+            why += (" (that counterexample reads " + ", ".join(cti.approximated) + " over-approximated: they have "
+                    "no decidable meaning for every size, so it may not be a real one)")
+        if fixed.status == "proved" and fixed.lemmas:
+            general = self._generalize(inv, fixed.lemmas)
+            if general is not None:
+                general.assumptions = asm
+                return general
+        if fixed.status == "proved":
+            fixed.status, fixed.bound = "proved up to N", self.bound
+            fixed.method = fixed.method.replace("(N=", "(fixed sizes, N=")
+            fixed.reason = why + f"; proved for {_sizes_words(fixed_sizes(self.bound))}"
+            fixed.cti = cti
+            return fixed
+        fixed.status = "unknown"
+        fixed.reason = why + f"; for N={self.bound}: " + (f"row {fixed.cti.row!r} breaks it too" if fixed.cti
+                                                          else fixed.reason)
+        fixed.cti = fixed.cti or cti
+        return fixed
+
+    def _generalize(self, inv: Invariant, names: list[str]) -> Proof | None:
+        """The lemmas found for fixed sizes, asked again for every size: Houdini over just them
+        in the unbounded reading; the invariant proved if it (or its goal) survives."""
+        pool = {lm.name: lm for lm in self.pool(inv.scope)}
+        own = [as_lemma(inv)] if inv.kind == "state" else []
+        system = self.system(inv.scope)
+        alive, _ = system.houdini(own + [pool[n] for n in names if n in pool],
+                                  deadline=time.perf_counter() + self.budget_s)
+        if alive is None:
+            return None
+        if own and inv.name not in {lm.name for lm in alive}:
+            return None
+        if not own:
+            fails, unknown, _ = system.check_goal(lambda c: kind_goal(inv, c), alive, self._reads(inv, system))
+            if fails or unknown:
+                return None
+        return Proof(inv.name, "proved", f"induction with lemmas found for N={self.bound}, kept for every size "
+                     "(unbounded)", sorted(lm.name for lm in alive if lm.name != inv.name))
+
+    def _attempt(self, inv: Invariant, sizes: dict | None) -> Proof:
+        """Induction for `inv` in one reading: plain, then with the strengthening found."""
+        where = "unbounded" if sizes is None else f"N={sizes[MEMBER]}"
+        system = self.system(inv.scope, sizes)
+        goal = lambda c: kind_goal(inv, c)     # noqa: E731
+        own = [as_lemma(inv)] if inv.kind == "state" else []
+        if own and not system.initially(own[0]):
+            return Proof(inv.name, "unknown", "induction", reason="not true of a group the coordinator does not hold")
+        reads = self._reads(inv, system)
+        fails, unknown, _ = system.check_goal(goal, own, reads)
+        if not fails and not unknown:
+            return Proof(inv.name, "proved", f"induction ({where})")
+        plain = fails[0] if fails else (None, None)
+        if plain[0] is not None and self.presets and inv.scope == "coordinator":
+            probe = Proof(inv.name, "unknown", "induction")
+            self._confirm(inv, probe)
+            if probe.status == "violated":     # a real violation: no strengthening can help
+                c, model = plain
+                probe.cti = self.cti(inv, c, model, where)
+                probe.reason += f"the counterexample to induction: row {c.name!r}"
+                return probe
+        if not self.strengthen:
+            c, model = plain
+        elif self.search == "full":
+            # Houdini over every candidate: the largest inductive subset, then the unsat cores
+            lemmas = self.lemmas(inv.scope, sizes)
+            ctx = own + [lm for lm in lemmas if lm.name != inv.name]
+            fails, unknown, used = system.check_goal(goal, ctx, reads)
+            if not fails and not unknown:
+                names = system.closure(used - {inv.name}, lemmas)
+                return Proof(inv.name, "proved", f"induction with Houdini strengthening ({where})",
+                             [n for n in names if n != inv.name])
+            c, model = fails[0] if fails else plain
+        else:
+            pool = self.pool(inv.scope)
+            lemmas, cex, unknown = system.targeted(goal, reads, own, pool, self.budget_s, _vars_of(inv.formula))
+            if cex is None and not unknown:
+                names = sorted(lm.name for lm in lemmas if lm.name != inv.name)
+                return Proof(inv.name, "proved", f"induction with CTI-guided Houdini strengthening ({where})", names)
+            c, model = cex if cex else plain
+        if c is not None:
+            return Proof(inv.name, "unknown", "induction", cti=self.cti(inv, c, model, where),
+                         reason=f"row {c.name!r} breaks it")
+        return Proof(inv.name, "unknown", "induction", reason=f"Z3 gave up (timeout) on {', '.join(unknown[:3])}")
+
+    @staticmethod
+    def _reads(inv: Invariant, system: System):
+        """Which rows can matter to `inv` (None: all)."""
+        if inv.kind == "state":
+            return _vars_of(inv.formula)
+        if inv.kind == "step":
+            post = {v for v in _vars_of(inv.formula) if not v.startswith("prev:")}
+            return post if system.stutter_invariant(inv) else None
+        if inv.kind == "output":
+            return lambda r: any(isinstance(o, Out) and o.kind in ("reply", "answer") and o.api == "SyncGroup"
+                                 for o in r.steps)
+        return None
+
+    # -- counterexamples to induction --------------------------------------------------
+    def cti(self, inv: Invariant, c: RowCtx, model, reading: str) -> CTI:
+        from .prove_report import describe_cti
+        return describe_cti(inv, c, model, reading)
+
+
+def as_lemma(inv: Invariant) -> Lemma:
+    return Lemma(inv.name, inv.meaning, inv.formula, "catalog")
+
+
+def _sizes_words(sizes: dict) -> str:
+    return ", ".join(f"{n} {d}" for d, n in sizes.items())
+
+
+def fixed_sizes(n: int) -> dict:
+    from groupspec.spec.schema import Bounds
+    sizes = dict(Bounds().sizes)
+    sizes[MEMBER] = n
+    return sizes
+
+
+# -- the states the explicit checker reaches ------------------------------------------------
+
+_REACHED: dict = {}
+
+
+def reachable(preset: str, rows=None) -> tuple[set, set, dict]:
+    """The group states (the spec's variables) and the group records in the log of every state
+    the closed world `preset` reaches (its whole graph, breadth-first, without symmetry), and
+    the coordinator invariants a step broke on the way ({name: row}: the world model checks
+    every one after every row)."""
+    key = (preset, None if rows is None else id(rows))
+    if key not in _REACHED:
+        from groupspec.spec.invariants import InvariantViolation
+        from .explicit import PRESETS
+        from .world_model import LOG, LOG_HAS, WorldModel
+        model = WorldModel(PRESETS[preset], rows)
+        n = len(STATE_VARS)
+        init = model.initial()
+        seen = {init}
+        level = [init]
+        broken: dict[str, str] = {}
+        while level:
+            nxt = []
+            for s in level:
+                try:
+                    succ = model.successors(s)
+                except InvariantViolation as e:
+                    broken.setdefault(e.invariant.name, str(e))
+                    continue
+                for _, t in succ:
+                    if t not in seen:
+                        seen.add(t)
+                        nxt.append(t)
+            level = nxt
+        groups = {model.flat(s)[:n] for s in seen}
+        records = {s[0][LOG] for s in seen if s[0][LOG_HAS]}
+        _REACHED[key] = (groups, records, broken)
+    return _REACHED[key]
+
+
+def refuted_by(lemmas: list[Lemma], presets: tuple[str, ...], rows=None) -> dict[str, str]:
+    """Each lemma some reachable state (or logged record) breaks, with the world that shows it."""
+    from groupspec.spec.concrete import compile_term
+    from groupspec.spec.engine import PARAM_INDEX, make_params
+    from groupspec.spec.invariants import _layouts
+    one = _layouts()[0]
+    out: dict[str, str] = {}
+    for preset in presets:
+        groups, records, _ = reachable(preset, rows)
+        for lm in lemmas:
+            if lm.name in out:
+                continue
+            f = compile_term(lm.formula, one)
+            if lm.record:
+                empty = make_params({})
+                for rec in records:
+                    p = list(empty)
+                    p[PARAM_INDEX["record"]] = rec
+                    if not f((), p, ()):
+                        out[lm.name] = preset
+                        break
+                continue
+            if not all(f(g, [], ()) for g in groups):
+                out[lm.name] = preset
+    return out

@@ -1,0 +1,315 @@
+"""The CLI verbs of trace validation: `simulate`, `traces from-kafka-log`, `traces check`."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def _cli():
+    """The CLI's helpers (imported when a command runs: cli.py imports this module to register it)."""
+    from groupspec.checkers import cli
+    return cli
+
+
+def fail_input(message: str) -> None:
+    _cli().fail_input(message)
+
+
+def output_path(*a, **kw):
+    return _cli().output_path(*a, **kw)
+
+
+def write_outputs(*a, **kw):
+    return _cli().write_outputs(*a, **kw)
+
+
+
+from .records import TraceInputError
+
+traces_app = typer.Typer(no_args_is_help=True, help="Trace validation: check what coordinators did against the spec "
+                                                    "(contracts/trace-format.md).")
+OUT_FILES = ("summary.md", "summary.json", "report.html")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(traces_app, name="traces")
+    app.command("simulate")(simulate_cmd)
+
+
+def _progress(total: int, what: str):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    return Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=_cli().err,
+                    transient=True)
+
+
+def _format_of(path: str, given: Optional[str]) -> str:
+    if given:
+        if given not in ("jsonl", "parquet"):
+            fail_input(f"--format {given}: one of jsonl, parquet")
+        return given
+    return "parquet" if path.endswith(".parquet") else "jsonl"
+
+
+def simulate_cmd(
+    out_path: str = typer.Option(..., "--out", help="The trace file to write: .jsonl, .jsonl.gz or .parquet."),
+    groups: int = typer.Option(100, "--groups", help="How many groups (each on a coordinator of its own)."),
+    events_per_group: int = typer.Option(200, "--events-per-group", help="Client requests per group."),
+    duration: Optional[float] = typer.Option(None, "--duration", help="Simulated seconds per group (instead of "
+                                                                      "--events-per-group)."),
+    seed: int = typer.Option(0, "--seed", help="Seed: the same seed writes the same traces."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl or parquet (default: from the file name)."),
+    inject_bug: Optional[str] = typer.Option(None, "--inject-bug", help="A bug to run some groups with: "
+                                             "generation-not-bumped, sync-in-preparing, leader-not-reelected, "
+                                             "timer-left-armed, answer-before-store, a comma list, or all."),
+    fraction: float = typer.Option(0.1, "--fraction", help="The fraction of groups run with the bug."),
+    bugs_out: Optional[str] = typer.Option(None, "--bugs", help="Where to write which groups had a bug and whether "
+                                                                "it fired (default: <out>.bugs.jsonl)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Drive many groups through the runtime coordinator with simulated consumers and write complete traces."""
+    from .simulate import choose_bugs, simulate
+    if groups < 1 or events_per_group < 1:
+        fail_input("--groups and --events-per-group must be at least 1")
+    if duration is not None and duration <= 0:
+        fail_input(f"--duration {duration}: a number of seconds above 0")
+    if not 0 <= fraction <= 1:
+        fail_input(f"--fraction {fraction}: between 0 and 1")
+    try:
+        bugs = choose_bugs(inject_bug)
+    except ValueError as e:
+        fail_input(f"--inject-bug: {e}")
+    kind = _format_of(out_path, fmt)
+    path = output_path("--out", out_path, "file")
+    bugs_path = output_path("--bugs", bugs_out or f"{out_path}.bugs.jsonl", "file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = _ParquetSink(path) if kind == "parquet" else None
+    if writer is None:
+        from groupspec.impl.trace import JsonLinesSink
+        writer = JsonLinesSink(str(path))
+    start = time.perf_counter()
+    info: list = []
+    try:
+        with _progress(groups, "simulating groups") as bar:
+            task = bar.add_task("", total=groups)
+            info = simulate(groups, writer, seed=seed, events_per_group=None if duration else events_per_group,
+                            duration_ms=int(duration * 1000) if duration else None, bugs=bugs, fraction=fraction,
+                            on_group=lambda i, g: bar.advance(task))
+    finally:
+        write_outputs("--out", path, writer.close)
+    write_outputs("--bugs", bugs_path, lambda: bugs_path.write_text(
+        "".join(json.dumps(b) + "\n" for b in info), encoding="utf-8"))
+    took = time.perf_counter() - start
+    res = {"out": str(path), "format": kind, "groups": groups, "records": writer.count,
+           "buggy_groups": len(info), "bug_fired": sum(b["fired"] for b in info), "bugs_file": str(bugs_path),
+           "seconds": round(took, 2), "records_per_second": int(writer.count / took) if took else None}
+    if as_json:
+        _cli().out.print_json(json.dumps(res))
+    else:
+        _cli().out.print(f"{writer.count:,} records of {groups:,} groups written to {path} in {took:.1f} s"
+                  + (f"; {len(info)} groups ran a bug, it fired in {res['bug_fired']} ({bugs_path})" if bugs else ""),
+                  markup=False, highlight=False)
+
+
+class _ParquetSink:
+    """Trace records as Parquet rows (nested values as JSON text), written in row groups."""
+
+    def __init__(self, path: Path, batch: int = 100_000):
+        import pyarrow.parquet as pq
+        from .records import parquet_schema
+        self.schema = parquet_schema()
+        self.w = pq.ParquetWriter(str(path), self.schema, compression="zstd")
+        self.rows: list = []
+        self.batch = batch
+        self.count = 0
+
+    def __call__(self, rec: dict) -> None:
+        from .records import to_row
+        self.rows.append(to_row(rec))
+        self.count += 1
+        if len(self.rows) >= self.batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        if self.rows:
+            self.w.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
+            self.rows = []
+
+    def close(self) -> None:
+        self._flush()
+        self.w.close()
+
+
+@traces_app.command("from-kafka-log")
+def from_kafka_log_cmd(
+    files: List[str] = typer.Argument(..., help="Broker server.log files or folders (rotated, gzip'ed, "
+                                                "docker-compose output, wrapped lines)."),
+    out_path: str = typer.Option(..., "--out", help="The partial trace to write (.jsonl or .jsonl.gz)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Read Kafka brokers' logs into partial traces (observe records), merged by time across brokers."""
+    from groupspec.impl.trace import JsonLinesSink
+    from .kafka_log import read_files, summary, to_records
+    path = output_path("--out", out_path, "file")
+    try:
+        reading = read_files(files)
+    except TraceInputError as e:
+        fail_input(str(e))
+    recs = to_records(reading)
+
+    def write():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sink = JsonLinesSink(str(path))
+        for r in recs:
+            sink(r)
+        sink.close()
+    write_outputs("--out", path, write, after_result=False)
+    s = summary(reading, len(recs))
+    s["groups"] = len({r["group"] for r in recs})
+    s["out"] = str(path)
+    if as_json:
+        _cli().out.print_json(json.dumps(s))
+        return
+    _cli().out.print(f"{s['records']:,} observations of {s['groups']:,} groups from {s['entries']:,} log entries in "
+              f"{s['files']} files -> {path}", markup=False, highlight=False)
+    for name, n in s["recognised"].items():
+        _cli().out.print(f"  {n:>8,}  {name}", markup=False, highlight=False)
+    if s["unrecognised_coordinator_lines"]:
+        _cli().out.print(f"  {s['unrecognised_coordinator_lines']:>8,}  coordinator lines not recognised, most common:",
+                  markup=False, highlight=False)
+        for u in s["unrecognised_top"][:5]:
+            _cli().out.print(f"            {u['count']:,} x {u['example'][:110]}", markup=False, highlight=False)
+    _cli().out.print(f"  {s['other_lines']:>8,}  other lines (not the group coordinator's)", markup=False, highlight=False)
+
+
+@traces_app.command("check")
+def check_cmd(
+    paths: List[str] = typer.Argument(..., help="Trace files or folders: JSON Lines (.jsonl, .jsonl.gz) or Parquet."),
+    group: Optional[str] = typer.Option(None, "--group", help="Check this group only, in process, and explain."),
+    out_dir: Optional[str] = typer.Option(None, "--out", help="Folder for verdicts.parquet, summary.md, summary.json, "
+                                                              "report.html."),
+    master: str = typer.Option("local[*]", "--master", help="Spark master: local[N], spark://host:7077, yarn, ..."),
+    engine: str = typer.Option("rdd", "--engine", help="How Spark runs the per-group check: rdd (groupByKey, "
+                                                       "the faster measured) or pandas (applyInPandas)."),
+    in_process: bool = typer.Option(False, "--in-process", help="No Spark: check every group in this process."),
+    partitions: int = typer.Option(0, "--partitions", help="Shuffle partitions (default: 4 per core)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Check traces against the spec, group by group (on Spark, or in process)."""
+    from . import report
+    from .check import check_group
+    from .records import expand, read_groups
+    if engine not in ("pandas", "rdd"):
+        fail_input(f"--engine {engine}: pandas or rdd")
+    if group is not None:
+        try:
+            groups, _ = read_groups(paths)
+        except TraceInputError as e:
+            fail_input(str(e))
+        if group not in groups:
+            known = ", ".join(sorted(groups)[:5])
+            fail_input(f"--group {group}: no records of that group in {', '.join(paths)} (groups there: {known}"
+                       f"{' ...' if len(groups) > 5 else ''})")
+        v = check_group(group, groups[group])
+        if as_json:
+            _cli().out.print_json(json.dumps(v))
+        else:
+            _cli().out.print(report.explain(v), markup=False, highlight=False)
+        raise typer.Exit(0 if v["verdict"] == "ok" else 1)
+    if out_dir is None:
+        fail_input("give --out DIR for the verdicts and the summary (or --group G to check one group here)")
+    folder = output_path("--out", out_dir, "dir", OUT_FILES + ("verdicts.parquet",))
+    remote = [p for p in paths if "://" in p]          # hdfs://, s3a://, ...: Spark reads them
+    if remote and in_process:
+        fail_input(f"{remote[0]}: --in-process reads local files only; drop --in-process to read it on Spark")
+    try:
+        files = expand([p for p in paths if "://" not in p]) + remote
+    except TraceInputError as e:
+        fail_input(str(e))
+    start = time.perf_counter()
+    timing: dict = {}
+    skipped: list = []
+    if in_process:
+        verdicts, unowned = _in_process(paths, skipped)
+        timing["check_seconds"] = round(time.perf_counter() - start, 2)
+        engine_used = "in-process"
+    else:
+        verdicts, unowned, timing = _on_spark(files, master, engine, partitions, folder, skipped)
+        engine_used = f"spark {master or 'from spark-submit'} ({engine})"
+    for problem in skipped:
+        _cli().say_error(f"groupspec: skipped {problem}")
+    s = report.summarize(verdicts, unowned, {"engine": engine_used, "skipped_files": skipped, **timing})
+
+    def write():
+        folder.mkdir(parents=True, exist_ok=True)
+        if in_process:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+            from .check import VERDICT_FIELDS
+            pq.write_table(pa.Table.from_pylist([{k: v[k] for k in VERDICT_FIELDS} for v in verdicts]),
+                           str(folder / "verdicts.parquet"))
+        (folder / "summary.md").write_text(report.markdown(s), encoding="utf-8")
+        (folder / "summary.json").write_text(json.dumps(s, indent=1, default=str), encoding="utf-8")
+        (folder / "report.html").write_text(report.html_page(s), encoding="utf-8")
+    write_outputs("--out", folder, write)
+    if as_json:
+        _cli().out.print_json(json.dumps(s, default=str))
+    else:
+        _cli().out.print(report.markdown(s), markup=False, highlight=False)
+        _cli().out.print(f"\nwritten to {folder}: verdicts.parquet, summary.md, summary.json, report.html",
+                  markup=False, highlight=False)
+    raise typer.Exit(0 if s["verdicts"]["violation"] == 0 and s["verdicts"]["invalid"] == 0 and not skipped else 1)
+
+
+def _in_process(paths: list[str], skipped: list):
+    from .check import check_group
+    from .records import read_groups
+    groups, orphans = read_groups(paths, skipped)
+    if not groups and skipped:
+        fail_input(skipped[0])
+    verdicts = []
+    with _progress(len(groups), "checking groups") as bar:
+        task = bar.add_task("", total=len(groups))
+        for g, recs in groups.items():
+            verdicts.append(check_group(g, recs))
+            bar.advance(task)
+    return verdicts, (len(orphans), orphans[:5])
+
+
+def _on_spark(files, master: str, engine: str, partitions: int, folder: Path, skipped: list):
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        fail_input("Spark needs a Java runtime (17) and none is on PATH or in JAVA_HOME: run .ci/setup "
+                   "(apt-get install openjdk-17-jre-headless), or check with --in-process")
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        fail_input("pyspark is not installed: run .ci/setup (pip install 'pyspark[sql]'), or check with --in-process")
+    from rich.status import Status
+    from . import spark as S
+    timing: dict = {}
+    t0 = time.perf_counter()
+    with Status("starting Spark ...", console=_cli().err) as status:
+        cores = os.cpu_count() or 1
+        sp = S.session(master, partitions=partitions or 4 * cores)
+        timing["startup_seconds"] = round(time.perf_counter() - t0, 2)
+        t1 = time.perf_counter()
+        status.update("reading, grouping and checking (Spark's stage progress below) ...")
+        sp.sparkContext.setLocalProperty("spark.job.description", "groupspec traces check")
+        try:
+            verdicts_df, orphan = S.check(sp, files, engine, skipped)
+            target = folder / "verdicts.parquet"
+            folder.mkdir(parents=True, exist_ok=True)
+            verdicts_df.write.mode("overwrite").parquet(str(target))
+            status.update("summarising ...")
+            verdicts = [r.asDict() for r in sp.read.parquet(str(target)).collect()]
+            unowned = S.orphan_lines(orphan)
+        except TraceInputError as e:
+            fail_input(str(e))
+        timing["check_seconds"] = round(time.perf_counter() - t1, 2)
+    return verdicts, unowned, timing

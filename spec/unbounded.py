@@ -1,0 +1,288 @@
+"""The third meaning of terms: Z3 over uninterpreted sorts, for any number of elements.
+
+``symbolic.py`` reads a term in a world of fixed domain sizes (sets as
+bit-vectors, quantifiers unrolled).  Here the same terms mean the same
+things for *every* size at once, so an induction proof in this reading
+holds for any number of members, instance ids, partitions and protocols:
+
+* each domain (Member, Instance, Partition, Protocol, ProtoList,
+  ProtocolType) is an uninterpreted Z3 sort with one distinguished constant,
+  its ``none`` (lang's NONE);
+* a set is an array from its sort to Bool, a map an array from its key sort
+  to its value (a record a tuple of them), and a well-formed value never
+  holds ``none`` (a set) or maps it to the default (a map), as concretely
+  ``none`` is no element (``well_formed``);
+* quantifiers are Z3 quantifiers, filters and ``put_all`` Z3 lambdas;
+* function parameters (``vote``, ``proto_names``) are uninterpreted
+  functions, and a choice (``Choose``) a fresh constant constrained to its set.
+
+Counting and maximum (``Count``, ``MaxOver``) and ``Lowest`` have no
+decidable meaning over an uninterpreted sort.  They are over-approximated
+soundly: a fresh value (a fresh function of the bound variables in scope)
+with what is surely known of it (a count of a set is >= 0 and 0 exactly
+when the set is empty; a maximum is at least its default; the lowest
+element of a set is some element of it, none when it is empty).  Every
+behaviour of the table is then among the behaviours of this reading, so a
+property proved here holds; a counterexample found here may be one the
+approximation made up, and ``Reading.approximated`` says whether one was
+used.  Enums and ints are Z3 Ints, as in ``symbolic.py``.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import z3
+
+from .lang import NONE, LangError, Term, Type, default_of
+from .schema import INSTANCE, MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS
+from .symbolic import SCALAR_OPS
+
+DOMAINS = (MEMBER, INSTANCE, PARTITION, PROTOCOL, PROTOLIST, PTYPE)
+
+
+class Sorts:
+    """One uninterpreted sort per domain, with its `none`."""
+
+    def __init__(self, domains=DOMAINS):
+        self.sort = {d: z3.DeclareSort(d) for d in domains}
+        self.none = {d: z3.Const(f"none_{d}", s) for d, s in self.sort.items()}
+
+    def of(self, t: Type):
+        if t.kind == "bool":
+            return z3.BoolSort()
+        if t.kind in ("int", "enum"):
+            return z3.IntSort()
+        if t.kind == "dom":
+            return self.sort[t.name]
+        if t.kind == "set":
+            return z3.ArraySort(self.sort[t.key], z3.BoolSort())
+        if t.kind == "map":
+            return z3.ArraySort(self.sort[t.key], self.of(t.value))
+        raise LangError(f"no single Z3 sort for {t!r}")
+
+    def fresh(self, name: str, t: Type):
+        """A fresh value of type t (a tuple for a record, a Z3 function for a function parameter)."""
+        if t.kind == "record":
+            return tuple(self.fresh(f"{name}.{f}", ft) for f, ft in zip(t.values, t.args))
+        if t.kind == "fun":
+            return z3.Function(name, *[self.of(a) for a in t.args], self.of(t.value))
+        return z3.Const(name, self.of(t))
+
+    def value(self, v, t: Type):
+        """A concrete constant of lang's values (only those with a meaning for every size)."""
+        if t.kind == "bool":
+            return z3.BoolVal(bool(v))
+        if t.kind in ("int", "enum"):
+            return z3.IntVal(int(v))
+        if t.kind == "dom":
+            if v == NONE:
+                return self.none[t.name]
+            raise LangError(f"element {v} of {t.name} has no meaning for every size of {t.name}")
+        if t.kind == "set":
+            if v == 0:
+                return z3.K(self.sort[t.key], z3.BoolVal(False))
+            raise LangError(f"a non-empty constant set of {t.key} has no meaning for every size")
+        raise LangError(f"no unbounded constant of {t!r}")
+
+    def default(self, t: Type):
+        return self.value(default_of(t), t)
+
+    def well_formed(self, v, t: Type) -> list:
+        """What makes v a value of t: enums in range, no set holds none, maps send none to the default."""
+        if t.kind == "record":
+            return [c for x, ft in zip(v, t.args) for c in self.well_formed(x, ft)]
+        if t.kind == "enum":
+            return [v >= 0, v < len(t.values)]
+        if t.kind == "set":
+            return [z3.Not(z3.Select(v, self.none[t.key]))]
+        if t.kind == "map":
+            out = [z3.Select(v, self.none[t.key]) == self.default(t.value)]
+            if t.value.kind in ("set", "enum"):
+                k = z3.Const(f"wf_{t.key}", self.sort[t.key])
+                inner = self.well_formed(z3.Select(v, k), t.value)
+                out.append(z3.ForAll([k], z3.And(inner)))
+            return out
+        return []
+
+
+class Reading:
+    """The unbounded meaning of terms for one state and one set of parameters.
+
+    `approximated` collects the operators read by over-approximation (count, maxover,
+    lowest); `side` the facts known of their fresh values, to be assumed with the term."""
+
+    _ids = itertools.count()
+
+    def __init__(self, sorts: Sorts, state: dict, params: dict, tag: str = ""):
+        self.sorts, self.state, self.params = sorts, state, params
+        self.tag = tag
+        self.approximated: set[str] = set()
+        self.side: list = []
+
+    def fresh_name(self, what: str) -> str:
+        return f"{what}{self.tag}!{next(self._ids)}"
+
+    def term(self, t: Term):
+        return self.go(t, {})
+
+    def go(self, n: Term, bound: dict):  # noqa: C901 — one case per operator
+        op, so = n.op, self.sorts
+        if op == "const":
+            return so.value(n.data, n.type)
+        if op == "var":
+            return self.state[n.data]
+        if op == "param":
+            return self.params[n.data]
+        if op == "choose":
+            return self.params["choice:" + n.data]
+        if op == "bound":
+            return bound[id(n)]
+        if op in ("forall", "exists", "filter", "bigunion", "put_all"):
+            return self.binder(n, bound)
+        if op in ("count", "maxover", "lowest"):
+            return self.approximate(n, bound)
+        if op == "keys_where":
+            m = self.go(n.args[0], bound)
+            k = z3.Const(self.fresh_name("k"), so.sort[n.type.key])
+            body = self.go(n.args[1], {**bound, id(n.data): z3.Select(m, k)})
+            return z3.Lambda([k], z3.And(k != so.none[n.type.key], body))
+        a = [self.go(x, bound) for x in n.args]
+        scalar = SCALAR_OPS.get(op)
+        if scalar is not None:
+            return scalar(a)
+        if op == "union":
+            return z3.SetUnion(a[0], a[1])
+        if op == "inter":
+            return z3.SetIntersect(a[0], a[1])
+        if op == "diff":
+            return z3.SetDifference(a[0], a[1])
+        if op == "in":
+            return z3.Select(a[1], a[0])
+        if op == "singleton":
+            dom = n.type.key
+            empty = z3.K(so.sort[dom], z3.BoolVal(False))
+            return z3.If(a[0] == so.none[dom], empty, z3.Store(empty, a[0], True))
+        if op == "is_empty":
+            return a[0] == z3.K(so.sort[n.args[0].type.key], z3.BoolVal(False))
+        if op == "get":
+            return z3.Select(a[0], a[1])
+        if op == "put":
+            m, k, v = a
+            return z3.If(k == so.none[n.type.key], m, z3.Store(m, k, v))
+        if op == "fill":
+            dom = n.type.key
+            return z3.Store(z3.K(so.sort[dom], a[1]), so.none[dom], so.default(n.type.value))
+        if op == "named":
+            return a[0]
+        if op == "field":
+            return a[0][n.data]
+        if op == "apply":
+            fn, *args = a
+            return fn(*args)
+        raise LangError(f"no unbounded meaning for operator {op}")
+
+    def binder(self, n: Term, bound: dict):
+        op, so = n.op, self.sorts
+        dom = n.data.type.name
+        x = z3.Const(self.fresh_name("x"), so.sort[dom])
+        inner = {**bound, id(n.data): x}
+        if op == "put_all":
+            m = self.go(n.args[0], bound)
+            keys = self.go(n.args[1], bound)
+            return z3.Lambda([x], z3.If(z3.Select(keys, x), self.go(n.args[2], inner), z3.Select(m, x)))
+        s = self.go(n.args[0], bound)
+        body = self.go(n.args[1], inner)
+        if op == "forall":
+            return z3.ForAll([x], z3.Implies(z3.Select(s, x), body))
+        if op == "exists":
+            return z3.Exists([x], z3.And(z3.Select(s, x), body))
+        if op == "filter":
+            return z3.Lambda([x], z3.And(z3.Select(s, x), body))
+        # bigunion: y is in the union when some x of s has y in body(x)
+        y = z3.Const(self.fresh_name("y"), so.sort[n.type.key])
+        return z3.Lambda([y], z3.Exists([x], z3.And(z3.Select(s, x), z3.Select(body, y))))
+
+    def approximate(self, n: Term, bound: dict):
+        """A fresh value for count / maxover / lowest, a function of the bound variables in
+        scope; what is surely known of it is added to `side` when nothing is bound."""
+        self.approximated.add(n.op)
+        free = list(bound.values())
+        result = self.sorts.of(n.type)
+        name = self.fresh_name(n.op)
+        v = z3.Function(name, *[x.sort() for x in free], result)(*free) if free else z3.Const(name, result)
+        if free:
+            return v
+        s = self.go(n.args[0], bound)
+        empty = s == z3.K(self.sorts.sort[n.args[0].type.key], z3.BoolVal(False))
+        if n.op == "count":
+            self.side += [v >= 0, (v == 0) == empty]
+        elif n.op == "maxover":
+            self.side.append(v >= self.go(n.args[2], bound))
+        else:
+            self.side.append(z3.If(empty, v == self.sorts.none[n.type.name], z3.Select(s, v)))
+        return v
+
+
+class UnboundedMeaning:
+    """`symbolic.row_relation`'s reading of a row over uninterpreted sorts."""
+
+    def __init__(self, sorts: Sorts, tag: str = ""):
+        self.sorts, self.tag = sorts, tag
+        self.approximated: set[str] = set()
+        self.side: list = []
+
+    def _reading(self, state, params) -> Reading:
+        return Reading(self.sorts, state, params, self.tag)
+
+    def _done(self, r: Reading, value):
+        self.approximated |= r.approximated
+        self.side += r.side
+        return value
+
+    def term(self, t: Term, state: dict, params: dict):
+        r = self._reading(state, params)
+        return self._done(r, r.term(t))
+
+    def choice(self, name: str, ch: Term, state: dict, params: dict):
+        r = self._reading(state, params)
+        s = r.term(ch.args[0])
+        v = z3.Const(f"choice_{name}{self.tag}", self.sorts.sort[ch.type.name])
+        empty = s == z3.K(self.sorts.sort[ch.type.name], z3.BoolVal(False))
+        return self._done(r, (v, z3.If(empty, v == self.sorts.none[ch.type.name], z3.Select(s, v))))
+
+    def outputs(self, o, state: dict, params: dict) -> list:
+        """One output, with `var` the bound element when it is repeated over a set (`cond` then
+        says it happens for that element: it is in the set and its `when` holds)."""
+        from .rows import ECHO
+        from .symbolic import SymOutput
+        r = self._reading(state, params)
+        bound, cond = {}, z3.BoolVal(True)
+        var = None
+        if o.over is not None:
+            var = z3.Const(r.fresh_name("o"), self.sorts.sort[o.var.type.name])
+            bound = {id(o.var): var}
+            cond = z3.Select(r.term(o.over), var)
+        fields = {k: (v if v is ECHO or not isinstance(v, Term) else r.go(v, bound)) for k, v in o.fields.items()}
+        member = r.go(o.member, bound) if isinstance(o.member, Term) else None
+        when = r.go(o.when, bound) if isinstance(o.when, Term) else z3.BoolVal(True)
+        out = SymOutput(o.kind, o.api, z3.And(cond, when), member, fields, o.timer)
+        out.var = var
+        return self._done(r, [out])
+
+
+def fresh_state(sorts: Sorts, prefix: str = "s.") -> dict:
+    return {v.name: sorts.fresh(prefix + v.name, v.type) for v in STATE_VARS}
+
+
+def fresh_params(sorts: Sorts, prefix: str = "p.") -> dict[str, Any]:
+    return {n: sorts.fresh(prefix + n, t) for n, t in PARAM_TYPES.items()}
+
+
+def state_well_formed(sorts: Sorts, state: dict) -> list:
+    return [c for v in STATE_VARS for c in sorts.well_formed(state[v.name], v.type)]
+
+
+def params_well_formed(sorts: Sorts, params: dict) -> list:
+    return [c for n, v in params.items() if PARAM_TYPES.get(n) is not None and PARAM_TYPES[n].kind != "fun"
+            for c in sorts.well_formed(v, PARAM_TYPES[n])]
