@@ -439,10 +439,16 @@ def mutate_cmd(
     sample: Optional[int] = typer.Option(None, "--sample", help="check a random sample of this many mutants"),
     seed: int = typer.Option(0, "--seed", help="the sample's seed"),
     jobs: int = typer.Option(2, "--jobs", help="worker processes"),
+    harness_examples: int = typer.Option(100, "--harness-examples",
+                                         help="examples of the conformance harness per surviving mutant (0: off)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
     from functools import partial
+    from .conform.mutants import BUDGET
+    if not 0 <= harness_examples <= 100_000:
+        fail_input(f"--harness-examples must be from 0 to 100,000, got {harness_examples}")
+    BUDGET["examples"] = harness_examples
     from .mutate import UNFIT_WORLDS, mutants, run, summary
     from .world_model import WorldModel
     from .worlds import PRESETS
@@ -482,8 +488,18 @@ def mutate_cmd(
               f"{preset} (proved on every reachable firing; {summ['equivalent_row_never_fires']} of them never fire "
               f"their row)", markup=False)
     out.print(f"killed by: {summ['killed_by']}; in world: {summ['killed_in_world']}", markup=False)
+    out.print(f"per checker: {summ['killed_by_checker']}; killed by some checker: {summ['kill_rate_any_checker']} "
+              f"of those that behave differently", markup=False)
     for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):
         out.print(f"  {n} survivors: {reason}", markup=False)
+
+
+def _conform_cmd():
+    from .conform.cli import conform_cmd
+    return conform_cmd
+
+
+app.command("conform")(_conform_cmd())
 
 
 def _preset_list(option: str, given: str) -> list[str]:

@@ -251,11 +251,13 @@ def run_one(args) -> dict:
             if res.result == "ok" and ref.liveness:
                 res = check(model, liveness=True)   # a mutant may only break progress
         except E.EngineError as e:
-            return {**out, "outcome": "killed", "killed_by": f"the table: {e}", "world": name}
+            return {**out, "outcome": "killed", "killed_by": f"the table: {e}", "world": name,
+                    "checker": "explicit search"}
         out["states"] += res.distinct_states
         if res.result != "ok":
             return {**out, "outcome": "killed", "killed_by": res.violation, "world": name,
-                    "counterexample_length": max(0, len(res.path) - 1)}
+                    "counterexample_length": max(0, len(res.path) - 1),
+                    "checker": "liveness" if res.result in ("lasso", "no-progress") else "explicit search"}
         if not out["differs"]:
             out["outcome"], out["world"], out["differs"] = "survived", name, f"{name}: {diff}"
     if out["outcome"] == "equivalent":
@@ -270,6 +272,12 @@ def run_one(args) -> dict:
                                                   "no deadlock or liveness check did")
     if not out["equivalent"]:
         out["caught_by_scenario"] = _scenarios_catch(rows)
+    if not out.get("caught_by_scenario"):     # the conformance harness: concrete time, every answer compared
+        from .conform.mutants import harness_kills
+        killed = harness_kills(rows)
+        if killed:
+            return {**out, "outcome": "killed", "killed_by": f"harness: {killed[0]}", "world": "conform",
+                    "counterexample_length": killed[1], "checker": "harness"}
     return out
 
 
@@ -425,9 +433,16 @@ def summary(results: list[dict]) -> dict:
         why[reason] = why.get(reason, 0) + 1
     never = sum(1 for r in equivalent if not r["fires_in"])
     differ = len(killed) + len(survived)
+    # kills per checker, each mutant counted for the first that killed it (explicit search, liveness, a
+    # conformance scenario, the conformance harness); a scenario's catch leaves the mutant a survivor above
+    checkers = {c: sum(1 for r in killed if r.get("checker", "explicit search") == c)
+                for c in ("explicit search", "liveness", "harness")}
+    checkers["scenarios"] = sum(1 for r in survived if r.get("caught_by_scenario"))
+    caught = len(killed) + checkers["scenarios"]
     return {"mutants": len(results), "killed": len(killed), "survived": len(survived),
             "equivalent": len(equivalent), "equivalent_row_never_fires": never,
             "equivalent_row_fires": len(equivalent) - never,
             "survived_unexplained": why.get("unexplained", 0),
             "kill_rate": round(len(killed) / differ, 3) if differ else None, "killed_by": by,
+            "killed_by_checker": checkers, "kill_rate_any_checker": round(caught / differ, 3) if differ else None,
             "killed_in_world": in_world, "survivors": why}

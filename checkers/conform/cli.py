@@ -1,0 +1,182 @@
+"""`groupspec conform`: the command (registered in checkers/cli.py)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from groupspec.spec.kafka import CONFIG_DEFAULTS, ConfigError, brief, check_config
+
+
+def conform_cmd(
+    adapter: str = typer.Option("runtime", "--adapter", "-a",
+                                help="runtime, spec, or module:factory (a callable taking the config, returning an "
+                                     "adapter: see checkers/conform/adapter.py)"),
+    profile: str = typer.Option("ci", "--profile", help="ci (about 5 s on the runtime) or nightly (long); "
+                                                        "--examples and --steps override it"),
+    examples: Optional[int] = typer.Option(None, "--examples", help="examples (runs from a fresh coordinator)"),
+    steps: Optional[int] = typer.Option(None, "--steps", help="at most this many steps per example"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="repeat a run (the seed is printed every time)"),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="key=value, Kafka's config keys (repeat it); "
+                                                                       "fixed for every example"),
+    shrink_seconds: float = typer.Option(60, "--shrink-seconds", help="at most this long shrinking a failure (0: "
+                                                                       "report it as found)"),
+    out_file: Optional[str] = typer.Option(None, "--out", help="write the failing scenario to this file"),
+    replay: Optional[List[str]] = typer.Option(None, "--replay", help="instead: run these scenario files against "
+                                                                      "the adapter, checking their expectations"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Test an implementation of the group coordinator against the spec: random steps generated from the
+    table, run on both side by side; the first difference is shrunk to a scenario file that replays."""
+    from groupspec.checkers.cli import err, fail_input, out, output_path, write_outputs
+
+    from .adapter import AdapterError, load_factory, missing_methods
+    from .harness import PROFILES, run, scenario_yaml
+
+    try:
+        factory = load_factory(adapter)
+    except AdapterError as e:
+        fail_input(str(e))
+    if profile not in PROFILES:
+        fail_input(f"--profile {profile!r}: unknown profile; use {' or '.join(PROFILES)}")
+    n_examples = PROFILES[profile]["examples"] if examples is None else examples
+    n_steps = PROFILES[profile]["steps"] if steps is None else steps
+    if not 1 <= n_examples <= 10_000_000:
+        fail_input(f"--examples must be from 1 to 10,000,000, got {n_examples}")
+    if not 1 <= n_steps <= 10_000:
+        fail_input(f"--steps must be from 1 to 10,000, got {n_steps}")
+    if seed is not None and not 0 <= seed < 2**32:
+        fail_input(f"--seed must be from 0 to {2**32 - 1}, got {seed}")
+    if seed is None:
+        import random
+        seed = random.randrange(2**32)
+    if shrink_seconds < 0:
+        fail_input(f"--shrink-seconds must be 0 or more, got {shrink_seconds}")
+    overrides = _config(config or [], fail_input)
+    out_path = output_path("--out", out_file, "file") if out_file is not None else None
+    _check_adapter(factory, adapter, overrides, missing_methods, fail_input)
+
+    if replay:
+        _replay(replay, factory, adapter, as_json, fail_input, out)
+        return
+
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    show = not as_json
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                        transient=True, disable=not show)
+    if show:
+        err.print(f"conform: adapter {adapter}, seed {seed}, {n_examples} examples "
+                  f"of up to {n_steps} steps", markup=False, highlight=False)
+    with progress:
+        task = progress.add_task("starting", total=None)
+
+        def tick(stats: dict) -> None:
+            if stats["steps"] % 25 == 0:
+                phase = "shrinking a divergence" if "found_after" in stats else "searching"
+                progress.update(task, description=f"{phase}: {stats.get('examples', 0):,} examples, "
+                                                  f"{stats['steps']:,} steps")
+        from .harness import AdapterBroken
+        try:
+            report = run(factory, adapter, n_examples, n_steps, seed, overrides, tick if show else None,
+                         shrink_seconds=shrink_seconds)
+        except AdapterBroken as e:
+            fail_input(str(e))
+    if out_path is not None and report.scenario:
+        write_outputs("--out", out_path, lambda: out_path.write_text(report.scenario_yaml, encoding="utf-8"))
+    if as_json:
+        print(json.dumps(report.as_json(), indent=2, default=str))
+    elif report.result == "ok":
+        out.print(f"ok: {report.examples:,} examples, {report.steps:,} steps, no divergence from the spec "
+                  f"({report.seconds:.1f}s; seed {report.seed}: --seed {report.seed} repeats it)",
+                  markup=False, highlight=False)
+    else:
+        found = report.stats.get("found_after") or {}
+        out.print(f"{report.result}: {report.message}", markup=False, highlight=False, soft_wrap=True)
+        if found:
+            out.print(f"found after {found['examples']:,} examples ({found['steps']:,} steps, {found['seconds']}s), "
+                      f"shrunk to {len(report.scenario['steps'])} scenario steps; seed {report.seed} "
+                      f"(--seed {report.seed} repeats it)", markup=False, highlight=False)
+        out.print("\n# the scenario (contracts/scenario-format.md): save it and replay it with\n"
+                  f"#   groupspec scenario run FILE       (the spec: passes)\n"
+                  f"#   groupspec conform --adapter {adapter} --replay FILE   (this implementation: fails)\n",
+                  markup=False, highlight=False)
+        out.print(scenario_yaml(report.scenario), markup=False, highlight=False, end="")
+        if out_path is not None:
+            out.print(f"\n# written to {out_path}", markup=False, highlight=False)
+    if report.result != "ok":
+        raise typer.Exit(1)
+
+
+def _config(pairs: list[str], fail_input) -> dict:
+    out: dict = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            fail_input(f"--config {brief(pair)}: give key=value, e.g. group.max.size=3")
+        if key not in CONFIG_DEFAULTS:
+            fail_input(f"--config {brief(key)}: unknown config key; known: {', '.join(CONFIG_DEFAULTS)}")
+        try:
+            out[key] = int(value.strip())
+        except ValueError:
+            fail_input(f"--config {key}: {brief(value.strip())} is not an integer")
+    try:
+        check_config(out)
+    except ConfigError as e:
+        fail_input(f"--config: {e}")
+    return out
+
+
+def _check_adapter(factory, name: str, overrides: dict, missing_methods, fail_input) -> None:
+    """Make one adapter before the run, so that a factory that cannot work is one line, not a divergence."""
+    try:
+        impl = factory(check_config(overrides))
+    except Exception as e:      # noqa: BLE001 - the user's factory: whatever it raises is said in one line
+        fail_input(f"--adapter {name}: the factory raised {type(e).__name__}: {brief(str(e), 150)} when called with "
+                   f"a config (a dict of Kafka's config keys); it must return an adapter")
+    missing = missing_methods(impl)
+    if missing:
+        fail_input(f"--adapter {name}: the adapter has no {', '.join(missing)}; implement them, or list those it "
+                   f"cannot do in its `unsupported` attribute (checkers/conform/adapter.py)")
+    close = getattr(impl, "close", None)
+    if callable(close):
+        close()
+
+
+def _replay(paths: list[str], factory, name: str, as_json: bool, fail_input, out) -> None:
+    from groupspec.checkers.scenarios.model import ScenarioError, load_file
+    from groupspec.checkers.scenarios.report import scenario_files
+
+    from .lockstep import replay
+    for p in paths:
+        if not Path(p).exists():
+            fail_input(f"--replay {p}: no such file or folder")
+    results = []
+    try:
+        scenarios = [sc for f in scenario_files([Path(p) for p in paths]) for sc in load_file(f)]
+    except ScenarioError as e:
+        fail_input(str(e))
+    for sc in scenarios:
+        impl = factory(check_config(sc.config))
+        try:
+            failed = replay({"steps": [s.body for s in sc.steps]}, impl)
+        except Exception as e:      # noqa: BLE001 - the implementation failed on it
+            failed = (None, f"the implementation raised {type(e).__name__}: {brief(str(e), 200)}")
+        finally:
+            close = getattr(impl, "close", None)
+            if callable(close):
+                close()
+        results.append({"file": sc.file, "scenario": sc.name, "result": "fail" if failed else "pass",
+                        **({"step": failed[0], "message": failed[1]} if failed else {})})
+    if as_json:
+        print(json.dumps({"adapter": name, "passed": sum(r["result"] == "pass" for r in results),
+                          "failed": sum(r["result"] == "fail" for r in results), "scenarios": results}, indent=2))
+    else:
+        for r in results:
+            line = f"PASS   {r['file']}: {r['scenario']}" if r["result"] == "pass" else \
+                f"FAIL   {r['file']}: {r['scenario']}: step {r['step']}: {r['message']}"
+            out.print(f"[{name}] {line}", markup=False, highlight=False, soft_wrap=True)
+    if any(r["result"] == "fail" for r in results):
+        raise typer.Exit(1)
