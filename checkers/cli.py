@@ -237,9 +237,17 @@ def prove_cmd(
     search: str = typer.Option("targeted", "--search", help="targeted: Houdini guided by counterexamples to "
                                "induction, per invariant; full: Houdini over every candidate (the largest inductive "
                                "subset), then unsat cores."),
+    bmc: Optional[int] = typer.Option(None, "--bmc", help="Instead: bounded model checking of a closed world, "
+                                      "K steps deep from its initial state (Z3; the same declarations the "
+                                      "explicit checker compiles)."),
+    preset: str = typer.Option("tiny", "--preset", help="The world for --bmc (those of `groupspec check`)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3)."""
+    """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3);
+    with --bmc K, search a closed world K steps deep for a state that breaks an invariant."""
+    if bmc is not None:
+        _bmc(bmc, preset, timeout, as_json)
+        return
     from .prove import INVARIANTS
     from .prove_report import as_json as proofs_json, exit_code, print_table, run_induction
     known = [i.name for i in INVARIANTS]
@@ -500,6 +508,41 @@ def _conform_cmd():
 
 
 app.command("conform")(_conform_cmd())
+
+
+def _bmc(depth: int, preset: str, timeout: float, as_json: bool) -> None:
+    """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation, 2 when the
+    interpretations disagree or Z3 gives up (the answer cannot be trusted either way)."""
+    from .bmc import bmc
+    from .counterexample import step_table
+    from .world_model import WorldModel
+    from .worlds import PRESETS
+    if not 0 <= depth <= 64:
+        fail_input(f"--bmc {depth}: give a depth from 0 to 64 (each step is a copy of the world's variables)")
+    if preset not in PRESETS:
+        fail_input(f"--preset: unknown preset {preset!r}; use {', '.join(PRESETS)}")
+
+    def progress(k, paths, secs):
+        if not as_json:
+            err.print(f"bmc: depth {k} ({paths} paths per step) in {secs:.1f} s", markup=False, highlight=False)
+    res = bmc(PRESETS[preset], depth, progress=progress)
+    model = WorldModel(PRESETS[preset])
+    doc = {"result": res.result, "preset": preset, "depth": res.depth, "violation": res.violation,
+           "detail": res.detail, "paths_per_step": res.paths_per_step, "build_seconds": round(res.build_seconds, 2),
+           "seconds_per_depth": [round(x, 2) for x in res.seconds_per_depth]}
+    if res.path:
+        doc["counterexample"] = {"steps": step_table(res.path, model), "bmc_steps": res.steps}
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        out.print(f"bmc {preset}: {res.result} at depth {res.depth}"
+                  + (f": {res.violation}" if res.violation else "") + (f" ({res.detail})" if res.detail else ""))
+        for st in doc.get("counterexample", {}).get("steps", []):
+            out.print(f"  {st['step']}. {st['action']}")
+    if res.result == "violation":
+        raise typer.Exit(1)
+    if res.result in ("disagreement", "unknown"):
+        raise typer.Exit(2)
 
 
 def _preset_list(option: str, given: str) -> list[str]:
