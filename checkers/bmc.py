@@ -151,7 +151,7 @@ class SymbolicWorld:
     def _assign(self, members):
         """The leader's assignor (Range over the member list), as a lookup on the member set."""
         n, width = self.sizes[MEMBER], max(1, self.sizes[PARTITION])
-        table = [self.model._assign(mask) for mask in range(1 << n)]
+        table = [self.model.assign(mask) for mask in range(1 << n)]
         out = []
         for slot in range(n):
             v = z3.BitVecVal(0, width)

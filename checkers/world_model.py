@@ -85,8 +85,12 @@ RQ = [CP[n] for n in ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")]
 LATE = [CP[n] for n in ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")]
 NRQ = len(RQ)         # a request's fields: kind, member id, generation, assignment, committed partitions
 RS = CP["rs"]
-RS_VARS = [WORLD_INDEX[v] for v in RESPONSE_VARS]     # a response's variables in the spec's flat view
+# The wide view a route's effect is evaluated on: G (the group's and the shared variables, where
+# they sit in G) followed by the clients' columns, so that G is extended, not rebuilt.
+WIDE_INDEX = {**GP, **{ALL_VARS[i].name: len(GP) + k for k, i in enumerate(CLIENT_VARS)}}
+RS_VARS = [WIDE_INDEX[v] for v in RESPONSE_VARS]      # a response's variables in the wide view
 RS_VAR = RS_VARS[0]
+G_LEN = len(GP)
 assert list(CP)[RS:] == ["rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment"]
 assert RQ == list(range(RQ[0], RQ[0] + NRQ)) and LATE == list(range(LATE[0], LATE[0] + NRQ))
 PJ, PS, USED, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "used_ids", "log_has", "log"))
@@ -95,6 +99,28 @@ C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
 # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
 SKIPPED_OUTPUTS = ("arm", "cancel", "cancel_all", "delete_offsets")
+
+
+class _Assignor:
+    """The leader's assignor: Range over the member list (ids sorted as their slots), memoized."""
+
+    def __init__(self, cfg: WorldConfig):
+        self.n = cfg.sizes()[MEMBER]
+        self.topics = {f"t{t}": cfg.partitions for t in range(cfg.topics)}
+        parts = [(f"t{t}", p) for t in range(cfg.topics) for p in range(cfg.partitions)]
+        self.part_index = {tp: i for i, tp in enumerate(parts)}
+        self.cache: dict = {}
+
+    def __call__(self, members: int) -> tuple:
+        got = self.cache.get(members)
+        if got is None:
+            names = {f"m{m:03d}": m for m in iter_bits(members)}
+            res = range_assign(self.topics, {n: list(self.topics) for n in names})
+            out = [0] * self.n
+            for n, parts in res.items():
+                out[names[n]] = sum(1 << self.part_index[p] for p in parts)
+            got = self.cache[members] = tuple(out)
+        return got
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,18 +177,18 @@ class WorldModel:
         self.n = cfg.clients
         self.sizes = cfg.sizes()
         self.group = E.Engine(rows, skip_outputs=SKIPPED_OUTPUTS)
+        # apart from the model, so that the model is in no reference cycle and is freed at once
+        self.assign = _Assignor(cfg)
         names = list(E.PARAM_NAMES) + list(WORLD_PARAMS)
         self.space = E.Space(Layout(WORLD_INDEX, {n: i for i, n in enumerate(names)}), names)
         client_rows = CLIENT_ROWS if client_rows is None else client_rows
         self.clients = E.Engine(client_rows, self.space, total=lambda t: False)
-        parts = [(f"t{t}", p) for t in range(cfg.topics) for p in range(cfg.partitions)]
-        self.part_index = {tp: i for i, tp in enumerate(parts)}
         self.base = {"coord": 0, "group_id_ok": True, "cfg_min_session_ms": 10, "cfg_max_session_ms": 600_000,
                      "cfg_max_size": cfg.max_size, "cfg_initial_delay_ms": 3_000,
                      "cfg_new_member_timeout_ms": 300_000,
                      "proto_names": lambda pl: mask_of(_ORDER) if pl != NONE else 0,
                      "vote": lambda pl, c: vote(_ORDER, c) if pl != NONE else NONE, "supports_skip": True,
-                     "assign": self._assign}
+                     "assign": self.assign}
         self._base_vector = [None] * len(names)
         for k, v in self.base.items():
             self._base_vector[self.space.param_index[k]] = v
@@ -180,8 +206,8 @@ class WorldModel:
         self._route_index = {n: i for i, n in enumerate(names)}
         self._route_base = [None] * len(names)
         self._route_base[self._route_index["selected_only"]] = _one_protocol
-        lay = Layout(WORLD_INDEX, self._route_index)
-        self._effects = {key: (compile_term(e.when, lay), [(WORLD_INDEX[v], compile_term(t, lay))
+        lay = Layout(WIDE_INDEX, self._route_index)
+        self._effects = {key: (compile_term(e.when, lay), [(WIDE_INDEX[v], compile_term(t, lay))
                                                            for v, t in e.updates.items()])
                          for key, e in {**ROUTE_EFFECTS, "forget": FAILOVER.forget}.items()}
         self._failover_when = compile_term(FAILOVER.when, lay)
@@ -201,7 +227,6 @@ class WorldModel:
                 if conds:
                     self._timers.append((a.trigger, a.per == "member", compile_term(Or(*conds), E.LAYOUT)))
         self._timer_params = {m: E.make_params({"timer_member": m}) for m in range(-1, self.sizes[MEMBER])}
-        self._assign_cache: dict = {}
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
         self.keep_firings = keep_firings
         self._moves: dict = {}        # (client, C_i) -> client moves
@@ -224,7 +249,7 @@ class WorldModel:
         self._no_request = self._init[1][RQ[0]:RQ[0] + NRQ]
         self._no_late = self._init[1][LATE[0]:LATE[0] + NRQ]
         self._no_park = self._init[0][PJ]
-        self._blank_columns = self._blank[N_GROUP:N_GROUP + N_CV]
+        self._blank_columns = list(self._blank[N_GROUP:N_GROUP + N_CV])
         # renaming clients: those configured alike (the same group.instance.id) are interchangeable
         self._classes = cfg.symmetry_classes()
         self._one_class = len(self._classes) == 1
@@ -263,19 +288,6 @@ class WorldModel:
     def unflat(self, f: tuple) -> tuple:
         g = f[:N_GROUP] + f[N_GROUP + N_CV:]
         return (g,) + tuple(zip(*f[N_GROUP:N_GROUP + N_CV]))
-
-    def _assign(self, members: int) -> tuple:
-        """The leader's assignor: Range over the member list (ids sorted as their slots)."""
-        got = self._assign_cache.get(members)
-        if got is None:
-            names = {f"m{m:03d}": m for m in iter_bits(members)}
-            topics = {f"t{t}": self.cfg.partitions for t in range(self.cfg.topics)}
-            res = range_assign(topics, {n: list(topics) for n in names})
-            out = [0] * self.sizes[MEMBER]
-            for n, parts in res.items():
-                out[names[n]] = sum(1 << self.part_index[p] for p in parts)
-            got = self._assign_cache[members] = tuple(out)
-        return got
 
     def params(self, **kw) -> list:
         p = list(self._base_vector)
@@ -458,17 +470,15 @@ class WorldModel:
         the shared variables in G change in place, a response goes to its client's slot."""
         when, updates = self._effects[key]
         w = b.w
-        flat = self._flat(w)
+        wide = w + self._blank_columns
         p = self._route_vector(b.sender, fields, echo, member)
-        if not when(flat, p, ()):
+        if not when(wide, p, ()):
             return
-        new = [(i, f(flat, p, ())) for i, f in updates]
+        new = [(i, f(wide, p, ())) for i, f in updates]
         to = NONE
         for i, v in new:
-            if i < N_GROUP:
+            if i < G_LEN:
                 w[i] = v
-            elif i >= N_GROUP + N_CV:
-                w[i - N_CV] = v
             elif i == RS_VAR:
                 to = next(c for c, k in enumerate(v) if k)
         if to != NONE:
@@ -476,9 +486,9 @@ class WorldModel:
             b.resp[to] = r = tuple(cols[i][to] for i in RS_VARS)
             b.msgs.append(("coordinator", f"c{to}", f"{Kind.values[r[0]]} {ERRORS[r[1]]}"))
 
-    def _flat(self, w: list) -> tuple:
-        """The spec's flat view of the world with G's values and blank clients (what a route reads)."""
-        return tuple(w[:N_GROUP]) + self._blank_columns + tuple(w[N_GROUP:])
+    def _wide(self, w) -> list:
+        """G extended with blank clients' columns: what a route's effect, FRESH and FAILOVER read."""
+        return list(w) + self._blank_columns
 
     def _route_vector(self, sender: int, fields: dict, echo: int, member: int) -> list:
         p = list(self._route_base)
@@ -524,7 +534,7 @@ class WorldModel:
         params = {**{k: f(G, p, ()) for k, f in self._who}, **self._fixed[name],
                   **{k: f(G, p, ()) for k, f in self._fields[name]}}
         if msg.api == "JoinGroup":
-            params["fresh"] = fresh = self._fresh(self._flat(G), self._route_base, ())
+            params["fresh"] = fresh = self._fresh(self._wide(G), self._route_base, ())
             if mid == NONE and fresh == NONE:
                 return [], 1     # the world's member-id budget is spent: a bound, not a behaviour
             params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
@@ -550,9 +560,9 @@ class WorldModel:
         res = []
         for b, _ in handle(self, _Branch(G, NONE, NONE), F.unload, {}):
             self._effect(b, "forget", {}, NONE)
-            flat = self._flat(b.w)
-            if self._failover_when(flat, self._route_base, ()):
-                for b2, _ in handle(self, b, F.load, {"record": self._failover_record(flat, self._route_base, ())}):
+            wide = self._wide(b.w)
+            if self._failover_when(wide, self._route_base, ()):
+                for b2, _ in handle(self, b, F.load, {"record": self._failover_record(wide, self._route_base, ())}):
                     res.append((Step("coordinator failover: unload, load the last record", tuple(b2.rows),
                                      tuple(b2.msgs), "Failover"), tuple(b2.w), _patches(b2.resp)))
             else:
