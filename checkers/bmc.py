@@ -9,7 +9,7 @@ explicit checker compiles, read through the symbolic meaning of terms
   `handling.handle` itself, run with `SymbolicWorld` as its host: every row of
   a trigger is followed under its guard (and the branch where none fires), a
   route's effect (ROUTE_EFFECTS) is applied under the output's condition, a
-  write's completion row fires in each way the write may end (APPEND_ERRORS),
+  write's completion row fires in each way the write may end (append_errors),
   and the eager re-check splits on whether the group is in PreparingRebalance;
 - timers (table.TIMERS) and the failover (FAILOVER) likewise.
 
@@ -44,8 +44,8 @@ from groupspec.spec.schema import MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, STAT
 from groupspec.spec.symbolic import (SymEnv, SymOutput, _eq, _ite, concrete_to_z3, fresh, in_states, row_relation,
                                      to_z3, well_formed)
 from groupspec.spec.table import ROWS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
-                                  MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, Kind, armed)
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
+                                  MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, Kind, append_errors, armed)
 
 from .world_model import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
 from .worlds import WorldConfig
@@ -238,8 +238,7 @@ class SymbolicWorld:
         if not z3.is_true(z3.simplify(out.cond)):
             raise NotImplementedError(f"a conditional append ({out.api}): the symbolic world writes appends "
                                       f"unconditionally")
-        errors = [e for e, switches in APPEND_ERRORS
-                  if all(getattr(self.cfg, f) for f in switches) and (e == "NONE" or out.api != "offsets")]
+        errors = append_errors(out.api, self.cfg)
         res = []
         for error in errors:
             q = p if error == errors[-1] else p.copy()

@@ -57,8 +57,9 @@ from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, APPEND_ERRORS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
-                                  LEAVE_TRIGGERS, MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, armed,
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
+                                  LEAVE_TRIGGERS, MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS,
+                                  append_errors, armed,
                                   WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
                                   Phase, fairness)
 
@@ -451,8 +452,7 @@ class WorldModel:
                      member=out.member)
 
     def append(self, b: "_Branch", out) -> list:
-        errors = [e for e, switches in APPEND_ERRORS
-                  if all(getattr(self.cfg, f) for f in switches) and (e == "NONE" or out.api != "offsets")]
+        errors = append_errors(out.api, self.cfg)
         res = []
         for error in errors:
             b2 = b.copy() if error != errors[-1] else b

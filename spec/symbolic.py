@@ -27,6 +27,21 @@ from .schema import PARAM_TYPES, STATE_VARS, STATES, Bounds
 
 # -- terms ---------------------------------------------------------------------
 
+LEAVES = ("var", "param", "choose", "bound")
+
+
+def leaf(n: Term, state: dict, params: dict, bound: dict):
+    """The value of a variable, parameter, choice or bound variable (LEAVES): every Z3 reading of
+    the terms (fixed sizes here, unbounded sorts in unbounded.py) looks them up alike."""
+    if n.op == "var":
+        return state[n.data]
+    if n.op == "param":
+        return params[n.data]
+    if n.op == "choose":
+        return params["choice:" + n.data]
+    return bound[id(n)]
+
+
 class SymEnv:
     """Z3 values of state variables, parameters and choices, for fixed domain sizes."""
 
@@ -110,15 +125,9 @@ class _Sym:
         op, env = n.op, self.env
         if op == "const":
             return concrete_to_z3(n.data, n.type, env.sizes)
-        if op == "var":
-            return env.state[n.data]
-        if op == "param":
-            return env.params[n.data]
-        if op == "choose":
-            return env.params["choice:" + n.data]
-        if op == "bound":
-            v = bound[id(n)]
-            return z3.IntVal(v) if isinstance(v, int) else v
+        if op in LEAVES:
+            v = leaf(n, env.state, env.params, bound)
+            return z3.IntVal(v) if op == "bound" and isinstance(v, int) else v
         if op in ("forall", "exists", "filter", "maxover", "bigunion", "put_all"):
             return self.binder(n, bound)
         if op == "keys_where":

@@ -36,7 +36,7 @@ import z3
 
 from .lang import NONE, LangError, Term, Type, default_of
 from .schema import INSTANCE, MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS
-from .symbolic import SCALAR_OPS
+from .symbolic import LEAVES, SCALAR_OPS, leaf
 
 DOMAINS = (MEMBER, INSTANCE, PARTITION, PROTOCOL, PROTOLIST, PTYPE)
 
@@ -130,14 +130,8 @@ class Reading:
         op, so = n.op, self.sorts
         if op == "const":
             return so.value(n.data, n.type)
-        if op == "var":
-            return self.state[n.data]
-        if op == "param":
-            return self.params[n.data]
-        if op == "choose":
-            return self.params["choice:" + n.data]
-        if op == "bound":
-            return bound[id(n)]
+        if op in LEAVES:
+            return leaf(n, self.state, self.params, bound)
         if op in ("forall", "exists", "filter", "bigunion", "put_all"):
             return self.binder(n, bound)
         if op in ("count", "maxover", "lowest"):

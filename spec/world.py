@@ -558,6 +558,12 @@ FAILOVER = Failover("Unload", Effect(TRUE(), {"parked_join": W.parked_join.fill(
 APPEND_ERRORS = (("NONE", ()), ("NOT_ENOUGH_REPLICAS", ("append_failure",)))
 
 
+def append_errors(kind: str, cfg) -> list[str]:
+    """The errors a write of `kind` may complete with in world `cfg` (APPEND_ERRORS)."""
+    return [e for e, switches in APPEND_ERRORS
+            if all(getattr(cfg, f) for f in switches) and (e == "NONE" or kind != "offsets")]
+
+
 # coordinator triggers the closed world never fires, and why
 NOT_IN_WORLD = {
     "OffsetFetch": "the clients never send OffsetFetch (it reads offsets; no protocol decision depends on it)",

@@ -13,7 +13,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from groupspec.checkers.cli import app

@@ -41,7 +41,7 @@ def _key(v: dict) -> tuple:
     return tuple(v[k] for k in VERDICT_FIELDS if k != "explain")
 
 
-def _same_verdicts(spark, tmp_path, engine: str, groups_n: int, seed: int) -> None:
+def _same_verdicts(spark, tmp_path, engine: str, groups_n: int, seed: int) -> tuple[list, list]:
     folder, info = _corpus(tmp_path, groups_n, seed=seed)
     groups, orphans = read_groups([str(folder)])
     expected = sorted(_key(check_group(g, recs)) for g, recs in groups.items())
@@ -52,15 +52,18 @@ def _same_verdicts(spark, tmp_path, engine: str, groups_n: int, seed: int) -> No
     flagged = {k[0] for k in expected if k[1] == "violation"}
     assert flagged == {b["group"] for b in info if b["fired"]}
     assert [k for k in expected if k[0] == "broken-group"][0][1] == "invalid"
+    return got, expected
 
 
 def test_spark_job_gives_the_in_process_verdicts(spark, tmp_path):
-    _same_verdicts(spark, tmp_path, "rdd", 20, seed=4)
+    got, expected = _same_verdicts(spark, tmp_path, "rdd", 20, seed=4)
+    assert got == expected
 
 
 @pytest.mark.slow
 def test_spark_pandas_job_gives_the_in_process_verdicts(spark, tmp_path):
-    _same_verdicts(spark, tmp_path, "pandas", 60, seed=6)
+    got, expected = _same_verdicts(spark, tmp_path, "pandas", 60, seed=6)
+    assert got == expected
 
 
 @pytest.mark.slow
