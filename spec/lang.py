@@ -458,9 +458,14 @@ _INFIX = {"and": " ∧ ", "or": " ∨ ", "eq": " = ", "lt": " < ", "le": " ≤ "
           "add": " + ", "sub": " − ", "union": " ∪ ", "inter": " ∩ ", "diff": " \\ "}
 
 
-def show(t: Term, names: dict | None = None) -> str:
-    """A readable rendering of a term (used in docs and lint messages)."""
+def show(t: Term, names: dict | None = None, params: dict | None = None) -> str:
+    """A readable rendering of a term (used in docs and lint messages).
+
+    `params` renames parameters (docs show Kafka's names: `group.max.size`,
+    `request.member_id`); a name written as an equation (`request.member_id = ""`)
+    is shown negated as an inequation."""
     names = {} if names is None else names
+    params = {} if params is None else params
 
     def bound_name(var):
         key = id(var)
@@ -481,7 +486,7 @@ def show(t: Term, names: dict | None = None) -> str:
         if op == "var":
             return n.data
         if op == "param":
-            return "p." + n.data
+            return params.get(n.data, "p." + n.data)
         if op == "bound":
             return bound_name(n)
         if op == "choose":
@@ -494,6 +499,10 @@ def show(t: Term, names: dict | None = None) -> str:
                 return f"({go(a.args[0])} ≠ {go(a.args[1])})"
             if a.op == "in":
                 return f"{go(a.args[0])} ∉ {go(a.args[1])}"
+            if a.op == "param" and " = " in params.get(a.data, ""):
+                return params[a.data].replace(" = ", " ≠ ")
+            if a.op == "is_empty":
+                return f"{go(a.args[0])} ≠ ∅"
             return "¬" + go(a)
         if op == "in":
             return f"{go(n.args[0])} ∈ {go(n.args[1])}"

@@ -206,6 +206,55 @@ CONFIG_KEYS = {
 }
 CONFIG_PARAMS = tuple(CONFIG_KEYS)
 
+# How documents name each parameter: as Kafka names it (a request's field as in its
+# JSON schema, a config key), so a reviewer reads `request.member_id`, not `p.member`.
+# A boolean written as an equation is shown negated as an inequation.
+KAFKA_NAMES: dict[str, str] = {
+    "coord": "coordinator",
+    "group_id_ok": "valid(request.group_id)",
+    "member": "request.member_id",
+    "member_empty": 'request.member_id = ""',
+    "instance": "request.group_instance_id",
+    "fresh": "newMemberId",
+    "require_known": "requireKnownMemberId",
+    "session_ms": "request.session_timeout_ms",
+    "rebalance_ms": "request.rebalance_timeout_ms",
+    "req_ptype": "request.protocol_type",
+    "req_ptype_empty": 'request.protocol_type = ""',
+    "req_protos": "request.protocols",
+    "proto_names": "names",
+    "vote": "vote",
+    "generation": "request.generation_id",
+    "req_protocol": "request.protocol_name",
+    "req_protocol_given": "request.protocol_name given",
+    "req_ptype_given": "request.protocol_type given",
+    "assignments": "request.assignments",
+    "commit": "request.offsets",
+    "commit_parts": "request.partitions",
+    "fetch_parts": "request.partitions",
+    "fetch_all": "request.partitions = null",
+    "describe_not_found": "request.version ≥ 6",
+    "error": "appendError",
+    "append_kind": "stored.kind",
+    "append_gen": "stored.generation_id",
+    "append_member": "stored.member_id",
+    "append_old": "stored.oldMemberId",
+    "append_old_protos": "stored.oldProtocols",
+    "append_old_session_ms": "stored.oldSessionTimeoutMs",
+    "append_old_rebalance_ms": "stored.oldRebalanceTimeoutMs",
+    "append_old_leader": "stored.oldLeaderId",
+    "supports_skip": "request.version ≥ 9",
+    "append_ptype": "stored.protocol_type",
+    "append_protocol": "stored.protocol_name",
+    "append_leader": "stored.leader",
+    "append_members": "stored.members",
+    "timer_member": "timer.member_id",
+    "aged": "expiredOffsets",
+    "state_aged": "stateAged(offsets.retention.minutes)",
+    "record": "record",
+    **CONFIG_KEYS,
+}
+
 
 # -- triggers ---------------------------------------------------------------------
 @dataclass(frozen=True)
