@@ -13,7 +13,9 @@ requests, parked requests, timers armed or cancelled, and log appends.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Union
 
 from .lang import Term, TRUE, _bind, lift
@@ -75,6 +77,11 @@ class Row:
     doc: str = ""               # the guard in words (docs); defaults to the rendered guard
     otherwise: tuple = ()       # conditions of earlier rows in its chain, negated in `guard`
     own: Term | None = None     # its chain's base and its own condition: what first-match dispatch tests
+    at: str = field(default="", compare=False)   # where it is written: "spec/table.py:123" (docs link there)
+
+    def __post_init__(self):
+        if not self.at:
+            self.at = _written_at()
 
     def moves(self) -> list[tuple[str, str]]:
         """The (from, to) state changes this row makes, hop by hop."""
@@ -85,6 +92,23 @@ class Row:
             path = (s,) + self.via + (self.target,)
             out += [(a, b) for a, b in zip(path, path[1:]) if a != b or (a, b) == ("Dead", "Dead")]
         return out
+
+
+# Functions that build rows for their callers (table.py's chains): a row is written where they are called.
+ROW_BUILDERS: set[str] = set()
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _written_at() -> str:
+    """The file and line of the code that wrote the row being made (outside this module and the builders)."""
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename == __file__ or f.f_code.co_qualname in ROW_BUILDERS
+                             or f.f_code.co_name == "__init__"):
+        f = f.f_back
+    if f is None:
+        return ""
+    path = Path(f.f_code.co_filename).resolve()
+    return f"{path.relative_to(_ROOT) if path.is_relative_to(_ROOT) else path.name}:{f.f_lineno}"
 
 
 def check_row(row: Row) -> None:

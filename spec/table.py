@@ -20,7 +20,7 @@ from typing import Callable
 from .lang import (FALSE, TRUE, And, Apply, Choose, Count, Filter, ForAll, If, Max, MaxOver,
                    Min, Not, Or, Term, empty, lift, named, none, Const, INT)
 from .lang import show
-from .rows import (ECHO, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
+from .rows import (ECHO, ROW_BUILDERS, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
                    each, labelled, park, reply, sets)
 from .schema import (STATE_VARS, AppendKind, Coord, Error, GroupState, JoinTimer, MEMBER, P,
                      PARTITION, PROTOCOL, V)
@@ -398,6 +398,9 @@ class Chain:
     def last(self, name: str, steps: list, target: str | None, source: str, **kw) -> Row:
         """The remaining case."""
         return self.row(name, TRUE(), steps, target, source, **kw)
+
+
+ROW_BUILDERS.update(("Chain.row", "Chain.last"))
 
 
 def gate(chain: Chain, api: str, fields: Callable[[Term], dict], loading: Callable[[], dict] | None = None,
