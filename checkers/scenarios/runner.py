@@ -124,7 +124,7 @@ def new_world(target: str, config: dict, workdir: Path | None, engine: Engine | 
 def run_scenario(sc: Scenario, target: str, engine: Engine | None = None) -> Result:
     """Run one scenario; `engine` fires another table's rows (a mutant's) instead of the spec's."""
     if target != "runtime":
-        return _run_in(sc, target, new_world(target, sc.config, None, engine))
+        return run_in(sc, target, new_world(target, sc.config, None, engine))
     tmp = None
     try:
         tmp = tempfile.mkdtemp(prefix="groupspec-")
@@ -137,12 +137,12 @@ def run_scenario(sc: Scenario, target: str, engine: Engine | None = None) -> Res
                               f"({clip(getattr(e, 'strerror', None) or str(e), 200)}); free some space there or "
                               f"set TMPDIR to another folder")
     try:
-        return _run_in(sc, target, world)
+        return run_in(sc, target, world)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _run_in(sc: Scenario, target: str, world: World) -> Result:
+def run_in(sc: Scenario, target: str, world: World) -> Result:
     worlds = [world]
     fired: set = set()
     at = None          # the step running when the target fails in a way no step expects

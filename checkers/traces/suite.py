@@ -19,7 +19,7 @@ def trace_scenario(sc) -> tuple[object, list[dict]]:
     world = runner.new_world("runtime", sc.config, None)
     sink = ListSink()
     TraceWriter(sink, source="runtime", config=sc.config).attach(world.coord)
-    result = runner._run_in(sc, "runtime", world)
+    result = runner.run_in(sc, "runtime", world)
     return result, list(sink)
 
 
