@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -202,15 +203,37 @@ def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON 
 
 @app.command("docs")
 def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Where to write."),
+             site: Optional[str] = typer.Option(None, "--site", help="Build the browsable HTML site into this "
+                                                "folder instead (MkDocs; viewable with no network)."),
              as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON.")) -> None:
-    """Write the design-review artifacts: state diagram, the table, the invariant catalog."""
+    """Write the design-review artifacts: state diagram, the table, the invariant catalog, the flows."""
     from .docs import FILES, DocsError, dot_program, write_docs
     try:
         dot_program()
+        if site is not None:
+            from .site import mermaid_js
+            mermaid_js()
     except DocsError as e:
         fail_input(str(e))
-    folder = output_path("--out", out_dir, "dir", FILES)
     files: list = []
+    if site is not None:
+        from .site import build_site
+        folder = output_path("--site", site, "dir", ("index.html",))
+        if folder.is_dir() and any(folder.iterdir()) and not (folder / "index.html").is_file():
+            # MkDocs empties the folder it builds into: never one that holds anything but a site
+            fail_input(f"--site {folder}: the folder is not empty and holds no site (the build replaces what is "
+                       f"there); give a new or empty folder, or one a previous --site built")
+        try:
+            write_outputs("--site", folder, lambda: files.extend(build_site(folder)), after_result=False)
+        except DocsError as e:
+            fail_input(str(e))
+        if as_json:
+            print(json.dumps({"site": str(folder), "pages": len(files)}))
+        else:
+            out.print(f"built the site in {folder} ({len(files)} pages): open {folder / 'index.html'}", markup=False,
+                      highlight=False)
+        return
+    folder = output_path("--out", out_dir, "dir", FILES)
     try:
         write_outputs("--out", folder, lambda: files.extend(write_docs(folder)), after_result=False)
     except DocsError as e:
@@ -407,14 +430,21 @@ def check_cmd(
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
     if res.path and out_path:
+        from .counterexample import html_page, violation_meaning
+        sequence = mermaid(res.path, model, res.violation, res.loop_start)
         texts = {"counterexample.itf.json": json.dumps(doc["counterexample"]["itf"], indent=1),
-                 "counterexample.mmd": mermaid(res.path, model, res.violation, res.loop_start),
-                 "counterexample.md": _steps_md(doc["counterexample"]["steps"], res.violation)}
+                 "counterexample.mmd": sequence,
+                 "counterexample.md": _steps_md(doc["counterexample"]["steps"], res.violation),
+                 "counterexample.html": html_page(doc["counterexample"]["steps"], sequence, res.violation,
+                                                  violation_meaning(res.violation))}
 
         def write():
             out_path.mkdir(parents=True, exist_ok=True)
             for name, text in texts.items():
                 (out_path / name).write_text(text, encoding="utf-8")
+            js = _mermaid_js()
+            if js is not None:      # the page draws its diagram with it; without it, it shows the diagram's text
+                shutil.copyfile(js, out_path / "mermaid.min.js")
         write_outputs("--out", out_path, write)
         if not as_json:
             out.print(f"counterexample written to {out_path}", markup=False)
@@ -422,7 +452,17 @@ def check_cmd(
         raise typer.Exit(1)
 
 
-CE_FILES = ("counterexample.itf.json", "counterexample.mmd", "counterexample.md")
+CE_FILES = ("counterexample.itf.json", "counterexample.mmd", "counterexample.md", "counterexample.html",
+            "mermaid.min.js")
+
+
+def _mermaid_js():
+    from .docs import DocsError
+    from .site import mermaid_js
+    try:
+        return mermaid_js()
+    except DocsError:
+        return None
 
 
 def _bounded_workers(option: str, n: int) -> int:

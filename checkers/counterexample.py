@@ -100,3 +100,50 @@ def mermaid(path: list, model: WorldModel, violation: str, loop_start: int = -1)
             lines.append(f"    Note over {who}: {what}")
     lines.append(f"    Note over coordinator: violates {violation}")
     return "\n".join(lines) + "\n"
+
+
+def html_page(steps: list[dict], sequence: str, violation: str, meaning: str) -> str:
+    """A counterexample as one page a reviewer can attach: what it violates and what that means, the step
+    table with the variables each step changed highlighted, and the sequence diagram (drawn by
+    mermaid.min.js beside the page; without it the diagram's text is shown)."""
+    from html import escape
+    rows = []
+    for st in steps:
+        changed = "".join(f"<div><mark>{escape(k)}</mark> = <code>{escape(v)}</code></div>"
+                          for k, v in st["changes"].items())
+        rows.append(f"<tr><td>{st['step']}</td><td>{escape(st['action'])}</td>"
+                    f"<td>{'<br>'.join(escape(r) for r in st['rows'])}</td><td>{changed}</td></tr>")
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>counterexample: {escape(violation)}</title>
+<style>
+body {{ font: 14px/1.45 sans-serif; margin: 2em; max-width: 1400px }}
+table {{ border-collapse: collapse }} td, th {{ border: 1px solid #ccc; padding: 4px 8px; vertical-align: top }}
+mark {{ background: #ffe27a }} code {{ font-size: 12px; word-break: break-all }}
+</style>
+<script src="mermaid.min.js"></script></head>
+<body>
+<h1>Counterexample: {escape(violation)}</h1>
+<p><b>What it violates:</b> {escape(meaning)}</p>
+<p>A shortest path from the initial state ({len(steps) - 1} steps), found by <code>groupspec check</code>;
+the same path is in counterexample.itf.json (ITF) and counterexample.md.</p>
+<h2>Sequence</h2>
+<pre class="mermaid">
+{escape(sequence)}</pre>
+<h2>Steps</h2>
+<table><tr><th>step</th><th>what happened</th><th>rows of the table</th><th>variables it changed</th></tr>
+{chr(10).join(rows)}
+</table>
+<script>if (window.mermaid) {{ mermaid.initialize({{startOnLoad: true, sequence: {{useMaxWidth: false}}}}); }}</script>
+</body></html>
+"""
+
+
+def violation_meaning(violation: str) -> str:
+    """What a violated property means, from the invariant catalogs (or what the checker's own verdicts mean)."""
+    from groupspec.spec.invariants import INVARIANTS
+    from groupspec.spec.world import WORLD_INVARIANTS
+    for inv in (*INVARIANTS, *WORLD_INVARIANTS):
+        if inv.name == violation:
+            return inv.meaning
+    return {"deadlock": "a state where nothing can happen while some client has not stopped"}.get(
+        violation.split(":", 1)[0], violation)

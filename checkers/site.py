@@ -1,0 +1,247 @@
+"""`groupspec docs --site DIR`: the design-review documents as a static site a reviewer browses.
+
+The pages are written as Markdown from the same functions as docs/ (a page
+per state, a page per trigger, the invariant catalog, the world, the
+canonical flows and the findings drawn by running their scenarios, coverage
+of the table by the suite), and MkDocs with the Material theme builds them
+into HTML.  Nothing is fetched when the site is viewed: the theme's fonts
+are off, search runs offline, and mermaid.js (fetched from the npm registry
+by .ci/setup) is copied into the site and draws the diagrams in the page.
+The lines of spec/ each row links to are pages of the site too.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from groupspec.spec.invariants import INVARIANTS
+from groupspec.spec.schema import STATES, TRIGGERS
+from groupspec.spec.table import ROWS
+
+from . import docs as D
+from .flows import FLOWS, Flow, REPO, sequence
+
+MERMAID_INIT = """
+// draw every diagram of the page (Material's own Mermaid loader would fetch mermaid.js from a CDN)
+document.addEventListener("DOMContentLoaded", function () {
+  mermaid.initialize({startOnLoad: false, securityLevel: "loose", sequence: {useMaxWidth: false}});
+  mermaid.run({querySelector: ".gs-mermaid"});
+});
+"""
+
+
+def mermaid_js() -> Path:
+    """mermaid.min.js as .ci/setup installs it (or where GROUPSPEC_MERMAID_JS says)."""
+    path = Path(os.environ.get("GROUPSPEC_MERMAID_JS") or Path(sys.prefix) / "share" / "groupspec" / "mermaid.min.js")
+    if not path.is_file():
+        raise D.DocsError(f"mermaid.js is not at {path}, and the site's diagrams are drawn with it: run "
+                          f"`bash .ci/setup` (it fetches mermaid from the npm registry), or set GROUPSPEC_MERMAID_JS "
+                          f"to a mermaid.min.js (npm pack mermaid@11; it is in package/dist/)")
+    return path
+
+
+def _mermaid(text: str) -> str:
+    return f'<pre class="gs-mermaid">\n{html.escape(text)}</pre>\n'
+
+
+def _index(links: D.Links) -> str:
+    fails = next(r for r in ROWS if r.name == "StoreGroupDone: assignment not stored")
+    return f"""# groupspec: Kafka's classic consumer-group coordinator
+
+An executable specification of Kafka 3.9's classic group coordinator, written once as a declarative transition
+table; every page here is generated from it. {len(ROWS)} rows over {len(STATES)} states.
+
+## Questions a reviewer asks
+
+- *What happens when the leader's SyncGroup fails?* The flow
+  [The leader's SyncGroup fails to store](flows/leader-sync-fails.md) runs it; the row is
+  [{D.row_short(fails)}]({links.row(fails)}).
+- *Which rows can move a group out of CompletingRebalance?*
+  [CompletingRebalance](states/CompletingRebalance.md), section *Transition*.
+- *What does a JoinGroup do in each state?* [JoinGroup](table/JoinGroup.md), one row per branch of Kafka's code.
+
+## The lifecycle
+
+Each edge names the events whose rows make that move (drawn from python-statemachine's lifecycle machine,
+which the runtime coordinator follows).
+
+![the group lifecycle](lifecycle.svg)
+
+## Pages
+
+- [States](states/index.md): per state, what moves the group on and how each request is answered
+- [The table](table/index.md): a page per trigger
+- [Invariants](invariants.md): meaning, formula, source, proof status, the mutants each one kills
+- [The closed world](world.md): clients, network, faults, fairness
+- [Canonical flows](flows/index.md) and [findings](findings.md): sequence diagrams drawn by running scenarios
+- [Coverage](coverage.md): which rows the scenario suite reaches
+"""
+
+
+def _states_index() -> str:
+    return "# States\n\n" + "\n".join(f"- [{st}]({st}.md): {D.STATE_ABOUT[st]}" for st in STATES) + \
+        "\n\n![the group lifecycle](../lifecycle.svg)\n"
+
+
+def _table_index() -> str:
+    lines = ["# The transition table\n", D.TABLE_INTRO + "\n", "| trigger | kind | rows | what it is |",
+             "|---|---|---|---|"]
+    for t in TRIGGERS:
+        n = sum(r.trigger == t.name for r in ROWS)
+        if n:
+            lines.append(f"| [{t.name}]({t.name}.md) | {t.kind} | {n} | {D._cell(t.meaning)} |")
+    lines += ["\n## State variables\n", D.vars_table(D.STATE_VARS)]
+    return "\n".join(lines) + "\n"
+
+
+def _invariants(mutants: dict) -> str:
+    proofs = D.proof_status()
+    text = D.invariants_md().replace(D.HEADER, "")
+    if not mutants:
+        return text + ("\n\n## Mutants killed\n\nNo mutation report was saved: `groupspec mutate --json > "
+                       "docs/mutants.json` writes one, and this page then lists the mutants each invariant kills.\n")
+    lines = [text, "\n\n## Mutants killed\n\nFrom `docs/mutants.json` (`groupspec mutate --json`): the planted bugs "
+                   "each invariant (or other check) caught.\n"]
+    for by, ms in sorted(mutants.items()):
+        lines.append(f"\n### {by}\n\n" + "\n".join(f"- {m['operator']} in `{m['row']}`: {D._cell(m['detail'])}"
+                                                   for m in ms))
+    del proofs
+    return "\n".join(lines) + "\n"
+
+
+def _mutants_by_invariant(path: Path) -> dict:
+    if not path.is_file():
+        return {}
+    out: dict = {}
+    for r in json.loads(path.read_text(encoding="utf-8")).get("results", []):
+        if r.get("outcome") == "killed":
+            out.setdefault(r["killed_by"], []).append(r)
+    return out
+
+
+def _flow_page(title: str, about: str, flow: Flow, yaml_text: str | None = None) -> str:
+    page = [f"# {title}\n", about + "\n", f"Scenario `{flow.scenario}` in "
+            f"`{flow.file.replace('shared:', '../shared/scenarios/')}`, run on the runtime coordinator; "
+            "its expectations hold.\n", _mermaid(sequence(flow))]
+    if yaml_text:
+        page.append(f"\n## The scenario (replay it with `groupspec scenario run`)\n\n```yaml\n{yaml_text}```\n")
+    return "\n".join(page)
+
+
+def _findings() -> tuple[str, list[tuple[str, str]]]:
+    """The findings page: each finding's text, its scenario and its diagram."""
+    path = REPO / "tests" / "scenarios" / "findings.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    lines = ["# Findings\n", "Kafka behaviours worth knowing in a design review, each pinned by a scenario of "
+             "`tests/scenarios/findings.yaml` (replay one with `groupspec scenario run tests/scenarios/findings.yaml`) "
+             "and drawn by running it.\n"]
+    for item in doc["scenarios"]:
+        flow = Flow(item["scenario"], item["scenario"], item.get("about", ""), "findings.yaml", item["scenario"])
+        body = yaml.safe_dump(item, sort_keys=False, allow_unicode=True, width=100)
+        lines.append(f"\n## {item['scenario']}\n\n{D._cell(item.get('about', '').strip())}\n\n"
+                     f"{_mermaid(sequence(flow))}\n<details><summary>the scenario</summary>\n\n```yaml\n{body}```\n\n"
+                     f"</details>\n")
+    return "\n".join(lines), []
+
+
+def _coverage() -> str:
+    from .scenarios.model import load_file
+    from .scenarios.runner import run_scenario
+    fired: set = set()
+    files = sorted((REPO / "tests" / "scenarios").rglob("*.yaml")) + sorted((REPO.parent / "shared" / "scenarios")
+                                                                            .glob("*.yaml"))
+    for f in files:
+        for sc in load_file(f):
+            fired |= run_scenario(sc, "runtime").fired
+    lines = ["# Coverage\n", f"Rows of the table the scenario suite reaches on the runtime coordinator "
+             f"({len(files)} files under `tests/scenarios/` and `../shared/scenarios/`): "
+             f"{sum(r.name in fired for r in ROWS)} of {len(ROWS)}.\n", "| trigger | reached | not reached |",
+             "|---|---|---|"]
+    for t in TRIGGERS:
+        rows = [r for r in ROWS if r.trigger == t.name]
+        if rows:
+            missed = [f"[{D.row_short(r)}](table/{t.name}.md#{D.row_anchor(r)})" for r in rows if r.name not in fired]
+            lines.append(f"| [{t.name}](table/{t.name}.md) | {len(rows) - len(missed)} of {len(rows)} | "
+                         f"{', '.join(missed) or '—'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _source_page(rel: str) -> str:
+    """A file of spec/ as an HTML page with a target per line (#L123), which rows link to."""
+    text = (REPO / rel).read_text(encoding="utf-8").splitlines()
+    body = "\n".join(f'<span id="L{i}"><a class="n" href="#L{i}">{i:>5}</a>  {html.escape(line)}</span>'
+                     for i, line in enumerate(text, 1))
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{rel}</title><style>"
+            "body{margin:0;font:13px/1.45 monospace} pre{margin:0;padding:1em} a.n{color:#999;text-decoration:none}"
+            " span:target{background:#ffef9e;display:inline-block;width:100%}</style></head>"
+            f"<body><pre>{body}</pre></body></html>\n")
+
+
+def write_pages(src: Path) -> None:
+    """Every page of the site, as Markdown (and the spec/ sources as HTML) under `src`."""
+    pages: dict[str, str] = {"index.md": _index(D.Links(site=True)), "states/index.md": _states_index(),
+                             "table/index.md": _table_index(), "world.md": D.world_md().replace(D.HEADER, ""),
+                             "coverage.md": _coverage()}
+    for st in STATES:
+        pages[f"states/{st}.md"] = D.state_md(st, D.Links(site=True, depth=1), "#").lstrip("\n")
+    for t in TRIGGERS:
+        if any(r.trigger == t.name for r in ROWS):
+            pages[f"table/{t.name}.md"] = D.trigger_md(t, D.Links(site=True, depth=1), "#").lstrip("\n")
+    pages["invariants.md"] = _invariants(_mutants_by_invariant(REPO / "docs" / "mutants.json"))
+    pages["flows/index.md"] = "# Canonical flows\n\n" + "\n".join(f"- [{f.title}]({f.slug}.md): {f.about}"
+                                                                 for f in FLOWS) + "\n"
+    for f in FLOWS:
+        pages[f"flows/{f.slug}.md"] = _flow_page(f.title, f.about[0].upper() + f.about[1:] + ".", f)
+    pages["findings.md"] = _findings()[0]
+    for name, text in pages.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(text, encoding="utf-8")
+    for rel in sorted({r.at.rsplit(":", 1)[0] for r in ROWS}):
+        (src / "source" / f"{rel}.html").parent.mkdir(parents=True, exist_ok=True)
+        (src / "source" / f"{rel}.html").write_text(_source_page(rel), encoding="utf-8")
+    (src / "js").mkdir(exist_ok=True)
+    shutil.copyfile(mermaid_js(), src / "js" / "mermaid.min.js")
+    (src / "js" / "init.js").write_text(MERMAID_INIT, encoding="utf-8")
+
+
+def _config(src: Path, out: Path) -> dict:
+    nav = [{"Home": "index.md"},
+           {"States": ["states/index.md"] + [{st: f"states/{st}.md"} for st in STATES]},
+           {"Table": ["table/index.md"] + [{t.name: f"table/{t.name}.md"} for t in TRIGGERS
+                                            if any(r.trigger == t.name for r in ROWS)]},
+           {"Invariants": "invariants.md"}, {"World": "world.md"},
+           {"Flows": ["flows/index.md"] + [{f.title: f"flows/{f.slug}.md"} for f in FLOWS]},
+           {"Findings": "findings.md"}, {"Coverage": "coverage.md"}]
+    return {"site_name": "groupspec", "docs_dir": str(src), "site_dir": str(out), "use_directory_urls": False,
+            "theme": {"name": "material", "font": False, "features": ["navigation.sections", "search.highlight"]},
+            "plugins": ["search", "offline"], "nav": nav, "strict": False,
+            "markdown_extensions": ["tables", "attr_list", "md_in_html", "admonition",
+                                    {"pymdownx.highlight": {"use_pygments": True}}, "pymdownx.superfences",
+                                    {"toc": {"permalink": True}}],
+            "extra_javascript": ["js/mermaid.min.js", "js/init.js"],
+            "validation": {"links": {"not_found": "warn", "anchors": "warn"}}}
+
+
+def build_site(out: Path) -> list[Path]:
+    """Build the site into `out` (replaced): its pages, the lifecycle picture, mermaid.js."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    dot = D.dot_program()
+    mermaid_js()
+    with tempfile.TemporaryDirectory(prefix="groupspec-site-") as tmp:
+        src = Path(tmp) / "pages"
+        src.mkdir()
+        write_pages(src)
+        D.write_lifecycle_svg(dot, src)
+        cfg_file = Path(tmp) / "mkdocs.yml"
+        cfg_file.write_text(yaml.safe_dump(_config(src, out)), encoding="utf-8")
+        cfg = load_config(str(cfg_file))
+        build(cfg)
+    return sorted(out.rglob("*.html"))
