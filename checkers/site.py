@@ -21,7 +21,6 @@ from pathlib import Path
 
 import yaml
 
-from groupspec.spec.invariants import INVARIANTS
 from groupspec.spec.schema import STATES, TRIGGERS
 from groupspec.spec.table import ROWS
 
@@ -102,7 +101,6 @@ def _table_index() -> str:
 
 
 def _invariants(mutants: dict) -> str:
-    proofs = D.proof_status()
     text = D.invariants_md().replace(D.HEADER, "")
     if not mutants:
         return text + ("\n\n## Mutants killed\n\nNo mutation report was saved: `groupspec mutate --json > "
@@ -112,7 +110,6 @@ def _invariants(mutants: dict) -> str:
     for by, ms in sorted(mutants.items()):
         lines.append(f"\n### {by}\n\n" + "\n".join(f"- {m['operator']} in `{m['row']}`: {D._cell(m['detail'])}"
                                                    for m in ms))
-    del proofs
     return "\n".join(lines) + "\n"
 
 
@@ -126,16 +123,13 @@ def _mutants_by_invariant(path: Path) -> dict:
     return out
 
 
-def _flow_page(title: str, about: str, flow: Flow, yaml_text: str | None = None) -> str:
-    page = [f"# {title}\n", about + "\n", f"Scenario `{flow.scenario}` in "
-            f"`{flow.file.replace('shared:', '../shared/scenarios/')}`, run on the runtime coordinator; "
-            "its expectations hold.\n", _mermaid(sequence(flow))]
-    if yaml_text:
-        page.append(f"\n## The scenario (replay it with `groupspec scenario run`)\n\n```yaml\n{yaml_text}```\n")
-    return "\n".join(page)
+def _flow_page(flow: Flow) -> str:
+    return "\n".join([f"# {flow.title}\n", flow.about[0].upper() + flow.about[1:] + ".\n",
+                      f"Scenario `{flow.scenario}` in `{flow.file.replace('shared:', '../shared/scenarios/')}`, run on "
+                      "the runtime coordinator; its expectations hold.\n", _mermaid(sequence(flow))])
 
 
-def _findings() -> tuple[str, list[tuple[str, str]]]:
+def _findings() -> str:
     """The findings page: each finding's text, its scenario and its diagram."""
     path = REPO / "tests" / "scenarios" / "findings.yaml"
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -148,7 +142,7 @@ def _findings() -> tuple[str, list[tuple[str, str]]]:
         lines.append(f"\n## {item['scenario']}\n\n{D._cell(item.get('about', '').strip())}\n\n"
                      f"{_mermaid(sequence(flow))}\n<details><summary>the scenario</summary>\n\n```yaml\n{body}```\n\n"
                      f"</details>\n")
-    return "\n".join(lines), []
+    return "\n".join(lines)
 
 
 def _coverage() -> str:
@@ -198,8 +192,8 @@ def write_pages(src: Path) -> None:
     pages["flows/index.md"] = "# Canonical flows\n\n" + "\n".join(f"- [{f.title}]({f.slug}.md): {f.about}"
                                                                  for f in FLOWS) + "\n"
     for f in FLOWS:
-        pages[f"flows/{f.slug}.md"] = _flow_page(f.title, f.about[0].upper() + f.about[1:] + ".", f)
-    pages["findings.md"] = _findings()[0]
+        pages[f"flows/{f.slug}.md"] = _flow_page(f)
+    pages["findings.md"] = _findings()
     for name, text in pages.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text, encoding="utf-8")
