@@ -505,6 +505,7 @@ class BmcResult:
     path: list = field(default_factory=list)      # [(Step | None, flat state)] replayed concretely
     states: list = field(default_factory=list)    # the model's states, as Z3 gave them
     seconds_per_depth: list = field(default_factory=list)
+    cpu_seconds_per_depth: list = field(default_factory=list)     # this process's (Z3 runs in it)
     paths_per_step: int = 0           # the paths of one world step (the relation's disjuncts)
     steps: list = field(default_factory=list)     # [(label, rows)] of each step, as BMC took it
     build_seconds: float = 0.0        # building the step relation, once
@@ -628,11 +629,17 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
         progress(0, n_paths, built)
     solver, steps = _solver(timeout_ms), []
     secs: list = []
+    cpu: list = []
 
     def result(kind: str, k: int, **kw) -> BmcResult:
-        return BmcResult(kind, k, seconds_per_depth=secs, paths_per_step=n_paths, build_seconds=built, **kw)
+        return BmcResult(kind, k, seconds_per_depth=secs, cpu_seconds_per_depth=cpu, paths_per_step=n_paths,
+                         build_seconds=built, **kw)
+
+    def took():
+        secs.append(time.perf_counter() - t1)
+        cpu.append(time.process_time() - c1)
     for k in range(depth + 1):
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         if budget_s is not None:
             left = budget_s - (t1 - t0)
             if left <= 0:
@@ -655,10 +662,10 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
         if verdict == z3.sat:
             m = solver.model()
             name = next(n for n, cond in bad if z3.is_true(m.eval(cond, model_completion=True)))
-            secs.append(time.perf_counter() - t1)
+            took()
             res = _replayed(U.world, U.trace(m), name, k)
-            res.steps, res.seconds_per_depth, res.paths_per_step, res.build_seconds = U.taken(m), secs, n_paths, \
-                built
+            res.steps, res.seconds_per_depth, res.cpu_seconds_per_depth = U.taken(m), secs, cpu
+            res.paths_per_step, res.build_seconds = n_paths, built
             return res
         if mode == "push":
             solver.pop()
@@ -668,13 +675,13 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
                 return result("stopped", k - 1, detail=f"the budget of {budget_s:g} s was spent in depth {k}")
             return result("unknown", k, detail=f"Z3 gave up at depth {k}: {why}")
         if k == depth:
-            secs.append(time.perf_counter() - t1)
+            took()
             break
         step = U.extend()
         steps += step
         if mode != "fresh":
             solver.add(*step)
-        secs.append(time.perf_counter() - t1)
+        took()
         if progress:
             progress(k + 1, n_paths, secs[-1])
     return result("ok", depth)
