@@ -388,6 +388,7 @@ def check_cmd(
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
            "workers": workers,
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
+           "states_first_reached_per_depth": res.levels,
            "waived": [{"invariant": n, "why": w} for n, w in cfg.waive],
            "coverage": {"fired": fired, "never_fired": never,
                         "table_rows": len(ROWS), "table_rows_fired": len(ROWS) - len(never)}}

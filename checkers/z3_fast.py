@@ -25,24 +25,22 @@ def _array(terms) -> tuple:
 
 def conj(terms) -> z3.BoolRef:
     """And(terms), True for none."""
-    if not terms:
-        return _TRUE
-    if len(terms) == 1:
-        return terms[0]
-    arr, n = _array(terms)
-    ctx = terms[0].ctx
-    return z3.BoolRef(z3.Z3_mk_and(ctx.ref(), n, arr), ctx)
+    return _nary(z3.Z3_mk_and, terms, _TRUE)
 
 
 def disj(terms) -> z3.BoolRef:
     """Or(terms), False for none."""
+    return _nary(z3.Z3_mk_or, terms, _FALSE)
+
+
+def _nary(mk, terms, empty) -> z3.BoolRef:
     if not terms:
-        return _FALSE
+        return empty
     if len(terms) == 1:
         return terms[0]
     arr, n = _array(terms)
     ctx = terms[0].ctx
-    return z3.BoolRef(z3.Z3_mk_or(ctx.ref(), n, arr), ctx)
+    return z3.BoolRef(mk(ctx.ref(), n, arr), ctx)
 
 
 def eq(a, b) -> z3.BoolRef:
