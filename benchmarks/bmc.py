@@ -43,8 +43,8 @@ def main() -> None:
         load = os.getloadavg()[0]
         cpu, wall = time.process_time(), time.perf_counter()
         rel = StepRelation(PRESETS[name])
-        build = {"preset": name, "paths_per_step": len(rel.paths), "build_seconds": round(time.perf_counter() - wall, 2),
-                 "build_cpu_seconds": round(time.process_time() - cpu, 2), "load_before": round(load, 2),
+        build = {"preset": name, "paths_per_step": len(rel.paths),
+                 "build_seconds": round(time.perf_counter() - wall, 2), "build_cpu_seconds": round(time.process_time() - cpu, 2), "load_before": round(load, 2),
                  "load_after": round(os.getloadavg()[0], 2)}
         print(json.dumps(build), flush=True)
         for mode in modes:
