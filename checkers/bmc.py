@@ -15,13 +15,16 @@ explicit checker compiles, read through the symbolic meaning of terms
 
 `handle` thus yields, for each action, a set of paths, each a path condition,
 a post-state and the invariants broken on the way (after every row, as the
-explicit checker checks them).  Depth k+1 is a fresh copy of the world's
-variables equal to the post-state of some path from depth k (a selector picks
-the path).  `bmc(cfg, K)` asks, depth by depth on one incremental solver, for
-a state that breaks a state invariant of the catalog or of the closed world;
-a model is read back into concrete states and replayed through the explicit
-checker's world model, and a trace that does not replay is reported as a
-disagreement between the two interpretations.
+explicit checker checks them).  The step relation (`StepRelation`) is built
+once over template variables; depth k+1 is a fresh copy of the world's
+variables equal to the post-state of some path from depth k (a Boolean per
+path says it is taken).  `bmc(cfg, K)` asks, depth by depth (incrementally, by default with
+push/pop), for a state that breaks a state invariant of the catalog or of the
+closed world; a model is read back into concrete states and replayed through
+the explicit checker's world model, and a trace that does not replay is
+reported as a disagreement between the two interpretations.  `reachable(cfg,
+K)` enumerates the states of each depth, to hold them to the explicit
+search's.
 
 Step and output invariants (which compare a row's state before and after, or
 judge its outputs) are checked by the explicit search only.
@@ -33,7 +36,6 @@ import time
 from dataclasses import dataclass, field
 
 import z3
-from z3.z3 import _to_expr_ref
 
 from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS, handle, leave, require_known_member_id
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
@@ -41,12 +43,13 @@ from groupspec.spec.kafka import NEWEST_VERSION
 from groupspec.spec.lang import NONE, Dom
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, STATES, TRIGGER_BY_NAME
-from groupspec.spec.symbolic import (SymEnv, SymOutput, _eq, _ite, concrete_to_z3, fresh, in_states, row_relation,
+from groupspec.spec.symbolic import (SymEnv, SymOutput, concrete_to_z3, fresh, in_states, row_relation,
                                      to_z3, well_formed)
 from groupspec.spec.table import ROWS
 from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
                                   MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, Kind, append_errors, armed)
 
+from .z3_fast import Sub, conj, disj, eq, ite
 from .world_model import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
 from .worlds import WorldConfig
 
@@ -115,6 +118,7 @@ class SymbolicWorld:
         # Every row, route effect and invariant is translated to Z3 once, over template
         # variables, and instantiated on a path's state by substitution (in Z3, not Python).
         self.T = {v.name: fresh("t." + v.name, v.type, self.sizes) for v in ALL_VARS}
+        self._tleaves = [(n, _leaves(t)) for n, t in self.T.items()]
         self.TP = {n: fresh("tp." + n, t, self.sizes) for n, t in PARAM_TYPES.items() if t.kind != "fun"}
         self.TE = {n: fresh("te." + n, t, self.sizes) for n, t in _ROUTE_PARAM_TYPES.items()}
         self._rows_tpl: dict = {}
@@ -182,7 +186,12 @@ class SymbolicWorld:
         return got
 
     def _pairs(self, state: dict, tparams: dict, params: dict) -> list:
-        pairs = [(a, b) for n, t in self.T.items() for a, b in zip(_leaves(t), _leaves(state[n])) if a is not b]
+        """(template leaf, its value) for the variables of `state` and the `params` of `tparams`."""
+        pairs = []
+        for n, tl in self._tleaves:
+            v = state[n]
+            if v is not self.T[n]:
+                pairs += [(a, b) for a, b in zip(tl, _leaves(v)) if a is not b]
         for n, v in params.items():
             t = tparams.get(n)
             if t is not None:
@@ -199,13 +208,14 @@ class SymbolicWorld:
             tguard, tapplies, twritten, touts, tchoices = self._row(r)
             if pairs is None:
                 pairs = self._pairs(p.state, self.TP, {**self.base_values, **given})
-            sub = _Sub(pairs + [(c, z3.Int(f"choice#{next(self._ids)}")) for c in tchoices])
-            guard = sub(tguard)
-            guards.append(sub(tapplies))
-            post = {k: _subst(v, sub) for k, v in twritten.items()}
-            outs = [SymOutput(o.kind, o.api, sub(o.cond), None if o.member is None else sub(o.member),
-                              {k: (v if v is ECHO or not isinstance(v, (z3.ExprRef, list, tuple)) else _subst(v, sub))
-                               for k, v in o.fields.items()}, o.timer) for o in touts]
+            sub = Sub(pairs + [(c, z3.Int(f"choice#{next(self._ids)}")) for c in tchoices])
+            fields = [{k: v for k, v in o.fields.items() if v is not ECHO and isinstance(v, (z3.ExprRef, list, tuple))}
+                      for o in touts]
+            guard, applies, post, conds, members, fields = sub.tree(
+                (tguard, tapplies, twritten, [o.cond for o in touts], [o.member for o in touts], fields))
+            guards.append(applies)
+            outs = [SymOutput(o.kind, o.api, cond, member, {**o.fields, **f}, o.timer)
+                    for o, cond, member, f in zip(touts, conds, members, fields)]
             res.append(_SymOutcome(r, guard, post, outs))
         if not TRIGGER_BY_NAME[trigger].total:
             res.append(_NoRow(z3.Not(z3.Or(guards)) if guards else z3.BoolVal(True)))
@@ -226,9 +236,10 @@ class SymbolicWorld:
             return
         p.state = {**p.state, **o.state}
         p.rows.append(o.row.name)
-        sub = _Sub(self._pairs(p.state, {}, {}))
-        for name, broken in self.row_invariants:
-            p.bad.append((name, z3.And(*p.pc, sub(broken))))
+        sub = Sub(self._pairs(p.state, {}, {}))
+        pc = conj(p.pc)
+        for (name, _), broken in zip(self.row_invariants, sub.many([b for _, b in self.row_invariants])):
+            p.bad.append((name, conj([pc, broken])))
 
     def route(self, p: Path, out) -> None:
         self._effect(p, ROUTE_EFFECTS[(out.kind, out.api)], out.cond, out.fields,
@@ -261,7 +272,7 @@ class SymbolicWorld:
         if z3.is_false(inside):
             return [(p, False)]
         if p.eager >= EAGER_LIMIT:
-            sub = _Sub(self._pairs(p.state, self.TP, self.base_values))
+            sub = Sub(self._pairs(p.state, self.TP, self.base_values))
             enabled = [sub(self._row(r)[1]) for r in self.rows[self.eager.trigger]]
             p.bad.append((BOUND_BROKEN, z3.And(*p.pc, inside, z3.Or(enabled))))
             p.pc.append(z3.Not(z3.And(inside, z3.Or(enabled))))
@@ -289,9 +300,10 @@ class SymbolicWorld:
                 params["out." + k] = _z3(echo) if v is ECHO else v
             if k in RECORD_FIELDS:
                 params["rec." + k] = v
-        sub = _Sub(self._pairs(p.state, self.TE, params))
-        when = z3.And(cond, sub(twhen))
-        p.state = {**p.state, **{v: _ite(when, _subst(x, sub), p.state[v]) for v, x in tnew.items()}}
+        sub = Sub(self._pairs(p.state, self.TE, params))
+        when, new = sub.tree((twhen, tnew))
+        when = conj([cond, when])
+        p.state = {**p.state, **{v: _ite_all(when, x, p.state[v]) for v, x in new.items()}}
 
     # -- the world's actions -------------------------------------------------------------------
 
@@ -439,33 +451,23 @@ _ROUTE_PARAM_TYPES = {"sender": Dom(CLIENT), "at": Dom(MEMBER), **{t.data: t.typ
 
 
 def _leaves(v) -> list:
-    if isinstance(v, (list, tuple)):
-        return [x for e in v for x in _leaves(e)]
-    return [v]
+    """The Z3 terms of a value (a map is a list, a record a tuple), in order."""
+    if not isinstance(v, (list, tuple)):
+        return [v]
+    out = []
+    for e in v:
+        if isinstance(e, (list, tuple)):
+            out += _leaves(e)
+        else:
+            out.append(e)
+    return out
 
 
-class _Sub:
-    """A substitution built once into Z3's arrays and applied to many terms: z3.substitute checks
-    every pair's sorts in Python on each call, which was most of the time of building a step."""
-    __slots__ = ("pairs", "n", "frm", "to")
-
-    def __init__(self, pairs: list):
-        self.pairs = pairs               # keeps the terms (and so their ASTs) alive
-        self.n = n = len(pairs)
-        self.frm, self.to = (z3.Ast * n)(), (z3.Ast * n)()
-        for i, (a, b) in enumerate(pairs):
-            self.frm[i], self.to[i] = a.as_ast(), b.as_ast()
-
-    def __call__(self, e):
-        return _to_expr_ref(z3.Z3_substitute(e.ctx.ref(), e.as_ast(), self.n, self.frm, self.to), e.ctx)
-
-
-def _subst(v, sub: _Sub):
-    if isinstance(v, tuple):
-        return tuple(_subst(x, sub) for x in v)
-    if isinstance(v, list):
-        return [_subst(x, sub) for x in v]
-    return sub(v)
+def _ite_all(c, x, y):
+    """If(c, x, y) leaf by leaf (of maps and records)."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(_ite_all(c, a, b) for a, b in zip(x, y))
+    return ite(c, x, y)
 
 
 def _z3(v):
@@ -496,85 +498,237 @@ def _concrete(model, v, t):
     return x.as_long() if t.kind == "set" else x.as_long()
 
 
-def _equal(a: dict, b: dict):
-    return z3.And([_eq(a[n], b[n]) for n in _VAR_NAMES])
-
-
 # -- the search ----------------------------------------------------------------------------
 
 @dataclass
 class BmcResult:
-    result: str                  # ok (no violation up to the depth), violation, disagreement
+    result: str                  # ok (no violation up to the depth), violation, disagreement, unknown, stopped
     depth: int                   # the depth searched, or of the violation
     violation: str = ""
     path: list = field(default_factory=list)      # [(Step | None, flat state)] replayed concretely
     states: list = field(default_factory=list)    # the model's states, as Z3 gave them
     seconds_per_depth: list = field(default_factory=list)
+    cpu_seconds_per_depth: list = field(default_factory=list)     # this process's (Z3 runs in it)
     paths_per_step: int = 0           # the paths of one world step (the relation's disjuncts)
     steps: list = field(default_factory=list)     # [(label, rows)] of each step, as BMC took it
     build_seconds: float = 0.0        # building the step relation, once
     detail: str = ""
 
 
-def bmc(cfg: WorldConfig, depth: int, rows: list | None = None, timeout_ms: int = 0, progress=None) -> BmcResult:
-    """Search for a state breaking a state invariant within `depth` steps of the initial state.
+class StepRelation:
+    """The world's step as one relation from template state X to X', built once.
 
-    The step is built once, from a template state X to X' (a selector picks the path), and
-    instantiated at each depth by substitution; one solver, incremental: the transitions of
-    depths so far stay asserted, each depth's violation query is pushed and popped."""
+    A Boolean per path (`picks`) says it is taken: then its condition holds and X' is its
+    post-state; some path is taken.  (Measured on the tiny world: Booleans answer depth 6 in
+    about 13 s of CPU, an integer selector compared with each path's number in 24 s.)
+    `inside` says, per invariant, on which paths (and under what condition) a row of the step
+    breaks it on its way."""
+
+    def __init__(self, cfg: WorldConfig, rows: list | None = None):
+        t0 = time.perf_counter()
+        self.cfg = cfg
+        self.world = W = SymbolicWorld(cfg, rows)
+        self.X, _ = W.fresh_state("x")
+        self.X2, _ = W.fresh_state("y")
+        self.paths = W.step(self.X)
+        self.picks = picks = _picks("pick", len(self.paths))
+        self.trans = _paths_relation(self.X2, self.paths, picks)
+        inside: dict = {n: [] for n, _ in W.row_invariants}      # in the catalog's order
+        for i, p in enumerate(self.paths):
+            for name, cond in p.bad:
+                inside.setdefault(name, []).append(conj([picks[i], cond]))
+        self.inside = {n: disj(cs) for n, cs in inside.items() if cs}
+        self.build_seconds = time.perf_counter() - t0
+
+
+class Unrolling:
+    """Copies of a step relation from the initial state on: `extend()` adds a step, `bad()` says
+    how the last state, or the step into it, breaks an invariant.  Depth k's copy substitutes
+    depth k's variables for X, k+1's for X' and `pick<k>.<i>` for the paths' Booleans."""
+
+    def __init__(self, rel: StepRelation):
+        self.rel = rel
+        self.world = rel.world
+        self.states = [rel.world.initial()]
+        self.pending: list = []       # (invariant, condition) broken inside the step into the last state
+
+    @property
+    def depth(self) -> int:
+        return len(self.states) - 1
+
+    def extend(self) -> list:
+        """The constraints of one more step (from the last state to a new one)."""
+        k, rel = self.depth, self.rel
+        nxt, wf = self.world.fresh_state(k + 1)
+        sub = Sub(_between(rel.X, self.states[k]) + _between(rel.X2, nxt)
+                  + list(zip(rel.picks, _picks(f"pick{k}.", len(rel.picks)))))
+        self.pending = [(n, sub(c)) for n, c in rel.inside.items()]
+        self.states.append(nxt)
+        return [*wf, sub(rel.trans)]
+
+    def bad(self) -> list:
+        """(invariant, the condition that it is broken) inside the step into the last state or at
+        it: in the explicit checker's order (a row breaking an invariant on its way is reported
+        before the state it leads to)."""
+        return self.pending + self.world.violations(self.states[-1])
+
+    def trace(self, m: z3.ModelRef, upto: int | None = None) -> list:
+        """The concrete flat states of a model, from the initial state to depth `upto` (the last)."""
+        return [self.world.value(m, st) for st in self.states[:None if upto is None else upto + 1]]
+
+    def taken(self, m: z3.ModelRef) -> list:
+        """[(label, rows)] of each step, as the model's selectors pick them."""
+        paths = self.rel.paths
+        taken = []
+        for j in range(self.depth):
+            picked = _picks(f"pick{j}.", len(paths))
+            i = next(i for i, b in enumerate(picked) if z3.is_true(m.eval(b, model_completion=True)))
+            taken.append((paths[i].label, paths[i].rows))
+        return taken
+
+
+def _picks(prefix: str, n: int) -> list:
+    """One Boolean per path of the step: the path is taken (more than one may be true only where
+    their post-states agree, so any true one names the step)."""
+    return [z3.Bool(f"{prefix}{i}") for i in range(n)]
+
+
+def _paths_relation(X2: dict, paths: list, picks: list):
+    """One disjunct per path: it is taken, its condition holds, and X2 is its post-state.
+    (Measured: defining each variable of X2 instead as an if-then-else over the paths that
+    change it is a smaller term but makes depth 3 of the tiny world thirty times slower.)"""
+    ys = _flat(X2)
+    eqs: list = [{} for _ in ys]      # per leaf: equalities made, by their term (most are shared)
+
+    def equal(j, v):
+        got = eqs[j].get(id(v))
+        if got is None:
+            got = eqs[j][id(v)] = eq(ys[j], v)
+        return got
+    return disj([conj([picks[i], *p.pc, *(equal(j, v) for j, v in enumerate(_flat(p.state)))])
+                 for i, p in enumerate(paths)])
+
+
+def _flat(state: dict) -> list:
+    return [x for n in _VAR_NAMES for x in _leaves(state[n])]
+
+
+MODES = ("push", "assume", "fresh")
+
+
+def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, timeout_ms: int = 0,
+        progress=None, mode: str = "push", budget_s: float | None = None, only: set | None = None) -> BmcResult:
+    """Search for a state breaking a state invariant within `depth` steps of the initial state,
+    depth by depth (so the first violation found is at a shortest depth).
+
+    `mode`, how the solver is asked at each depth: "push", one incremental solver keeping the
+    steps so far, the violation query pushed and popped; "assume", one solver, the violation
+    query guarded by a literal that is assumed for its check only; "fresh", a new solver per
+    depth given every step again (no incremental solving, for comparison).
+    `budget_s`: stop deepening once this many seconds of solving (after the relation is built)
+    have passed (result "stopped", `depth` the last depth answered); the solver's timeout is held
+    to what is left of it.
+    `only`: ask about these invariants alone (default: every state invariant of the world).
+    `cfg` may be a step relation built before (of its world and rows); its build is not timed again."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)}")
+    rel = cfg if isinstance(cfg, StepRelation) else StepRelation(cfg, rows)
     t0 = time.perf_counter()
-    W = SymbolicWorld(cfg, rows)
-    X, _ = W.fresh_state("x")
-    X2, _ = W.fresh_state("y")
-    sel = z3.Int("sel")
-    paths = W.step(X)
-    trans = z3.Or([z3.And(sel == i, *p.pc, _equal(X2, p.state)) for i, p in enumerate(paths)])
-    inside: dict = {}                 # invariant -> the condition that the step breaks it on its way
-    for i, p in enumerate(paths):
-        for name, cond in p.bad:
-            inside.setdefault(name, []).append(z3.And(sel == i, cond))
-    inside = {n: z3.Or(cs) for n, cs in inside.items()}
-    built = time.perf_counter() - t0
+    U = Unrolling(rel)
+    n_paths, built = len(rel.paths), rel.build_seconds
     if progress:
-        progress(0, len(paths), built)
-    solver = z3.Solver()
-    if timeout_ms:
-        solver.set("timeout", timeout_ms)
-    states = [W.initial()]
-    secs = []
-    pending = []                      # broken inside the step into the current depth
+        progress(0, n_paths, built)
+    solver, steps = _solver(timeout_ms), []
+    secs: list = []
+    cpu: list = []
+
+    def result(kind: str, k: int, **kw) -> BmcResult:
+        return BmcResult(kind, k, seconds_per_depth=secs, cpu_seconds_per_depth=cpu, paths_per_step=n_paths,
+                         build_seconds=built, **kw)
+
+    def took():
+        secs.append(time.perf_counter() - t1)
+        cpu.append(time.process_time() - c1)
     for k in range(depth + 1):
-        t1 = time.perf_counter()
-        bad = W.violations(states[k]) + pending
-        solver.push()
-        solver.add(z3.Or([cond for _, cond in bad]) if bad else z3.BoolVal(False))
-        verdict = solver.check()
+        t1, c1 = time.perf_counter(), time.process_time()
+        if budget_s is not None:
+            left = budget_s - (t1 - t0)
+            if left <= 0:
+                return result("stopped", k - 1, detail=f"the budget of {budget_s:g} s was spent")
+            solver.set("timeout", int(left * 1000) if not timeout_ms else min(timeout_ms, int(left * 1000)))
+        bad = [(n, cond) for n, cond in U.bad() if only is None or n in only]
+        query = disj([cond for _, cond in bad])
+        if mode == "fresh":
+            solver = _solver(timeout_ms if budget_s is None else int(left * 1000))
+            solver.add(*steps, query)
+            verdict = solver.check()
+        elif mode == "assume":
+            lit = z3.Bool(f"query{k}")
+            solver.add(z3.Implies(lit, query))
+            verdict = solver.check(lit)
+        else:
+            solver.push()
+            solver.add(query)
+            verdict = solver.check()
         if verdict == z3.sat:
             m = solver.model()
             name = next(n for n, cond in bad if z3.is_true(m.eval(cond, model_completion=True)))
-            res = _replayed(W, [W.value(m, st) for st in states], name, k)
-            # what BMC says each step was: the path the selector picked
-            res.steps = [(paths[idx].label, paths[idx].rows) for idx in
-                         (m.eval(z3.Int(f"sel{j}"), model_completion=True).as_long() for j in range(k))]
-            res.seconds_per_depth, res.paths_per_step, res.build_seconds = secs + [time.perf_counter() - t1], \
-                len(paths), built
+            took()
+            res = _replayed(U.world, U.trace(m), name, k)
+            res.steps, res.seconds_per_depth, res.cpu_seconds_per_depth = U.taken(m), secs, cpu
+            res.paths_per_step, res.build_seconds = n_paths, built
             return res
-        solver.pop()
+        if mode == "push":
+            solver.pop()
         if verdict == z3.unknown:
-            return BmcResult("unknown", k, detail=f"Z3 gave up at depth {k}: {solver.reason_unknown()}",
-                             seconds_per_depth=secs, paths_per_step=len(paths), build_seconds=built)
+            why = solver.reason_unknown()
+            if budget_s is not None and time.perf_counter() - t0 >= budget_s:
+                return result("stopped", k - 1, detail=f"the budget of {budget_s:g} s was spent in depth {k}")
+            return result("unknown", k, detail=f"Z3 gave up at depth {k}: {why}")
         if k == depth:
-            secs.append(time.perf_counter() - t1)
+            took()
             break
-        nxt, wf = W.fresh_state(k + 1)
-        sub = _Sub(_between(X, states[k]) + _between(X2, nxt) + [(sel, z3.Int(f"sel{k}"))])
-        solver.add(*wf, sub(trans))
-        pending = [(n, sub(c)) for n, c in inside.items()]
-        states.append(nxt)
-        secs.append(time.perf_counter() - t1)
+        step = U.extend()
+        steps += step
+        if mode != "fresh":
+            solver.add(*step)
+        took()
         if progress:
-            progress(k + 1, len(paths), secs[-1])
-    return BmcResult("ok", depth, seconds_per_depth=secs, paths_per_step=len(paths), build_seconds=built)
+            progress(k + 1, n_paths, secs[-1])
+    return result("ok", depth)
+
+
+def reachable(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None) -> list[set]:
+    """The concrete states reachable in exactly j steps of the world, for j = 0 .. depth, each
+    enumerated by Z3 over the unrolled relation: a state found is excluded (a blocking clause
+    over all its variables) and the query asked again until none is left.  The sets, not only
+    their sizes, so a caller can compare them with another interpretation's."""
+    rel = cfg if isinstance(cfg, StepRelation) else StepRelation(cfg, rows)
+    U = Unrolling(rel)
+    solver = z3.Solver()
+    levels = []
+    for j in range(depth + 1):
+        if j:
+            solver.add(*U.extend())
+        leaves = _flat(U.states[j])
+        found: set = set()
+        solver.push()
+        while (verdict := solver.check()) == z3.sat:
+            m = solver.model()
+            found.add(U.world.value(m, U.states[j]))
+            solver.add(z3.Not(conj([eq(x, m.eval(x, model_completion=True)) for x in leaves])))
+        solver.pop()
+        if verdict != z3.sat and verdict != z3.unsat:
+            raise RuntimeError(f"Z3 gave up enumerating the states at depth {j}: {solver.reason_unknown()}")
+        levels.append(found)
+    return levels
+
+
+def _solver(timeout_ms: int) -> z3.Solver:
+    s = z3.Solver()
+    if timeout_ms:
+        s.set("timeout", timeout_ms)
+    return s
 
 
 def _between(A: dict, B: dict) -> list:
@@ -593,6 +747,7 @@ def _replayed(W: SymbolicWorld, trace: list, violation: str, k: int) -> BmcResul
             succ, _ = model.successors(cur)
         except InvariantViolation as e:
             if i == len(trace) - 1:
+                path.append((model.failing_step(e), model.flat(cur)))     # as the explicit checker ends it
                 return BmcResult("violation", k, violation, path, trace,
                                  detail=f"replayed: a row of the last step breaks {e.invariant.name} on its way")
             return BmcResult("disagreement", k, violation, path, trace,

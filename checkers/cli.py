@@ -251,7 +251,8 @@ def prove_cmd(
     strengthen: bool = typer.Option(True, "--strengthen/--no-strengthen",
                                     help="Search auxiliary lemmas when plain induction fails."),
     bound: int = typer.Option(2, "--bound", help="Members for the fixed-size fallback ('proved up to N')."),
-    timeout: float = typer.Option(3.0, "--timeout", help="Seconds per Z3 query (a timeout is 'unknown')."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per Z3 query (a timeout is "
+                                            "'unknown') [default: 3; with --bmc: none]."),
     budget: float = typer.Option(20.0, "--budget", help="Seconds of strengthening search per invariant and reading."),
     check_lemmas: str = typer.Option("tiny,small", "--check-lemmas",
                                      help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
@@ -264,13 +265,18 @@ def prove_cmd(
                                       "K steps deep from its initial state (Z3; the same declarations the "
                                       "explicit checker compiles)."),
     preset: str = typer.Option("tiny", "--preset", help="The world for --bmc (those of `groupspec check`)."),
+    out_dir: Optional[str] = typer.Option(None, "--out", help="With --bmc: where to write a counterexample (ITF, "
+                                                               "table, Mermaid)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3);
     with --bmc K, search a closed world K steps deep for a state that breaks an invariant."""
     if bmc is not None:
-        _bmc(bmc, preset, timeout, as_json)
+        _bmc(bmc, preset, timeout, out_dir, as_json)
         return
+    if out_dir is not None:
+        fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
+    timeout = 3.0 if timeout is None else timeout
     from .prove import INVARIANTS
     from .prove_report import as_json as proofs_json, exit_code, print_table, run_induction
     known = [i.name for i in INVARIANTS]
@@ -344,7 +350,7 @@ def check_cmd(
     the counterexample's length in steps (a --liveness lasso: the path to the loop and one lap
     of it; no progress: the path to the stuck state)."""
     import dataclasses
-    from .counterexample import mermaid, step_table, to_itf
+    from .counterexample import step_table, to_itf
     from .explicit import check, check_parallel
     from .world_model import WorldModel
     from .worlds import PRESETS, world_problem
@@ -405,6 +411,7 @@ def check_cmd(
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
            "workers": workers,
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
+           "states_first_reached_per_depth": res.levels,
            "waived": [{"invariant": n, "why": w} for n, w in cfg.waive],
            "coverage": {"fired": fired, "never_fired": never,
                         "table_rows": len(ROWS), "table_rows_fired": len(ROWS) - len(never)}}
@@ -430,24 +437,8 @@ def check_cmd(
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
     if res.path and out_path:
-        from .counterexample import html_page, violation_meaning
-        sequence = mermaid(res.path, model, res.violation, res.loop_start)
-        texts = {"counterexample.itf.json": json.dumps(doc["counterexample"]["itf"], indent=1),
-                 "counterexample.mmd": sequence,
-                 "counterexample.md": _steps_md(doc["counterexample"]["steps"], res.violation),
-                 "counterexample.html": html_page(doc["counterexample"]["steps"], sequence, res.violation,
-                                                  violation_meaning(res.violation))}
-
-        def write():
-            out_path.mkdir(parents=True, exist_ok=True)
-            for name, text in texts.items():
-                (out_path / name).write_text(text, encoding="utf-8")
-            js = _mermaid_js()
-            if js is not None:      # the page draws its diagram with it; without it, it shows the diagram's text
-                shutil.copyfile(js, out_path / "mermaid.min.js")
-        write_outputs("--out", out_path, write)
-        if not as_json:
-            out.print(f"counterexample written to {out_path}", markup=False)
+        write_counterexample(out_path, doc["counterexample"], res.path, model, res.violation, as_json,
+                             res.loop_start)
     if res.result in ("violation", "deadlock", "lasso", "no-progress"):
         raise typer.Exit(1)
 
@@ -463,6 +454,29 @@ def _mermaid_js():
         return mermaid_js()
     except DocsError:
         return None
+
+
+def write_counterexample(out_path: Path, ce: dict, path: list, model, violation: str, as_json: bool,
+                         loop_start: int = -1) -> None:
+    """Write a counterexample (`ce`: its step table and ITF, as the JSON output holds them) into
+    the folder `out_path` in the three formats (CE_FILES)."""
+    from .counterexample import html_page, mermaid, violation_meaning
+    sequence = mermaid(path, model, violation, loop_start)
+    texts = {"counterexample.itf.json": json.dumps(ce["itf"], indent=1),
+             "counterexample.mmd": sequence,
+             "counterexample.md": _steps_md(ce["steps"], violation),
+             "counterexample.html": html_page(ce["steps"], sequence, violation, violation_meaning(violation))}
+
+    def write():
+        out_path.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            (out_path / name).write_text(text, encoding="utf-8")
+        js = _mermaid_js()
+        if js is not None:      # the page draws its diagram with it; without it, it shows the diagram's text
+            shutil.copyfile(js, out_path / "mermaid.min.js")
+    write_outputs("--out", out_path, write)
+    if not as_json:
+        out.print(f"counterexample written to {out_path}", markup=False)
 
 
 def _bounded_workers(option: str, n: int) -> int:
@@ -550,35 +564,45 @@ def _conform_cmd():
 app.command("conform")(_conform_cmd())
 
 
-def _bmc(depth: int, preset: str, timeout: float, as_json: bool) -> None:
-    """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation, 2 when the
+def _bmc(depth: int, preset: str, timeout: float | None, out_dir: str | None, as_json: bool) -> None:
+    """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation (written
+    with --out in the three counterexample formats, as `check` writes one), 2 when the
     interpretations disagree or Z3 gives up (the answer cannot be trusted either way)."""
     from .bmc import bmc
-    from .counterexample import step_table
+    from .counterexample import step_table, to_itf
     from .world_model import WorldModel
     from .worlds import PRESETS
     if not 0 <= depth <= 64:
         fail_input(f"--bmc {depth}: give a depth from 0 to 64 (each step is a copy of the world's variables)")
     if preset not in PRESETS:
         fail_input(f"--preset: unknown preset {preset!r}; use {', '.join(PRESETS)}")
+    if timeout is not None and not 0 < timeout <= 86_400:
+        fail_input(f"--timeout {timeout:g}: give seconds in (0, 86400] per Z3 query, or leave it out for none")
+    out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
 
     def progress(k, paths, secs):
         if not as_json:
-            err.print(f"bmc: depth {k} ({paths} paths per step) in {secs:.1f} s", markup=False, highlight=False)
-    res = bmc(PRESETS[preset], depth, progress=progress)
+            what = "step relation built" if k == 0 else f"depth {k - 1} answered, depth {k} unrolled"
+            err.print(f"bmc: {what} ({paths} paths per step) in {secs:.1f} s", markup=False, highlight=False)
+    res = bmc(PRESETS[preset], depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress)
     model = WorldModel(PRESETS[preset])
     doc = {"result": res.result, "preset": preset, "depth": res.depth, "violation": res.violation,
            "detail": res.detail, "paths_per_step": res.paths_per_step, "build_seconds": round(res.build_seconds, 2),
            "seconds_per_depth": [round(x, 2) for x in res.seconds_per_depth]}
     if res.path:
-        doc["counterexample"] = {"steps": step_table(res.path, model), "bmc_steps": res.steps}
+        doc["counterexample"] = {"steps": step_table(res.path, model),
+                                 "itf": to_itf(res.path, model, res.violation, source="groupspec prove --bmc"),
+                                 "bmc_steps": res.steps}
     if as_json:
         print(json.dumps(doc, indent=2))
     else:
         out.print(f"bmc {preset}: {res.result} at depth {res.depth}"
-                  + (f": {res.violation}" if res.violation else "") + (f" ({res.detail})" if res.detail else ""))
+                  + (f": {res.violation}" if res.violation else "") + (f" ({res.detail})" if res.detail else ""),
+                  markup=False, highlight=False)
         for st in doc.get("counterexample", {}).get("steps", []):
-            out.print(f"  {st['step']}. {st['action']}")
+            out.print(f"  {st['step']:>3}  {st['action']}", markup=False, highlight=False)
+    if res.path and out_path and res.result == "violation":
+        write_counterexample(out_path, doc["counterexample"], res.path, model, res.violation, as_json)
     if res.result == "violation":
         raise typer.Exit(1)
     if res.result in ("disagreement", "unknown"):

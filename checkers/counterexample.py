@@ -49,7 +49,7 @@ def itf_value(t, v, model: WorldModel):
     return repr(v)
 
 
-def to_itf(path: list, model: WorldModel, violation: str) -> dict:
+def to_itf(path: list, model: WorldModel, violation: str, source: str = "groupspec check") -> dict:
     names = [v.name for v in ALL_VARS if not v.name.startswith("scratch_")]
     states = []
     for i, (step, s) in enumerate(path):
@@ -59,7 +59,7 @@ def to_itf(path: list, model: WorldModel, violation: str) -> dict:
             if v.name in names:
                 st[v.name] = itf_value(v.type, val, model)
         states.append(st)
-    return {"#meta": {"format": "ITF", "source": "groupspec check", "violation": violation,
+    return {"#meta": {"format": "ITF", "source": source, "violation": violation,
                       "description": "a shortest path from the initial state to the violation"},
             "vars": names, "states": states}
 

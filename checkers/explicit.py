@@ -82,6 +82,7 @@ class Result:
     complete: bool = True                        # False if stopped at --max-states
     loop_start: int = -1                         # a lasso: the path's index where the loop begins
     unreduced_states: int = 0                    # with symmetry: the states the search stands for
+    levels: list = field(default_factory=list)   # distinct states first reached at each depth 0, 1, ...
 
     @property
     def states_per_second(self) -> float:
@@ -128,6 +129,7 @@ class _Explorer:
         self.generated = 0
         self.unreduced = 0             # the states the kept ones stand for
         self.depth = 0
+        self.levels: list = []         # distinct states first kept at each depth
         self.names = model.invariants()
         self.roots = list(dict.fromkeys((ct, hash(ct)) for ct in map(self.rep, model.init_states())))
 
@@ -163,6 +165,7 @@ class _Explorer:
         """Keep the initial states: (the property one breaks, its fingerprint), or None."""
         for ct, ft in self.roots:
             bad = self.admit(ct, ft, None)
+            self.count(0)
             if bad:
                 return bad, ft
         return None
@@ -183,7 +186,14 @@ class _Explorer:
         path = self.path(seen or self.seen, at, last) if at is not None else []
         return Result(result, len(self.seen), self.generated, time.perf_counter() - self.start, self.depth,
                       self.symmetry, self.names, self.coverage, violation, path, complete=result != "stopped",
-                      unreduced_states=self.unreduced)
+                      unreduced_states=self.unreduced, levels=list(self.levels))
+
+    def count(self, depth: int, new: int = 1) -> None:
+        """`new` distinct states kept at `depth` (a search that stops early leaves its last depth's
+        count partial)."""
+        while len(self.levels) <= depth:
+            self.levels.append(0)
+        self.levels[depth] += new
 
     def path(self, seen, at: int, last=None) -> list:
         """A concrete shortest path to the state with fingerprint `at`, replayed from an initial
@@ -261,6 +271,8 @@ def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool) -
                     progress(X.generated, len(seen), len(level) + len(nxt), depth, time.perf_counter() - X.start)
                 if max_states and len(seen) >= max_states:
                     return finish("stopped")
+        if nxt or pending:
+            X.count(depth, len(nxt) + (pending is not None))
         if pending:
             X.depth = depth
             return finish("violation", pending[0], pending[1])
@@ -308,6 +320,7 @@ def _check_liveness(model: Model, max_states, deadlock: bool, progress) -> Resul
             if ft in seen:
                 continue
             bad = X.admit(t, ft, fs)
+            X.count(d + 1)
             if bad:
                 X.depth = max(X.depth, d + 1)
                 return finish("violation", bad, ft)
@@ -533,6 +546,8 @@ def _check_parallel(model: Model, workers: int, symmetry: bool, progress, max_st
             failures = [st["failure"] for st in stats if st["failure"]]
             if new or failures:
                 X.depth += 1
+            if new:
+                X.count(X.depth, new)
             if progress:
                 progress(X.generated, distinct, new, X.depth, time.perf_counter() - X.start)
             if failures:

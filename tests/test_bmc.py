@@ -3,36 +3,132 @@
 BMC reads the same declarations the explicit checker compiles, through the symbolic meaning
 of terms and `handling.handle` with a symbolic host; each violation it finds is replayed
 through the explicit checker's world model, and a trace that does not replay is reported as
-a disagreement.  So these tests hold the two interpretations to each other.
+a disagreement.  So these tests hold the two interpretations to each other: the states BMC
+reaches within k steps are the explicit search's, depth by depth, and a planted bug is found
+by both at the same shortest depth.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+from functools import partial
+
 import pytest
 
-from groupspec.checkers.bmc import bmc
+from groupspec.checkers import bmc as BMC
+from groupspec.checkers.bmc import StepRelation, bmc, reachable
 from groupspec.checkers.explicit import check
 from groupspec.checkers.world_model import WorldModel
 from groupspec.checkers.worlds import PRESETS
+from groupspec.spec.lang import If, Lowest
+from groupspec.spec.schema import P, V
 
-from test_planted_bugs import LEADER_SYNCS, plant, propagate_without_storing
+from test_cli_input import refused, run_cli
+from test_planted_bugs import (LEADER_SYNCS, TINY, _new_member_rows, edit_sets, plant, propagate_without_storing,
+                               rows_fired, subst_row)
 
-TINY = PRESETS["tiny"]
+# the tiny world with one client: the cheapest world a violation can be found in end to end
+ONE = dataclasses.replace(TINY, clients=1)
 
 
-def test_no_state_within_two_steps_of_the_tiny_world_breaks_an_invariant():
-    r = bmc(TINY, 2)
+@pytest.fixture(scope="module")
+def tiny_step() -> StepRelation:
+    return StepRelation(TINY)         # built once (seconds), unrolled by each test
+
+
+def test_no_state_within_two_steps_of_the_tiny_world_breaks_an_invariant(tiny_step):
+    r = bmc(tiny_step, 2)
     assert (r.result, r.depth) == ("ok", 2), r.detail
     assert r.paths_per_step > 100      # every row of every trigger a step may take, under its guard
+    assert len(r.seconds_per_depth) == 3
+
+
+def test_bmc_reaches_the_states_the_explicit_search_reaches_depth_by_depth(tiny_step):
+    k = 3
+    levels = reachable(tiny_step, k)              # the states reachable in exactly j steps, by Z3
+    explicit = check(WorldModel(TINY), symmetry=False)
+    seen, first_reached = set(), []
+    for states in levels:
+        first_reached.append(len(states - seen))
+        seen |= states
+    assert first_reached == explicit.levels[:k + 1]
+    assert sum(first_reached) > k + 1            # more than one path: interleavings of the two clients
+    # and they are the same states: depth j's are the concrete successors of depth j-1's
+    model = WorldModel(TINY)
+    for j in range(1, k + 1):
+        assert {model.flat(t) for s in levels[j - 1] for _, t in model.successors(model.unflat(s))[0]} == levels[j]
+
+
+def member_also_pending(r):
+    """GC.doDynamicNewMemberJoinGroup that adds the new id to the members as well as parking it
+    as pending (both at once: the group's record breaks at the first JoinGroup)."""
+    def add(u):
+        if "pending" in u:
+            u["members"] = V.members.with_(P.fresh)
+        return u
+    return edit_sets(r, add)
+
+
+def test_prove_bmc_writes_its_counterexample_in_the_three_formats(monkeypatch, capsys, tmp_path):
+    rows = plant(member_also_pending, lambda n: n.startswith("JoinGroup: new dynamic member must rejoin"))
+    monkeypatch.setitem(PRESETS, "tiny", ONE)
+    monkeypatch.setattr(BMC, "bmc", partial(BMC.bmc, rows=rows))      # the CLI's BMC, of the planted table
+    code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "3", "--preset", "tiny", "--json",
+                             "--out", str(tmp_path / "ce"))
+    assert code == 1, err
+    doc = json.loads(out)
+    explicit = check(WorldModel(ONE, rows))
+    assert (doc["result"], doc["depth"], doc["violation"]) == ("violation", explicit.depth, explicit.violation)
+    files = {p.name: p.read_text() for p in (tmp_path / "ce").iterdir()}
+    assert set(files) == {"counterexample.itf.json", "counterexample.mmd", "counterexample.md"}
+    itf = json.loads(files["counterexample.itf.json"])
+    assert itf["#meta"]["source"] == "groupspec prove --bmc" and len(itf["states"]) == len(explicit.path)
+    assert itf == doc["counterexample"]["itf"]
+    assert "JoinGroup: new dynamic member must rejoin with its id (no group yet)" in files["counterexample.md"]
+    assert files["counterexample.mmd"].startswith("sequenceDiagram")
+    assert f"violates {explicit.violation}" in files["counterexample.mmd"]
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--bmc", "2", "--out", "{file}"], "is not a folder"),
+    (["--out", "{dir}"], "--out is for --bmc's counterexample"),
+    (["--bmc", "2", "--timeout", "0"], "--timeout 0: give seconds in (0, 86400]"),
+    (["--bmc", "65"], "--bmc 65: give a depth from 0 to 64"),
+    (["--bmc", "2", "--preset", "huge"], "unknown preset 'huge'"),
+])
+def test_prove_bmc_refuses_bad_input(monkeypatch, capsys, tmp_path, args, says):
+    (tmp_path / "f").write_text("")
+    args = [a.format(file=tmp_path / "f", dir=tmp_path / "d") for a in args]
+    assert says in refused(monkeypatch, capsys, "prove", *args)
+
+
+def _same_shortest_violation(rows, cfg=TINY):
+    """The explicit checker's shortest violation, and BMC's at that depth: the same length,
+    replayed concretely, and BMC asked about the explicit checker's invariant alone finds it
+    broken at that depth too (a shortest path may break more than one)."""
+    explicit = check(WorldModel(cfg, rows))
+    assert explicit.result == "violation"
+    rel = StepRelation(cfg, rows)
+    r = bmc(rel, explicit.depth)
+    assert r.result == "violation", r.detail           # replayed concretely: not a disagreement
+    assert r.depth == explicit.depth and len(r.path) == len(explicit.path)
+    same = bmc(rel, explicit.depth, only={explicit.violation})
+    assert (same.result, same.depth, same.violation) == ("violation", explicit.depth, explicit.violation)
+    return explicit, r
 
 
 @pytest.mark.slow
-def test_bmc_and_the_explicit_checker_find_a_planted_bug_at_the_same_depth():
+def test_bmc_and_the_explicit_checker_find_kafka_2017_at_the_same_depth():
     # KAFKA-2017's class: the leader's assignment propagated without storing the group
-    rows = plant(propagate_without_storing, LEADER_SYNCS.__eq__)
-    explicit = check(WorldModel(TINY, rows))
-    assert explicit.result == "violation"
-    r = bmc(TINY, explicit.depth, rows=rows)
-    assert r.result == "violation", r.detail           # replayed concretely: not a disagreement
-    assert r.depth == explicit.depth
-    assert len(r.path) == len(explicit.path)
+    explicit, r = _same_shortest_violation(plant(propagate_without_storing, LEADER_SYNCS.__eq__))
     assert r.violation == explicit.violation == "membership-durable"
+    assert LEADER_SYNCS in rows_fired(r)
+
+
+@pytest.mark.slow
+def test_bmc_and_the_explicit_checker_find_a_member_id_from_the_client_id_at_the_same_depth():
+    # GM.generateMemberId without the UUID: a new member is handed an id a member already holds
+    in_use = V.members | V.pending
+    rows = plant(lambda r: subst_row(r, P.fresh, If(in_use.is_empty(), P.fresh, Lowest(in_use))), _new_member_rows)
+    explicit, r = _same_shortest_violation(rows)
+    assert {r.violation, explicit.violation} <= {"pending-not-members", "no-shared-member-id"}
