@@ -10,6 +10,7 @@ by both at the same shortest depth.
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 from functools import partial
 
@@ -79,8 +80,10 @@ def test_prove_bmc_writes_its_counterexample_in_the_three_formats(monkeypatch, c
     doc = json.loads(out)
     explicit = check(WorldModel(ONE, rows))
     assert (doc["result"], doc["depth"], doc["violation"]) == ("violation", explicit.depth, explicit.violation)
-    files = {p.name: p.read_text() for p in (tmp_path / "ce").iterdir()}
-    assert set(files) == {"counterexample.itf.json", "counterexample.mmd", "counterexample.md"}
+    files = {p.name: p.read_text() for p in (tmp_path / "ce").iterdir() if p.suffix != ".js"}
+    # the three formats, and the page for a review that check --out writes too
+    assert set(files) == {"counterexample.itf.json", "counterexample.mmd", "counterexample.md", "counterexample.html"}
+    assert html.escape(files["counterexample.mmd"]) in files["counterexample.html"]
     itf = json.loads(files["counterexample.itf.json"])
     assert itf["#meta"]["source"] == "groupspec prove --bmc" and len(itf["states"]) == len(explicit.path)
     assert itf == doc["counterexample"]["itf"]
