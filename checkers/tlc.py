@@ -29,7 +29,7 @@ def find_jar() -> tuple[Path | None, str]:
     given = os.environ.get(JAR_ENV)
     if given:
         p = Path(given)
-        return (p, "") if p.is_file() else (None, f"{JAR_ENV}={given} is not a file")
+        return (p, "") if p.is_file() else (None, f"{JAR_ENV}={given} is not a file; point it at a tla2tools.jar")
     p = REPO.parent / "shared" / "tools" / "tla2tools.jar"
     if p.is_file():
         return p, ""
