@@ -33,18 +33,16 @@ import re
 from dataclasses import dataclass, field
 
 from groupspec.spec.handling import REC, RECORD_FIELDS, handle, leave, require_known_member_id
-from groupspec.spec.invariants import INVARIANTS
 from groupspec.spec.kafka import NEWEST_VERSION
 from groupspec.spec.lang import NONE, Term, choices_in
 from groupspec.spec.rows import ECHO, Out, Set_
-from groupspec.spec.schema import GroupRecord, PARAM_TYPES, STATES, TRIGGER_BY_NAME
+from groupspec.spec.schema import PARAM_TYPES, STATES, TRIGGER_BY_NAME
 from groupspec.spec.table import ROWS
-from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, client_name, element, literal, to_tla, type_set
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, AT, C, CLIENT_ROWS, FAILOVER, FORGOTTEN, FRESH,
-                                  ISSUED, MESSAGES, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, SENDER, STRONG, UNFAIR,
-                                  WEAK, WHO, Kind, append_errors, armed, fairness)
+from groupspec.spec.tla import TlaEnv, element, literal, to_tla
+from groupspec.spec.world import (ALL_VARS, AT, C, FAILOVER, FRESH, ISSUED, MESSAGES, OUT, REQ, ROUTE_EFFECTS, SENDER,
+                                  WHO, Kind, append_errors, armed)
 
-from .world_model import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
+from .world_model import SKIPPED_OUTPUTS, WorldModel
 from .worlds import WorldConfig
 
 MODULE = "ConsumerGroupWorld"

@@ -12,17 +12,15 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from groupspec.spec.concrete import iter_bits
 from groupspec.spec.invariants import INVARIANTS
 from groupspec.spec.lang import NONE
-from groupspec.spec.schema import PARAM_TYPES, STATE_VARS
-from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, client_name, element, literal, to_tla, type_set
+from groupspec.spec.schema import PARAM_TYPES
+from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, client_name, literal, to_tla, type_set
 from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLIENT_ROWS, FORGOTTEN, MESSAGES,
-                                  RESPONSE_VARS, STRONG, UNFAIR, WEAK, WORLD_VARS, Kind, fairness)
+                                  RESPONSE_VARS, UNFAIR, WEAK, Kind, armed, fairness)
 from groupspec.spec.handling import SELECTED_ONLY
 
-from .tla_export import (FUNCTIONS, LATE, MODULE, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx, camel,
-                         tla_name)
+from .tla_export import FUNCTIONS, MODULE, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx, camel
 from .world_model import WorldModel, _enabled_by, world_invariants
 from .worlds import WorldConfig
 
@@ -36,9 +34,6 @@ class Exported:
 
 
 # -- laying a tree of ways through a step out as TLA+ ---------------------------------------
-
-LET_AS_EXISTS = True
-
 
 def _trie(paths: list) -> dict:
     root: dict = {}
@@ -72,8 +67,10 @@ def _render(node: dict, col: int) -> list[str]:
         elif kind == "goto":
             lines.append(f"{pad}/\\ Goto({frame[1]})")
         elif kind == "let":
-            lines.append(f"{pad}/\\ \\E {frame[1]} \\in {{{frame[2]}}} :" if LET_AS_EXISTS else
-                         f"{pad}/\\ LET {frame[1]} == {frame[2]} IN")
+            # bound as the one element of a set, not with LET: TLC re-evaluates a LET definition
+            # each time an action's successors are enumerated, and these chains refer to their
+            # predecessor several times each (tiny: 100 ms a state with LET, 5 ms with this)
+            lines.append(f"{pad}/\\ \\E {frame[1]} \\in {{{frame[2]}}} :")
             lines += _render(child, col + 6)
             return lines
         elif kind == "exists":
@@ -159,7 +156,6 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
     from groupspec.spec.table import TIMER_TRIGGERS
     for a in ACTIONS:
         if a.trigger in TIMER_TRIGGERS.values() and _enabled_by(a, cfg):
-            from groupspec.spec.world import armed
             if not armed(a.trigger, cfg.timely):
                 continue
             per = a.per == "member"

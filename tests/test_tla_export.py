@@ -9,7 +9,6 @@ found (checkers/tlc.py find_jar: GROUPSPEC_TLC_JAR, or ../shared/tools).
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
