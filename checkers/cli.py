@@ -308,33 +308,68 @@ def prove_cmd(
         raise typer.Exit(1)
 
 
+# The options that say which closed world: `groupspec check` and `groupspec export tla` take the same.
+_W = dict(
+    preset=typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3, "
+                                                  "hung (seconds), ci (under two minutes), deep (nightly)"),
+    clients=typer.Option(None, "--clients", help="number of consumer clients"),
+    topics=typer.Option(None, "--topics"),
+    partitions=typer.Option(None, "--partitions", help="partitions per topic"),
+    max_generation=typer.Option(None, "--max-generation"),
+    member_ids=typer.Option(None, "--member-ids", help="member ids the coordinator may issue"),
+    crash=typer.Option(None, "--crash/--no-crash", help="clients may crash"),
+    expiry=typer.Option(None, "--expiry/--no-expiry", help="session timers may fire"),
+    failover=typer.Option(None, "--failover/--no-failover", help="coordinator unload/load"),
+    append_failure=typer.Option(None, "--append-failure/--no-append-failure"),
+    loss=typer.Option(None, "--loss/--no-loss", help="the network may lose messages"),
+    duplication=typer.Option(None, "--duplication/--no-duplication", help="the network may deliver a request twice"),
+    reordering=typer.Option(None, "--reordering/--no-reordering",
+                            help="a request may be overtaken by its client's later ones"),
+    hung_poll=typer.Option(None, "--hung-poll/--no-hung-poll",
+                           help="a client's poll loop may hang after its JoinGroup response: it never syncs while "
+                                "its heartbeat thread keeps heartbeating"),
+    timely=typer.Option(None, "--timely/--no-timely",
+                        help="clients answer within their timeouts: the DelayedJoin never expires and the sync "
+                             "timeout never fires"),
+    rebalance_budget=typer.Option(None, "--rebalance-budget/--no-rebalance-budget",
+                                  help="the generation bound is a property (timely clients without faults only)"),
+)
+
+
+def _world(preset: str, **overrides):
+    """The world the options name (a preset with flags over it), or one line and exit 2."""
+    import dataclasses
+    from .worlds import PRESETS, world_problem
+    if preset not in PRESETS:
+        fail_input(f"--preset {preset!r}: unknown preset; use {', '.join(PRESETS)}")
+    try:
+        cfg = dataclasses.replace(PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None})
+    except ValueError as e:      # a world that contradicts itself (WorldConfig says which flags)
+        fail_input(str(e))
+    problem = world_problem(cfg)
+    if problem:
+        fail_input(problem)
+    return cfg
+
+
 @app.command("check")
 def check_cmd(
-    preset: str = typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3, "
-                                                         "hung (seconds), ci (under two minutes), deep (nightly)"),
-    clients: Optional[int] = typer.Option(None, "--clients", help="number of consumer clients"),
-    topics: Optional[int] = typer.Option(None, "--topics"),
-    partitions: Optional[int] = typer.Option(None, "--partitions", help="partitions per topic"),
-    max_generation: Optional[int] = typer.Option(None, "--max-generation"),
-    member_ids: Optional[int] = typer.Option(None, "--member-ids", help="member ids the coordinator may issue"),
-    crash: Optional[bool] = typer.Option(None, "--crash/--no-crash", help="clients may crash"),
-    expiry: Optional[bool] = typer.Option(None, "--expiry/--no-expiry", help="session timers may fire"),
-    failover: Optional[bool] = typer.Option(None, "--failover/--no-failover", help="coordinator unload/load"),
-    append_failure: Optional[bool] = typer.Option(None, "--append-failure/--no-append-failure"),
-    loss: Optional[bool] = typer.Option(None, "--loss/--no-loss", help="the network may lose messages"),
-    duplication: Optional[bool] = typer.Option(None, "--duplication/--no-duplication",
-                                               help="the network may deliver a request twice"),
-    reordering: Optional[bool] = typer.Option(None, "--reordering/--no-reordering",
-                                              help="a request may be overtaken by its client's later ones"),
-    hung_poll: Optional[bool] = typer.Option(None, "--hung-poll/--no-hung-poll",
-                                             help="a client's poll loop may hang after its JoinGroup response: it "
-                                                  "never syncs while its heartbeat thread keeps heartbeating"),
-    timely: Optional[bool] = typer.Option(None, "--timely/--no-timely",
-                                          help="clients answer within their timeouts: the DelayedJoin never "
-                                               "expires and the sync timeout never fires"),
-    rebalance_budget: Optional[bool] = typer.Option(None, "--rebalance-budget/--no-rebalance-budget",
-                                                    help="the generation bound is a property (timely clients "
-                                                         "without faults only)"),
+    preset: str = _W["preset"],
+    clients: Optional[int] = _W["clients"],
+    topics: Optional[int] = _W["topics"],
+    partitions: Optional[int] = _W["partitions"],
+    max_generation: Optional[int] = _W["max_generation"],
+    member_ids: Optional[int] = _W["member_ids"],
+    crash: Optional[bool] = _W["crash"],
+    expiry: Optional[bool] = _W["expiry"],
+    failover: Optional[bool] = _W["failover"],
+    append_failure: Optional[bool] = _W["append_failure"],
+    loss: Optional[bool] = _W["loss"],
+    duplication: Optional[bool] = _W["duplication"],
+    reordering: Optional[bool] = _W["reordering"],
+    hung_poll: Optional[bool] = _W["hung_poll"],
+    timely: Optional[bool] = _W["timely"],
+    rebalance_budget: Optional[bool] = _W["rebalance_budget"],
     symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
     liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
                                                             "(keeps the graph; turns symmetry off)"),
@@ -353,28 +388,16 @@ def check_cmd(
     from .counterexample import step_table, to_itf
     from .explicit import check, check_parallel
     from .world_model import WorldModel
-    from .worlds import PRESETS, world_problem
-    if preset not in PRESETS:
-        fail_input(f"--preset {preset!r}: unknown preset; use {', '.join(PRESETS)}")
     if liveness and workers is not None and workers != 1:
         fail_input(f"--workers {workers} with --liveness: the liveness search keeps the whole state graph in one "
                    f"process; leave out --workers")
     workers = 1 if liveness else _bounded_workers("--workers", 2 if workers is None else workers)
     if max_states is not None and max_states < 1:
         fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
-    overrides = {k: v for k, v in dict(clients=clients, topics=topics, partitions=partitions,
-                                       max_generation=max_generation, member_ids=member_ids, crash=crash,
-                                       expiry=expiry, failover=failover, append_failure=append_failure,
-                                       loss=loss, duplication=duplication, reordering=reordering,
-                                       hung_poll=hung_poll, timely=timely, rebalance_budget=rebalance_budget).items()
-                 if v is not None}
-    try:
-        cfg = dataclasses.replace(PRESETS[preset], **overrides)
-    except ValueError as e:      # a world that contradicts itself (WorldConfig says which flags)
-        fail_input(str(e))
-    problem = world_problem(cfg)
-    if problem:
-        fail_input(problem)
+    cfg = _world(preset, clients=clients, topics=topics, partitions=partitions, max_generation=max_generation,
+                 member_ids=member_ids, crash=crash, expiry=expiry, failover=failover, append_failure=append_failure,
+                 loss=loss, duplication=duplication, reordering=reordering, hung_poll=hung_poll, timely=timely,
+                 rebalance_budget=rebalance_budget)
     if no_waivers:
         cfg = dataclasses.replace(cfg, waive=())
     out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
@@ -477,6 +500,175 @@ def write_counterexample(out_path: Path, ce: dict, path: list, model, violation:
     write_outputs("--out", out_path, write)
     if not as_json:
         out.print(f"counterexample written to {out_path}", markup=False)
+
+
+export_app = typer.Typer(no_args_is_help=True, help="The closed world for other tools.")
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("tla")
+def export_tla_cmd(
+    out_dir: str = typer.Argument(..., help="Folder to write the module (.tla) and its TLC configuration (.cfg) in."),
+    preset: str = _W["preset"],
+    clients: Optional[int] = _W["clients"],
+    topics: Optional[int] = _W["topics"],
+    partitions: Optional[int] = _W["partitions"],
+    max_generation: Optional[int] = _W["max_generation"],
+    member_ids: Optional[int] = _W["member_ids"],
+    crash: Optional[bool] = _W["crash"],
+    expiry: Optional[bool] = _W["expiry"],
+    failover: Optional[bool] = _W["failover"],
+    append_failure: Optional[bool] = _W["append_failure"],
+    loss: Optional[bool] = _W["loss"],
+    duplication: Optional[bool] = _W["duplication"],
+    reordering: Optional[bool] = _W["reordering"],
+    hung_poll: Optional[bool] = _W["hung_poll"],
+    timely: Optional[bool] = _W["timely"],
+    rebalance_budget: Optional[bool] = _W["rebalance_budget"],
+    symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="declare SYMMETRY over clients in the .cfg"),
+    liveness: bool = typer.Option(False, "--liveness", help="list the liveness PROPERTY in the .cfg (use it "
+                                                            "with --no-symmetry)"),
+    run_tlc: bool = typer.Option(False, "--run-tlc", help="run TLC on it and `groupspec check` on the same world, "
+                                                          "and print both verdicts"),
+    workers: int = typer.Option(2, "--workers", help="workers of each checker with --run-tlc"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Write the bounded closed world as a TLA+ module and a TLC configuration, generated from the
+    spec's declarations; with --run-tlc, check it with TLC and with `groupspec check` side by side."""
+    from .tla_module import export
+    from .tla_export import ExportError
+    from .tlc import find_jar, java
+    cfg = _world(preset, clients=clients, topics=topics, partitions=partitions, max_generation=max_generation,
+                 member_ids=member_ids, crash=crash, expiry=expiry, failover=failover, append_failure=append_failure,
+                 loss=loss, duplication=duplication, reordering=reordering, hung_poll=hung_poll, timely=timely,
+                 rebalance_budget=rebalance_budget)
+    workers = _bounded_workers("--workers", workers)
+    jar = None
+    if run_tlc:
+        jar, why = find_jar()
+        if jar is None:
+            fail_input(f"--run-tlc: {why}")
+        if java() is None:
+            fail_input("--run-tlc: no `java` on the PATH; install Java 17 (.ci/setup does)")
+    try:
+        exported = export(cfg, symmetry=symmetry, liveness=liveness)
+    except ExportError as e:
+        fail_input(f"this world cannot be exported: {e}")
+    folder = output_path("OUT_DIR", out_dir, "dir", (f"{exported.name}.tla", f"{exported.name}.cfg"))
+
+    def write():
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{exported.name}.tla").write_text(exported.module, encoding="utf-8")
+        (folder / f"{exported.name}.cfg").write_text(exported.config, encoding="utf-8")
+    write_outputs("OUT_DIR", folder, write, after_result=False)
+    doc = {"module": str(folder / f"{exported.name}.tla"), "config": str(folder / f"{exported.name}.cfg"),
+           "lines": exported.module.count("\n")}
+    if run_tlc:
+        doc.update(_side_by_side(cfg, folder, exported, jar, workers, symmetry))
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        out.print(f"wrote {doc['module']} ({doc['lines']:,} lines) and {doc['config']}", markup=False)
+        if run_tlc:
+            for who in ("tlc", "groupspec"):
+                r = doc[who]
+                out.print(f"{who:>9}: {r['result']}{' ' + r['violation'] if r['violation'] else ''}, "
+                          f"{r['distinct_states']:,} distinct states, depth {r['depth']}, {r['seconds']:.1f}s",
+                          markup=False)
+            out.print("they agree" if doc["agree"] else f"they DISAGREE: {doc['disagreement']}", markup=False)
+            if doc.get("tlc_trace"):
+                out.print(f"TLC's counterexample: {doc['tlc_trace']} (groupspec replay reads it)", markup=False)
+    if run_tlc and (not doc["agree"] or doc["tlc"]["result"] != "ok"):
+        raise typer.Exit(1)
+
+
+def _side_by_side(cfg, folder: Path, exported, jar, workers: int, symmetry: bool) -> dict:
+    """TLC and `groupspec check` on one world: verdict, invariant, distinct states, depth in steps."""
+    import shutil
+    from .explicit import check, check_parallel
+    from .tlc import run_tlc
+    from .world_model import WorldModel
+    t = run_tlc(folder, exported.name, workers=workers, jar=jar)
+    if t.result == "error":
+        fail_input(f"TLC failed on {folder / exported.name}.tla: {_one_line(t.output[-600:])}")
+    ours = (check_parallel(WorldModel(cfg), workers=workers, symmetry=symmetry) if workers > 1
+            else check(WorldModel(cfg), symmetry=symmetry))
+    names = dict(exported.invariants)
+    tlc = {"result": t.result, "violation": names.get(t.violation, t.violation) or None,
+           "distinct_states": t.distinct_states,
+           "depth": len(t.trace) - 1 if t.trace else t.depth - 1, "seconds": round(t.seconds, 2)}
+    mine = {"result": ours.result, "violation": ours.violation or None, "distinct_states": ours.distinct_states,
+            "depth": ours.depth, "seconds": round(ours.seconds, 2)}
+    why = []
+    if tlc["result"] != mine["result"]:
+        why.append(f"verdicts {tlc['result']} and {mine['result']}")
+    elif tlc["result"] == "ok" and tlc["distinct_states"] != mine["distinct_states"]:
+        why.append(f"{tlc['distinct_states']:,} and {mine['distinct_states']:,} distinct states")
+    elif tlc["result"] != "ok" and tlc["depth"] != mine["depth"]:
+        why.append(f"counterexamples of {tlc['depth']} and {mine['depth']} steps")
+    doc = {"tlc": tlc, "groupspec": mine, "agree": not why, "disagreement": "; ".join(why)}
+    if t.trace:
+        path = folder / "tlc-trace.json"
+        path.write_text(json.dumps({"counterexample": {"state": [[i + 1, s] for i, s in enumerate(t.trace)]}}))
+        doc["tlc_trace"] = str(path)
+    return doc
+
+
+@app.command("replay")
+def replay_cmd(
+    trace: str = typer.Argument(..., help="A TLC counterexample (-dumpTrace json) or an ITF trace."),
+    preset: str = _W["preset"],
+    clients: Optional[int] = _W["clients"],
+    topics: Optional[int] = _W["topics"],
+    partitions: Optional[int] = _W["partitions"],
+    max_generation: Optional[int] = _W["max_generation"],
+    member_ids: Optional[int] = _W["member_ids"],
+    crash: Optional[bool] = _W["crash"],
+    expiry: Optional[bool] = _W["expiry"],
+    failover: Optional[bool] = _W["failover"],
+    append_failure: Optional[bool] = _W["append_failure"],
+    loss: Optional[bool] = _W["loss"],
+    duplication: Optional[bool] = _W["duplication"],
+    reordering: Optional[bool] = _W["reordering"],
+    hung_poll: Optional[bool] = _W["hung_poll"],
+    timely: Optional[bool] = _W["timely"],
+    rebalance_budget: Optional[bool] = _W["rebalance_budget"],
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Replay a trace of the closed world through the explicit checker's world: every step must be
+    one of the world's own steps; the last state is judged by the invariants. Exit 0: it replays and
+    breaks nothing; 1: it breaks an invariant, or leaves the world at some step."""
+    from .replay import TraceError, load_trace, replay
+    from .world_model import WorldModel
+    cfg = _world(preset, clients=clients, topics=topics, partitions=partitions, max_generation=max_generation,
+                 member_ids=member_ids, crash=crash, expiry=expiry, failover=failover, append_failure=append_failure,
+                 loss=loss, duplication=duplication, reordering=reordering, hung_poll=hung_poll, timely=timely,
+                 rebalance_budget=rebalance_budget)
+    path = Path(trace)
+    if not path.is_file():
+        fail_input(f"TRACE {trace}: no such file; give a TLC -dumpTrace json file or an ITF trace")
+    try:
+        fmt, states = load_trace(path)
+        res = replay(WorldModel(cfg), fmt, states)
+    except TraceError as e:
+        fail_input(f"TRACE {trace}: {e} (is it a trace of --preset {preset} with these flags?)")
+    doc = {"format": fmt, "states": res.states, "steps": res.steps,
+           "departs_at_step": res.departs if res.departs >= 0 else None, "violation": res.violation}
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        for i, a in enumerate(res.steps, 1):
+            out.print(f"  {i:>3}  {a}", markup=False)
+        if res.departs >= 0:
+            out.print(f"step {res.departs} is no step of this world (the state differs from every successor)"
+                      if res.departs else "the first state is not the world's initial state", markup=False)
+        elif res.violation:
+            out.print(f"replayed {len(res.steps)} steps; the trace breaks {res.violation}", markup=False)
+        else:
+            out.print(f"replayed {len(res.steps)} steps; no invariant is broken", markup=False)
+    if res.departs >= 0 or res.violation:
+        raise typer.Exit(1)
+
 
 
 def _bounded_workers(option: str, n: int) -> int:

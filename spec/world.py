@@ -552,6 +552,18 @@ FAILOVER = Failover("Unload", Effect(TRUE(), {"parked_join": W.parked_join.fill(
                     "Load", W.log, W.log_has)
 
 
+# After every row the closed world records every member id the group holds as issued: ids are
+# never reused (real ones are UUIDs).  The explicit and BMC hosts apply it as the bitwise union it
+# is; the TLA+ export prints this term.
+ISSUED = Effect(TRUE(), {"used_ids": W.used_ids | W.members | W.pending})
+
+# A client that closes its connection (an action that `forgets`): the answers to its parked
+# requests are never delivered to it, so the parked slots that name it are empty again.
+FORGOTTEN = Effect(TRUE(), {slot: getattr(W, slot).put_all(getattr(W, slot).keys_where(lambda x: x == C),
+                                                            lambda m: none(CLIENT))
+                            for slot in ("parked_join", "parked_sync")})
+
+
 # A write of a group record may fail (fault `append_failure`: NOT_ENOUGH_REPLICAS, the
 # completion row sees the error).  Offset commits are always written here: a failed commit is
 # answered with its error and changes nothing the world checks.

@@ -1,0 +1,495 @@
+"""The closed world as a TLA+ module and a TLC configuration (`groupspec export tla`).
+
+Nothing of the protocol is written here.  The module is printed from the
+declarations the explicit checker compiles:
+
+- every row of the table and of the clients (spec/table.py, spec/world.py
+  CLIENT_ROWS) becomes two operators named after it, its guard
+  (`<Row>_when(w, p)`) and its effect (`<Row>(w, p)`: the world record after
+  its steps and the outputs it made; a set of them where the row makes a
+  choice), printed term by term by spec/tla.py, with its source as a comment;
+- every action of the closed world (spec/world.py ACTIONS) becomes a TLA+
+  action of that name: a client action is its rows; a delivery, a timer or
+  the failover is what `handling.handle` does with the row that fires.  The
+  export runs `handle` itself with `TlaWorld` as its host, as the explicit
+  checker (world_model.py) and BMC (bmc.py) do: every row of the trigger
+  under its guard, each route's effect (ROUTE_EFFECTS) on the world record,
+  each way a write may complete (append_errors), the eager re-check where
+  the group may be in PreparingRebalance.  Each way through is one
+  disjunct, printed as a tree of shared prefixes;
+- the state variables (schema.py STATE_VARS, world.py WORLD_VARS) become
+  VARIABLES, with TypeOK from their types; the invariants of the catalog
+  and of the closed world become definitions listed in the .cfg; the
+  world's bounds become CONSTANTS; fairness (ACTIONS) becomes WF/SF
+  conditions of `Spec`; renaming clients becomes `Permutations(Clients)`.
+
+The functions a world supplies (the leader's assignor, a member's vote,
+protocol lists) are tabulated from the explicit world's own functions over
+their finite domains.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from groupspec.spec.handling import REC, RECORD_FIELDS, handle, leave, require_known_member_id
+from groupspec.spec.kafka import NEWEST_VERSION
+from groupspec.spec.lang import NONE, Term, choices_in
+from groupspec.spec.rows import ECHO, Out, Set_
+from groupspec.spec.schema import PARAM_TYPES, STATES, TRIGGER_BY_NAME
+from groupspec.spec.table import ROWS
+from groupspec.spec.tla import TlaEnv, element, literal, to_tla
+from groupspec.spec.world import (ALL_VARS, AT, C, FAILOVER, FRESH, ISSUED, MESSAGES, OUT, REQ, ROUTE_EFFECTS, SENDER,
+                                  WHO, Kind, append_errors, armed)
+
+from .world_model import SKIPPED_OUTPUTS, WorldModel
+from .worlds import WorldConfig
+
+MODULE = "ConsumerGroupWorld"
+PREPARING = STATES.index("PreparingRebalance")
+# How many eager re-checks one step may enter before the export gives up (as bmc.EAGER_LIMIT: the
+# nesting is checked, never assumed).
+EAGER_LIMIT = 4
+# the functions a world supplies, and their names in the module
+FUNCTIONS = {"proto_names": "ProtoNames", "vote": "Vote", "assign": "Assign", "selected_only": "SelectedOnly"}
+REQUEST = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")
+LATE = ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")
+VAR_TYPE = {v.name: v.type for v in ALL_VARS}
+
+
+class ExportError(ValueError):
+    """The world cannot be exported as asked (the message says why and what to change)."""
+
+
+def tla_name(text: str) -> str:
+    """A row's or invariant's name as a TLA+ identifier."""
+    words = re.findall(r"[A-Za-z0-9]+", text)
+    return "_".join(words)
+
+
+def camel(text: str) -> str:
+    return "".join(w[:1].upper() + w[1:] for w in re.findall(r"[A-Za-z0-9]+", text))
+
+
+class Tx(str):
+    """A TLA+ expression (a value the host computed as text, not a Python value)."""
+
+
+def _text(value, t) -> str:
+    return str(value) if isinstance(value, Tx) else literal(value, t)
+
+
+# -- rows as operators --------------------------------------------------------------------
+
+@dataclass
+class RowOp:
+    """A row printed as TLA+ operators: its name, whether its effect is a set (it chooses), and its
+    outputs, each (kind, api, label in the result record, fields: name -> TLA+ label or a Python
+    constant or ECHO, member: label or constant, over: whether it is one of a set's)."""
+    name: str
+    chooses: bool
+    outputs: list
+    text: str
+
+
+def _param_text(name: str) -> str:
+    return FUNCTIONS.get(name, f"p.{name}")
+
+
+def row_operator(row, sizes: dict, client: bool, names: list) -> RowOp:
+    """`<Row>_when(w, p)` and `<Row>(w, p)` (for a client row: `(w, c)`)."""
+    name = tla_name(row.name)
+    arg = "c" if client else "p"
+    env = TlaEnv(var=None, param=(lambda n: "c" if n == "client" else _param_text(n)) if client else _param_text,
+                 choice=lambda n: "ch_" + n, present=frozenset({"client"}), names=names)
+
+    def show(t: Term, at: str, bound: dict | None = None) -> str:
+        env.var = lambda v: f"{at}.{v}"
+        env.bound.update(bound or {})      # an output's bound variable: its set's element
+        env.elements.update(bound or {})
+        try:
+            return to_tla(t, env)
+        finally:
+            for key in bound or {}:
+                del env.bound[key]
+                env.elements.discard(key)
+    states = "" if set(row.states) == set(STATES) else \
+        f"w.state \\in {{{', '.join(literal(STATES.index(s), _STATE_T) for s in row.states)}}}"
+    guard = show(row.guard, "w")
+    when = " /\\ ".join(x for x in (states, guard) if x and x != "TRUE") or "TRUE"
+    lines = [f"\\* {row.name}", f"\\* source: {_one_line(row.source)}",
+             f"{name}_when(w, {arg}) == {when}"]
+    # the effect: its steps in order, each a LET over the state the previous one left; a
+    # choice is made over the state of the step that first needs it
+    body, outs, chosen, cur, k = [], [], set(), "w", 0
+    opens = 0
+    for si, st in enumerate(row.steps):
+        terms = list(st.updates.values()) if isinstance(st, Set_) else \
+            [x for x in (st.member, st.over, st.when, *st.fields.values()) if isinstance(x, Term)]
+        if isinstance(st, Out) and st.kind in SKIPPED_OUTPUTS:
+            continue
+        new = {}
+        for t in terms:
+            for cn, ch in choices_in(t).items():
+                if cn not in chosen:
+                    new[cn] = ch
+        if new:
+            binds = ", ".join(f"ch_{cn} \\in Options({show(ch.args[0], cur)})" for cn, ch in sorted(new.items()))
+            body.append(("union", binds))
+            chosen |= set(new)
+            opens += 1
+        if isinstance(st, Set_):
+            k += 1
+            ups = ", ".join(f"!.{v} = {show(t, cur)}" for v, t in st.updates.items())
+            body.append(("let", f"s{k}", f"[{cur} EXCEPT {ups}]"))
+            cur = f"s{k}"
+        else:
+            outs += _outputs(st, si, cur, show, sizes)
+    if row.target is not None:
+        k += 1
+        body.append(("let", f"s{k}", f"[{cur} EXCEPT !.state = {literal(STATES.index(row.target), _STATE_T)}]"))
+        cur = f"s{k}"
+    record = "[" + ", ".join([f"w |-> {cur}"] + [f"{label} |-> {rec}" for label, rec in
+                                                      ((o["label"], o["record"]) for o in outs) if rec]) + "]"
+    result = f"{{{record}}}" if opens else record
+    # print inside out
+    text = result
+    for kind, *rest in reversed(body):
+        if kind == "let":
+            text = f"LET {rest[0]} == {rest[1]} IN\n    {text}"
+        else:
+            text = f"UNION {{ {text}\n    : {rest[0]} }}"
+    lines.append(f"{name}(w, {arg}) ==\n    {text}")
+    return RowOp(name, bool(opens), outs, "\n".join(lines))
+
+
+_STATE_T = next(v.type for v in ALL_VARS if v.name == "state")
+
+
+def _outputs(o: Out, si: int, cur: str, show, sizes: dict) -> list[dict]:
+    """One output step's outputs: per element of its set for `each`/`answer_each`."""
+    res = []
+    elems = [None] if o.over is None else list(range(sizes[o.var.type.name]))
+    for e in elems:
+        label = f"o{si}" if e is None else f"o{si}_{e}"
+        parts, fields = [], {}
+        bound = {} if e is None else {id(o.var): element(e, o.var.type.name)}
+
+        def val(t):
+            if not isinstance(t, Term):
+                return t
+            if t.op == "const":
+                return t.data
+            return None
+        conds = []
+        if o.over is not None:
+            conds.append(f"{element(e, o.var.type.name)} \\in {show(o.over, cur)}")
+        if isinstance(o.when, Term):
+            conds.append(show(o.when, cur, bound))
+        on = " /\\ ".join(c for c in conds if c != "TRUE") or "TRUE"
+        if on == "FALSE":
+            continue
+        if on != "TRUE":
+            parts.append(f"on |-> {on}")
+        for fname, t in o.fields.items():
+            if t is ECHO or val(t) is not None or not isinstance(t, Term):
+                fields[fname] = t if t is ECHO or not isinstance(t, Term) else val(t)
+            else:
+                parts.append(f"{fname} |-> {show(t, cur, bound)}")
+                fields[fname] = Tx(f"{{r}}.{label}.{fname}")
+        member = None
+        if isinstance(o.member, Term):
+            if e is not None and o.member is o.var:
+                member = e
+            elif o.member.op == "const":
+                member = o.member.data
+            else:
+                parts.append(f"at |-> {show(o.member, cur, bound)}")
+                member = Tx(f"{{r}}.{label}.at")
+        res.append({"kind": o.kind, "api": o.api, "label": label, "record": "[" + ", ".join(parts) + "]"
+                    if parts else "", "fields": fields, "member": member,
+                    "on": Tx(f"{{r}}.{label}.on") if on != "TRUE" else "TRUE"})
+    return res
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+# -- the host of spec/handling.py: ways through a step, as text --------------------------
+
+@dataclass
+class Path:
+    frames: list = field(default_factory=list)
+    w: str = "w0"
+    n: int = 0
+    sender: object = NONE
+    echo: object = NONE
+    known: frozenset | None = None     # the states the group may be in on this path (None: any)
+    eager: int = 0
+
+    def copy(self) -> "Path":
+        return Path(list(self.frames), self.w, self.n, self.sender, self.echo, self.known, self.eager)
+
+    def name(self, hint: str) -> str:
+        self.n += 1
+        return f"{hint}{self.n}"
+
+
+@dataclass
+class _Outcome:
+    row: object
+    guard: str
+    op: RowOp | None = None
+    p: str = ""
+    outputs: list = field(default_factory=list)
+
+
+@dataclass
+class _Output:
+    kind: str
+    api: str
+    fields: dict
+    member: object
+    on: str
+
+
+class TlaWorld:
+    """The closed world of `cfg` as TLA+ text: the host of spec/handling.py."""
+
+    def __init__(self, cfg: WorldConfig, model: WorldModel | None = None):
+        self.cfg = cfg
+        self.model = model or WorldModel(cfg)
+        self.eager = self.model.eager
+        self.sizes = cfg.sizes()
+        self.names = [0]
+        rows = ROWS if self.model._rows is None else self.model._rows
+        self.rows: dict = {}
+        for r in rows:
+            self.rows.setdefault(r.trigger, []).append(r)
+        self.ops: dict = {}           # id(row) -> RowOp
+        self.used_rows: list = []     # in the order they are first used
+        self.base = {k: v for k, v in self.model.base.items() if not callable(v)}
+
+    # the operators of a row, made once
+    def op(self, r, client: bool = False) -> RowOp:
+        got = self.ops.get(id(r))
+        if got is None:
+            got = self.ops[id(r)] = row_operator(r, self.sizes, client, self.names)
+            self.used_rows.append((r, got))
+        return got
+
+    def env(self, w: str, params: dict, present=()) -> TlaEnv:
+        def param(n):
+            if n in FUNCTIONS:
+                return FUNCTIONS[n]
+            return _text(params[n], _PARAM_T[n])
+        return TlaEnv(var=lambda v: f"{w}.{v}", param=param, present=frozenset(present), names=self.names)
+
+    # -- handling.Host ----------------------------------------------------------------
+
+    def outcomes(self, ctx: Path, trigger: str, params: dict) -> list:
+        trig = TRIGGER_BY_NAME[trigger]
+        given = {**self.base, **params}
+        fields = []
+        for n in trig.params:
+            t = PARAM_TYPES[n]
+            if t.kind == "fun" or n not in given:
+                continue
+            fields.append(f"{n} |-> {_text(given[n], t)}")
+        p = ctx.name("p")
+        ctx.frames.append(("let", p, "[" + ", ".join(fields) + "]"))
+        res, guards = [], []
+        for r in self.rows.get(trigger, ()):
+            if ctx.known is not None and not (set(STATES.index(s) for s in r.states) & ctx.known):
+                continue
+            op = self.op(r)
+            g = f"{op.name}_when({ctx.w}, {p})"
+            guards.append(g)
+            res.append(_Outcome(r, g, op, p))
+        if not trig.total:
+            res.append(_Outcome(None, "~(" + " \\/ ".join(guards) + ")" if guards else "TRUE"))
+        return res
+
+    def fork(self, ctx: Path) -> Path:
+        return ctx.copy()
+
+    def enter(self, ctx: Path, o: _Outcome, params: dict) -> None:
+        if o.row is None:
+            ctx.frames.append(("if", o.guard))
+            return
+        ctx.frames.append(("comment", o.row.name))
+        ctx.frames.append(("if", o.guard))
+        r = ctx.name("r")
+        call = f"{o.op.name}({ctx.w}, {o.p})"
+        ctx.frames.append(("exists", r, call) if o.op.chooses else ("let", r, call))
+        ctx.w = f"{r}.w"
+        o.outputs = [_Output(d["kind"], d["api"], {k: (Tx(v.format(r=r)) if isinstance(v, Tx) else v)
+                                                   for k, v in d["fields"].items()},
+                             Tx(d["member"].format(r=r)) if isinstance(d["member"], Tx) else d["member"],
+                             d["on"].format(r=r) if isinstance(d["on"], Tx) else d["on"]) for d in o.op.outputs]
+        row = o.row
+        if row.target is not None:
+            ctx.known = frozenset({STATES.index(row.target)})
+        else:
+            own = frozenset(STATES.index(s) for s in row.states)
+            ctx.known = own if ctx.known is None else ctx.known & own
+
+    def _effect(self, ctx: Path, effect, cond: str, fields: dict, echo, member, extra: dict | None = None) -> None:
+        params = {"sender": ctx.sender, "at": NONE if member is None else member, **(extra or {})}
+        for k, v in fields.items():
+            if "out." + k in _OUT_T:
+                params["out." + k] = echo if v is ECHO else v
+            if k in RECORD_FIELDS:
+                params["rec." + k] = v
+        present = {n for n in ("sender", "at", "client") if n in params and _present(params[n])}
+        env = self.env(ctx.w, params, present)
+        when = to_tla(effect.when, env)
+        full = " /\\ ".join(x for x in (cond, when) if x != "TRUE") or "TRUE"
+        if "FALSE" in (cond, when):
+            return
+        ups = ", ".join(f"!.{v} = {to_tla(t, env)}" for v, t in effect.updates.items())
+        new = f"[{ctx.w} EXCEPT {ups}]"
+        w = ctx.name("w")
+        ctx.frames.append(("let", w, new if full == "TRUE" else f"IF {full} THEN {new} ELSE {ctx.w}"))
+        ctx.w = w
+
+    def route(self, ctx: Path, out: _Output) -> None:
+        self._effect(ctx, ROUTE_EFFECTS[(out.kind, out.api)], out.on, out.fields,
+                     out.member if out.kind == "answer" else ctx.echo, out.member)
+
+    def append(self, ctx: Path, out: _Output) -> list:
+        if out.on != "TRUE":
+            raise ExportError(f"a conditional append ({out.api}): the export writes appends unconditionally")
+        errors = append_errors(out.api, self.cfg)
+        res = []
+        for error in errors:
+            q = ctx if error == errors[-1] else ctx.copy()
+            if error == "NONE":
+                self._effect(q, ROUTE_EFFECTS[("append", out.api)], "TRUE", out.fields, NONE, NONE)
+            res.append((q, error))
+        return res
+
+    def tombstones(self, ctx: Path, outs: list) -> None:
+        stones = [o.on for o in outs if o.kind == "tombstone"]
+        if stones:
+            cond = "TRUE" if "TRUE" in stones else "(" + " \\/ ".join(stones) + ")"
+            self._effect(ctx, ROUTE_EFFECTS[("tombstone", "")], cond, {}, NONE, NONE)
+
+    def routed(self, ctx: Path, trigger: str) -> None:
+        self._effect(ctx, ISSUED, "TRUE", {}, NONE, NONE)
+
+    def in_state(self, ctx: Path, state: int) -> list:
+        if ctx.known is not None and state not in ctx.known:
+            return [(ctx, False)]
+        if ctx.eager >= EAGER_LIMIT:
+            raise ExportError("the eager re-check nests deeper than the export's bound")
+        ctx.eager += 1
+        if ctx.known == frozenset({state}):
+            return [(ctx, True)]
+        other = ctx.copy()
+        is_in = f"{ctx.w}.state = {literal(state, _STATE_T)}"
+        ctx.frames.append(("if", is_in))
+        ctx.known = frozenset({state})
+        other.frames.append(("if", f"{other.w}.state # {literal(state, _STATE_T)}"))
+        if other.known is not None:
+            other.known = other.known - {state}
+        return [(ctx, True), (other, False)]
+
+    # -- the world's actions ------------------------------------------------------------
+
+    def bound(self) -> int:
+        return self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
+
+    def end(self, paths: list) -> list:
+        """Each way through ends in the next state, within the generation bound."""
+        for q in paths:
+            q.frames.append(("if", f"{q.w}.generation <= MaxGeneration" +
+                             (" + 1" if self.cfg.rebalance_budget else "")))
+            q.frames.append(("goto", q.w))
+        return paths
+
+    def delivery(self, kind: str, late: bool, duplicate: bool) -> list:
+        """Client c's request of `kind` (or its late one) reaches the coordinator."""
+        names = LATE if late else REQUEST
+        msg = MESSAGES[kind]
+        inst = self._instance()
+        start = Path(sender=NONE if late or not msg.answered else Tx("c"),
+                     echo=Tx(f"{names[1]}[c]"))
+        start.frames.append(("if", f"{names[0]}[c] = {literal(Kind.values.index(kind), VAR_TYPE['rq'].value)}"))
+        if duplicate:
+            start.frames.append(("let", "w0", "World"))
+        else:
+            clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(self._blank(n), VAR_TYPE[n].value)}]" for n in names)
+            start.frames.append(("let", "w0", f"[World EXCEPT {clear}]"))
+        req = {"req.member": Tx(f"{names[1]}[c]"), "req.gen": Tx(f"{names[2]}[c]"),
+               "req.assign": Tx(f"{names[3]}[c]"), "req.parts": Tx(f"{names[4]}[c]"),
+               "client_instance": NONE if inst is None else inst}
+        env = TlaEnv(var=lambda v: f"w0.{v}", param=lambda n: _text(req[n], _REQ_T[n]), names=self.names)
+        params = {k: Tx(to_tla(t, env)) for k, t in WHO.items()}
+        params.update(self.model._fixed[kind])
+        params.update({k: Tx(to_tla(t, env)) for k, t in msg.fields.items()})
+        if msg.api == "JoinGroup":
+            fresh = to_tla(FRESH, env)
+            start.frames.append(("let", "fresh", fresh))
+            params["fresh"] = Tx("fresh")
+            params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
+            # the world's member-id budget is spent: a bound, not a behaviour
+            start.frames.append(("if", f"~({names[1]}[c] = None /\\ fresh = None)"))
+        if msg.api == "LeaveGroup":
+            who = {k: params[k] for k in ("member", "member_empty", "instance")}
+            ends = [b for b, _, _ in leave(self, start, {}, [who])]
+        else:
+            ends = [b for b, _ in handle(self, start, msg.api, params)]
+        return self.end(ends)
+
+    def timer(self, trigger: str, per_member: bool) -> list:
+        conds = armed(trigger, self.cfg.timely)
+        params = {"timer_member": Tx("m")} if per_member else {}
+        env = TlaEnv(var=lambda v: f"w0.{v}", param=lambda n: "m", present=frozenset({"timer_member"}),
+                     names=self.names)
+        start = Path()
+        start.frames.append(("let", "w0", "World"))
+        start.frames.append(("if", " \\/ ".join(to_tla(c, env) for c in conds)))
+        return self.end([b for b, _ in handle(self, start, trigger, params)])
+
+    def failover(self) -> list:
+        F = FAILOVER
+        start = Path()
+        start.frames.append(("let", "w0", "World"))
+        start.frames.append(("if", f"w0.state # {literal(STATES.index('Absent'), _STATE_T)}"))
+        ends = []
+        for b, _ in handle(self, start, F.unload, {}):
+            self._effect(b, F.forget, "TRUE", {}, NONE, NONE)
+            env = self.env(b.w, {})
+            when, record = to_tla(F.when, env), to_tla(F.record, env)
+            skip = b.copy()
+            skip.frames.append(("if", f"~{when}"))
+            ends.append(skip)
+            b.frames.append(("if", when))
+            ends += [b2 for b2, _ in handle(self, b, F.load, {"record": Tx(record)})]
+        return self.end(ends)
+
+    def _instance(self):
+        inst = self.cfg.instances or (None,) * self.cfg.clients
+        if len(set(inst)) != 1:
+            raise ExportError("clients with different group.instance.ids: the export declares every client "
+                              "alike (one symmetry class); give every client the same --instances")
+        return inst[0]
+
+    def _blank(self, name: str):
+        flat = dict(zip((v.name for v in ALL_VARS), self.model.flat(self.model.init_states()[0])))
+        return flat[name][0]
+
+
+def _present(v) -> bool:
+    if isinstance(v, Tx):
+        return v in ("c", "m") or v.isdigit()
+    return v is not None and v != NONE
+
+
+_OUT_T = {t.data for t in OUT.values()}
+_REQ_T = {**{t.data: t.type for t in REQ.values()}, "client_instance": PARAM_TYPES["instance"]}
+# every parameter a term printed here may read: the triggers', a route effect's, the client's
+_PARAM_T = {**PARAM_TYPES, "sender": SENDER.type, "at": AT.type, "client": C.type,
+            **{t.data: t.type for t in OUT.values()}, **{t.data: t.type for t in REC.values()}}

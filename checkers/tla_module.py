@@ -1,0 +1,304 @@
+"""Writing the exported world out: the TLA+ module and its TLC configuration.
+
+`export(cfg)` asks `tla_export.TlaWorld` for every action of the world (each a
+tree of ways through the step) and lays the module out as the tlaplus/Examples
+specifications are laid out: constants (the bounds), variables with their
+meanings, TypeOK first, Init, the row operators, the actions, Next, Spec with
+its fairness, the invariants, and the symmetry; the .cfg picks the model's
+values apart from the module.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from groupspec.spec.invariants import INVARIANTS
+from groupspec.spec.lang import NONE
+from groupspec.spec.schema import PARAM_TYPES
+from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, client_name, literal, to_tla, type_set
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLIENT_ROWS, FORGOTTEN, MESSAGES,
+                                  RESPONSE_VARS, UNFAIR, WEAK, Kind, armed, fairness)
+from groupspec.spec.handling import SELECTED_ONLY
+
+from .tla_export import FUNCTIONS, MODULE, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx, camel
+from .world_model import WorldModel, _enabled_by, world_invariants
+from .worlds import WorldConfig
+
+
+@dataclass
+class Exported:
+    module: str          # the .tla text
+    config: str          # the .cfg text
+    name: str            # the module's name
+    invariants: list     # (TLA+ name, our name), in the .cfg's order
+
+
+# -- laying a tree of ways through a step out as TLA+ ---------------------------------------
+
+def _trie(paths: list) -> dict:
+    root: dict = {}
+    for q in paths:
+        node = root
+        for f in q.frames:
+            node = node.setdefault(f, {})
+    return root
+
+
+def _render(node: dict, col: int) -> list[str]:
+    """The conjunction a chain of frames is, branching into a disjunction where ways part."""
+    pad = " " * col
+    lines: list[str] = []
+    while True:
+        items = list(node.items())
+        if not items:
+            return lines
+        if len(items) > 1:
+            for i, (frame, child) in enumerate(items):
+                sub = _render({frame: child}, col + 6)
+                lines.append(pad + ("/\\ \\/ " if i == 0 else "   \\/ ") + sub[0][col + 6:])
+                lines += sub[1:]
+            return lines
+        (frame, child), = items
+        kind = frame[0]
+        if kind == "comment":
+            lines.append(f"{pad}\\* {frame[1]}")
+        elif kind == "if":
+            lines.append(f"{pad}/\\ {frame[1]}")
+        elif kind == "goto":
+            lines.append(f"{pad}/\\ Goto({frame[1]})")
+        elif kind == "let":
+            # bound as the one element of a set, not with LET: TLC re-evaluates a LET definition
+            # each time an action's successors are enumerated, and these chains refer to their
+            # predecessor several times each (tiny: 100 ms a state with LET, 5 ms with this)
+            lines.append(f"{pad}/\\ \\E {frame[1]} \\in {{{frame[2]}}} :")
+            lines += _render(child, col + 6)
+            return lines
+        elif kind == "exists":
+            lines.append(f"{pad}/\\ \\E {frame[1]} \\in {frame[2]} :")
+            lines += _render(child, col + 6)
+            return lines
+        node = child
+
+
+def _action(name: str, args: str, paths: list, meaning: str) -> str:
+    head = f"{name}({args})" if args else name
+    body = _render(_trie(paths), 4)
+    return f"\\* {meaning}\n{head} ==\n" + "\n".join(body)
+
+
+# -- tables of the world's functions --------------------------------------------------------
+
+def _values(t, sizes) -> list:
+    if t.kind == "dom":
+        return [NONE] + list(range(sizes[t.name]))
+    if t.kind == "set":
+        return list(range(1 << sizes[t.key]))
+    raise ExportError(f"cannot tabulate over {t!r}")
+
+
+def _table(fn, t, sizes) -> str:
+    keys = list(itertools.product(*[_values(a, sizes) for a in t.args]))
+    entries = []
+    for key in keys:
+        k = literal(key[0], t.args[0]) if len(key) == 1 else \
+            "<<" + ", ".join(literal(v, a) for v, a in zip(key, t.args)) + ">>"
+        v = fn(*key)
+        if t.value.kind == "map":
+            v = tuple(v)
+        entries.append(f"{k} :> {literal(v, t.value)}")
+    return "(" + "\n     @@ ".join(entries) + ")"
+
+
+# -- the module -------------------------------------------------------------------------------
+
+def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = True, liveness: bool = False,
+           name: str = MODULE) -> Exported:
+    world = TlaWorld(cfg, model)
+    model = world.model
+    sizes = world.sizes
+    actions: list[tuple[str, str, str, str]] = []    # (action, its TLA+ name, args, text)
+
+    # the clients' actions: their rows
+    client_rows = CLIENT_ROWS if model._client_rows is None else model._client_rows
+    for trig in model.triggers[0]:
+        a = ACTION_BY_NAME[trig]
+        paths = []
+        for r in client_rows:
+            if r.trigger != trig:
+                continue
+            op = world.op(r, client=True)
+            q = Path()
+            q.frames += [("comment", r.name), ("if", f"{op.name}_when(World, c)"), ("let", "w1", f"{op.name}(World, c).w")]
+            q.w = "w1"
+            q.n = 1
+            if a.forgets:
+                world._effect(q, FORGOTTEN, "TRUE", {}, NONE, NONE, extra={"client": Tx("c")})
+            q.frames.append(("goto", q.w))
+            paths.append(q)
+        actions.append((a.name, a.name, "c", _action(a.name, "c", paths, a.meaning)))
+    for lose, names in (("LoseRequest", REQUEST), ("LoseResponse", RESPONSE_VARS)):
+        if _enabled_by(ACTION_BY_NAME[lose], cfg):
+            q = Path()
+            q.frames.append(("if", f"{names[0]}[c] # {literal(0, Kind)}"))
+            clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(world._blank(n), VAR_TYPE[n].value)}]"
+                              for n in names)
+            q.frames.append(("goto", f"[World EXCEPT {clear}]"))
+            actions.append((lose, lose, "c", _action(lose, "c", [q], ACTION_BY_NAME[lose].meaning)))
+    # the network: a request of each kind delivered (late, or leaving a copy in flight)
+    for act, late, dup in (("Deliver", False, False), ("DeliverLate", True, False), ("Duplicate", False, True)):
+        if not _enabled_by(ACTION_BY_NAME[act], cfg):
+            continue
+        for kind in MESSAGES:
+            tname = f"{act}_{kind}"
+            paths = world.delivery(kind, late, dup)
+            actions.append((act, tname, "c", _action(tname, "c", paths, f"{ACTION_BY_NAME[act].meaning} ({kind})")))
+    # the coordinator's timers and its failover
+    from groupspec.spec.table import TIMER_TRIGGERS
+    for a in ACTIONS:
+        if a.trigger in TIMER_TRIGGERS.values() and _enabled_by(a, cfg):
+            if not armed(a.trigger, cfg.timely):
+                continue
+            per = a.per == "member"
+            actions.append((a.name, a.name, "m" if per else "",
+                            _action(a.name, "m" if per else "", world.timer(a.trigger, per), a.meaning)))
+    if _enabled_by(ACTION_BY_NAME["Failover"], cfg):
+        a = ACTION_BY_NAME["Failover"]
+        actions.append((a.name, a.name, "", _action(a.name, "", world.failover(), a.meaning)))
+
+    invs = [(camel(i.name), i) for i in INVARIANTS if i.kind == "state"] + \
+        [(camel(i.name), i) for i in world_invariants(cfg)]
+    return Exported(_module(name, cfg, world, actions, invs, symmetry, liveness),
+                    _config(name, cfg, sizes, invs, symmetry, liveness), name, [(n, i.name) for n, i in invs])
+
+
+def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
+    sizes = world.sizes
+    model = world.model
+    out = [f"---- MODULE {name} ----",
+           "(* Kafka's classic consumer-group coordinator in a bounded closed world: the coordinator, "
+           f"{cfg.clients} consumer",
+           "   clients and the network between them.  Generated by `groupspec export tla` from the spec's",
+           "   declarations (spec/table.py, spec/handling.py, spec/world.py, spec/invariants.py); do not edit.",
+           f"   World: {_describe(cfg)} *)",
+           "EXTENDS Integers, FiniteSets, TLC", "",
+           "CONSTANTS",
+           "    Clients,        \\* the consumer clients (model values, so that TLC may permute them)",
+           "    Members,        \\* the member ids the coordinator may issue",
+           "    Instances,      \\* group.instance.ids",
+           "    Partitions,     \\* the topic partitions",
+           "    Protocols,      \\* assignment protocol names",
+           "    ProtoLists,     \\* protocol lists a member may send",
+           "    ProtocolTypes,  \\* protocol types",
+           "    MaxGeneration   \\* the generation bound of the search", ""]
+    out.append(f"ASSUME \\* the world's functions below are tabulated for these bounds")
+    out.append("    /\\ " + "\n    /\\ ".join(
+        f"{DOMAIN_SETS[d]} = 0..{sizes[d] - 1}" for d in ("Member", "Instance", "Partition", "Protocol",
+                                                          "ProtoList", "ProtocolType")))
+    out.append(f"    /\\ Cardinality(Clients) = {cfg.clients}")
+    out += ["", HELPERS, ""]
+    out.append("\\* The functions this world supplies, tabulated from the explicit checker's (world_model.py)")
+    base = {**model.base, "selected_only": model._route_base[model._route_index["selected_only"]]}
+    fun_t = {**{k: t for k, t in PARAM_TYPES.items() if t.kind == "fun"}, "assign": ASSIGN.type,
+             "selected_only": SELECTED_ONLY.type}
+    for k, tname in FUNCTIONS.items():
+        out.append(f"{tname} ==\n    {_table(base[k], fun_t[k], sizes)}")
+    out.append("")
+    out.append("VARIABLES")
+    decls = [f"    {v.name}{',' if i < len(ALL_VARS) - 1 else ''}  \\* {v.meaning}" for i, v in enumerate(ALL_VARS)]
+    out += decls
+    out.append("")
+    out.append("vars == <<" + ", ".join(v.name for v in ALL_VARS) + ">>")
+    out.append("")
+    out.append("TypeOK ==\n    " + "\n    ".join(f"/\\ {v.name} \\in {type_set(v.type)}" for v in ALL_VARS))
+    out.append("")
+    init = model.flat(model.init_states()[0])
+    out.append("Init ==\n    " + "\n    ".join(f"/\\ {v.name} = {literal(x, v.type)}" for v, x in zip(ALL_VARS, init)))
+    out.append("")
+    out.append("\\* The whole world as one record: rows and routes read and rewrite it (w.<variable>).")
+    out.append("World == [" + ", ".join(f"{v.name} |-> {v.name}" for v in ALL_VARS) + "]")
+    out.append("Goto(w) ==\n    " + "\n    ".join(f"/\\ {v.name}' = w.{v.name}" for v in ALL_VARS))
+    out.append("")
+    out.append("\\* ---- The rows: each row's guard (<Row>_when) and effect (<Row>: the world after its steps, and")
+    out.append("\\* its outputs o<step>), printed from its terms ----")
+    for r, op in world.used_rows:
+        out.append(op.text)
+        out.append("")
+    out.append("\\* ---- The closed world's actions (spec/world.py ACTIONS) ----")
+    for _, _, _, text in actions:
+        out.append(text)
+        out.append("")
+    out.append("Next ==")
+    for _, tname, args, _ in actions:
+        if args == "c":
+            out.append(f"    \\/ \\E c \\in Clients : {tname}(c)")
+        elif args == "m":
+            out.append(f"    \\/ \\E m \\in Members : {tname}(m)")
+        else:
+            out.append(f"    \\/ {tname}")
+    out.append("")
+    out.append("\\* Fairness, as spec/world.py ACTIONS declares it (per client, message, member or the group)")
+    out.append("Fairness ==\n    " + "\n    ".join(_fairness(cfg, actions)))
+    out.append("")
+    out.append("Spec == Init /\\ [][Next]_vars /\\ Fairness")
+    out.append("")
+    out.append("\\* ---- Invariants (spec/invariants.py and the closed world's, spec/world.py) ----")
+    env = TlaEnv(var=lambda v: v, param=lambda n: "MaxGeneration", names=world.names)
+    for tname, inv in invs:
+        out.append(f"\\* {inv.name}: {inv.description if hasattr(inv, 'description') else ''}".rstrip())
+        out.append(f"{tname} == {to_tla(inv.formula, env)}")
+    out.append("")
+    out.append("\\* ---- Liveness (checked with the fair Spec and without symmetry) ----")
+    out.append('InRebalance == state \\in {"PreparingRebalance", "CompletingRebalance"}')
+    out.append("LeavesRebalance == []<>~InRebalance")
+    out.append("")
+    out.append("Symmetry == Permutations(Clients)")
+    out.append("====")
+    return "\n".join(out) + "\n"
+
+
+def _fairness(cfg, actions) -> list[str]:
+    groups: dict = {}
+    for act, tname, args, _ in actions:
+        a = ACTION_BY_NAME[act]
+        kind = fairness(a, cfg.timely)
+        if kind == UNFAIR:
+            continue
+        key = (a.process or tname, args, kind)
+        groups.setdefault(key, []).append(tname)
+    res = []
+    for (_, args, kind), names in groups.items():
+        f = "WF_vars" if kind == WEAK else "SF_vars"
+        body = " \\/ ".join(f"{n}({args})" if args else n for n in names)
+        cond = f"{f}({body})"
+        if args == "c":
+            cond = f"\\A c \\in Clients : {cond}"
+        elif args == "m":
+            cond = f"\\A m \\in Members : {cond}"
+        res.append(f"/\\ {cond}")
+    return res or ["TRUE"]
+
+
+def _describe(cfg) -> str:
+    on = [f for f in cfg.FAULTS if getattr(cfg, f)]
+    return (f"{cfg.clients} clients, {cfg.topics} topic(s) x {cfg.partitions} partitions, generations up to "
+            f"{cfg.max_generation}, {cfg.member_ids} member ids; faults: {', '.join(on) or 'none'}"
+            + ("; timely clients" if cfg.timely else "") + ("; rebalance budget" if cfg.rebalance_budget else ""))
+
+
+def _config(name, cfg, sizes, invs, symmetry, liveness) -> str:
+    def dom(d):
+        return "{" + ", ".join(str(i) for i in range(sizes[d])) + "}"
+    lines = ["\\* Generated by `groupspec export tla`: the model's values, apart from the module.",
+             "CONSTANTS",
+             "    Clients = {" + ", ".join(client_name(i) for i in range(cfg.clients)) + "}",
+             f"    Members = {dom('Member')}", f"    Instances = {dom('Instance')}",
+             f"    Partitions = {dom('Partition')}", f"    Protocols = {dom('Protocol')}",
+             f"    ProtoLists = {dom('ProtoList')}", f"    ProtocolTypes = {dom('ProtocolType')}",
+             f"    MaxGeneration = {cfg.max_generation}", "",
+             "SPECIFICATION Spec", "", "INVARIANTS", "    TypeOK"]
+    lines += [f"    {n}" for n, _ in invs]
+    if liveness:
+        lines += ["", "PROPERTIES", "    LeavesRebalance"]
+    if symmetry:
+        lines += ["", "SYMMETRY Symmetry"]
+    return "\n".join(lines) + "\n"

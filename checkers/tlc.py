@@ -1,0 +1,107 @@
+"""Running TLC on an exported world, and reading back what it says.
+
+TLC is not a Python package: a jar (`tla2tools.jar`) found at
+`GROUPSPEC_TLC_JAR`, or at `../shared/tools/tla2tools.jar` beside the
+checkout, run with Java 17.  `run_tlc` writes nothing but what TLC writes
+(its states directory goes to a temporary folder) and returns the verdict,
+the number of distinct states, the depth, the wall time and, for a
+counterexample, its states as TLC's `-dumpTrace json` wrote them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .paths import REPO
+
+JAR_ENV = "GROUPSPEC_TLC_JAR"
+
+
+def find_jar() -> tuple[Path | None, str]:
+    """(the jar, "") or (None, why there is none)."""
+    given = os.environ.get(JAR_ENV)
+    if given:
+        p = Path(given)
+        return (p, "") if p.is_file() else (None, f"{JAR_ENV}={given} is not a file; point it at a tla2tools.jar")
+    p = REPO.parent / "shared" / "tools" / "tla2tools.jar"
+    if p.is_file():
+        return p, ""
+    return None, f"no TLC jar: set {JAR_ENV} to a tla2tools.jar, or put one at {p}"
+
+
+def java() -> str | None:
+    return shutil.which("java")
+
+
+@dataclass
+class TlcResult:
+    result: str                    # ok | violation | deadlock | error
+    violation: str = ""            # the TLA+ invariant broken
+    distinct_states: int = 0
+    generated: int = 0
+    depth: int = 0                 # TLC's: the number of states on the longest path (steps + 1)
+    seconds: float = 0.0
+    peak_rss_kb: int = 0
+    trace: list = field(default_factory=list)     # TLC's JSON trace: one mapping of variables per state
+    output: str = ""
+
+
+def run_tlc(folder: Path, module: str, workers: int = 2, jar: Path | None = None, deadlock: bool = False,
+            timeout: float | None = None) -> TlcResult:
+    """TLC on `folder/module.tla` with `folder/module.cfg`.  Deadlock is not checked unless asked
+    (`deadlock`): the exported world cuts successors at its bounds, which TLC cannot tell from a
+    deadlock."""
+    jar = jar or find_jar()[0]
+    if jar is None:
+        raise FileNotFoundError(find_jar()[1])
+    with tempfile.TemporaryDirectory(prefix="groupspec-tlc-") as tmp:
+        trace_file = Path(tmp) / "trace.json"
+        cmd = [java() or "java", "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-workers", str(workers),
+               "-metadir", str(Path(tmp) / "states"), "-dumpTrace", "json", str(trace_file),
+               "-config", f"{module}.cfg", f"{module}.tla"]
+        if not deadlock:
+            cmd.insert(cmd.index("-config"), "-deadlock")
+        timed = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
+        start = time.perf_counter()
+        proc = subprocess.run(timed + cmd, cwd=folder, capture_output=True, text=True, timeout=timeout)
+        secs = time.perf_counter() - start
+        res = parse_output(proc.stdout)
+        res.seconds = secs
+        if timed:
+            last = proc.stderr.strip().splitlines()[-1:] or ["0"]
+            res.peak_rss_kb = int(last[0]) if last[0].isdigit() else 0
+        if trace_file.exists() and res.result in ("violation", "deadlock"):
+            res.trace = read_trace(trace_file)
+        if res.result == "error":
+            res.output = proc.stdout[-4000:] + proc.stderr[-2000:]
+        return res
+
+
+def parse_output(text: str) -> TlcResult:
+    res = TlcResult("ok")
+    m = re.findall(r"([\d,]+) states generated, ([\d,]+) distinct states found", text)
+    if m:
+        res.generated, res.distinct_states = (int(x.replace(",", "")) for x in m[-1])
+    m = re.search(r"The depth of the complete state graph search is (\d+)", text)
+    if m:
+        res.depth = int(m.group(1))
+    m = re.search(r"Error: Invariant (\w+) is violated", text)
+    if m:
+        res.result, res.violation = "violation", m.group(1)
+    elif "Error: Deadlock reached" in text:
+        res.result = "deadlock"
+    elif "Model checking completed. No error has been found." not in text:
+        res.result = "error"
+    return res
+
+
+def read_trace(path: Path) -> list[dict]:
+    """TLC's `-dumpTrace json` file: the states of the counterexample, each a mapping of variables."""
+    return [s for _, s in json.loads(path.read_text())["counterexample"]["state"]]

@@ -1,0 +1,148 @@
+"""The TLA+ export against TLC, and traces both ways.
+
+TLC and `groupspec check` must find the same number of distinct states in
+the same exported world (with symmetry and without) and, on a planted bug,
+a violation of the same invariant at the same depth; TLC's counterexample
+must replay through the world model, and ours must load in an ITF reader.
+Tests that run TLC are skipped, saying why, when no TLC jar (or no java) is
+found (checkers/tlc.py find_jar: GROUPSPEC_TLC_JAR, or ../shared/tools).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from groupspec.checkers.counterexample import to_itf
+from groupspec.checkers.explicit import check
+from groupspec.checkers.replay import load_trace, replay
+from groupspec.checkers.tla_module import export
+from groupspec.checkers.tlc import find_jar, java, run_tlc
+from groupspec.checkers.world_model import WorldModel, _enabled_by
+from groupspec.checkers.worlds import PRESETS
+from groupspec.spec.lang import If, Lowest
+from groupspec.spec.schema import P, V
+from groupspec.spec.table import ROWS
+from groupspec.spec.world import ALL_VARS, ACTIONS
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_planted_bugs import _new_member_rows, plant, subst_row  # noqa: E402
+
+JAR, WHY = find_jar()
+needs_tlc = pytest.mark.skipif(JAR is None or java() is None,
+                               reason=WHY or "no `java` on the PATH (TLC needs Java 17)")
+
+
+def _write(tmp_path: Path, cfg, model=None, symmetry=True):
+    e = export(cfg, model, symmetry=symmetry)
+    (tmp_path / f"{e.name}.tla").write_text(e.module)
+    (tmp_path / f"{e.name}.cfg").write_text(e.config)
+    return e
+
+
+def _member_id_bug():
+    """GM.generateMemberId from the client id alone (tests/test_planted_bugs.py): a new member is
+    handed an id a member or pending member already holds."""
+    in_use = V.members | V.pending
+    return plant(lambda r: subst_row(r, P.fresh, If(in_use.is_empty(), P.fresh, Lowest(in_use))), _new_member_rows)
+
+
+def test_the_module_is_generated_from_the_declarations():
+    e = export(PRESETS["faults"], symmetry=True)
+    text = e.module
+    # every variable declared, TypeOK first in the configuration, every invariant listed
+    for v in ALL_VARS:
+        assert f"    {v.name}" in text and f"/\\ {v.name} \\in " in text
+    cfg_invariants = e.config.split("INVARIANTS")[1].split()
+    assert cfg_invariants[0] == "TypeOK" and [n for n, _ in e.invariants] == cfg_invariants[1:len(e.invariants) + 1]
+    # each world action the world switches on is an action of the module, with its fairness
+    on = [a.name for a in ACTIONS if _enabled_by(a, PRESETS["faults"])]
+    assert len(on) > 10
+    for name in on:
+        assert f"\n{name}" in text, name
+    assert "WF_vars(" in text and "SYMMETRY Symmetry" in e.config
+    # a row's source is carried along as a comment beside its operators
+    for r in ROWS:
+        if r.trigger == "JoinGroup":
+            assert f"\\* {r.name}\n\\* source: " in text, r.name
+
+
+@needs_tlc
+def test_the_module_parses_with_sany(tmp_path):
+    e = _write(tmp_path, PRESETS["faults"])
+    proc = subprocess.run([java(), "-cp", str(JAR), "tla2sany.SANY", f"{e.name}.tla"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert "Semantic errors" not in proc.stdout and "***Parse Error***" not in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+@needs_tlc
+@pytest.mark.parametrize("symmetry", [False, True], ids=["no-symmetry", "symmetry"])
+def test_tlc_and_ours_find_the_same_states(tmp_path, symmetry):
+    cfg = PRESETS["tiny"]
+    e = _write(tmp_path, cfg, symmetry=symmetry)
+    t = run_tlc(tmp_path, e.name)
+    ours = check(WorldModel(cfg), symmetry=symmetry)
+    assert (t.result, ours.result) == ("ok", "ok"), t.output
+    assert t.distinct_states == ours.distinct_states
+    assert t.depth - 1 == ours.depth          # TLC counts states on the longest path, we count steps
+
+
+@needs_tlc
+def test_a_planted_bug_is_found_alike_and_tlcs_trace_replays(tmp_path):
+    cfg = PRESETS["tiny"]
+    rows = _member_id_bug()
+    ours = check(WorldModel(cfg, rows), symmetry=False)
+    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
+    t = run_tlc(tmp_path, e.name)
+    names = dict(e.invariants)
+    # breadth-first, both stop at the shallowest violation; which of two broken at that depth each
+    # sees first depends on the order of actions (and TLC's workers)
+    either = {"pending-not-members", "no-shared-member-id"}
+    assert ours.result == t.result == "violation"
+    assert ours.violation in either and names[t.violation] in either
+    assert len(t.trace) - 1 == ours.depth
+    # TLC's counterexample, written as TLC writes it, replays step by step through the world model
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"counterexample": {"state": [[i + 1, s] for i, s in enumerate(t.trace)]}}))
+    fmt, states = load_trace(trace)
+    r = replay(WorldModel(cfg, rows), fmt, states)
+    assert fmt == "tlc" and r.departs == -1 and r.violation in either
+    # and the correct table does not take the same path: the trace leaves its world at some step
+    assert replay(WorldModel(cfg), fmt, states).departs > 0
+
+
+def test_our_counterexample_is_itf_and_replays():
+    itf_py = pytest.importorskip("itf_py", reason="itf-py (the test extra) reads ITF traces")
+    cfg = PRESETS["tiny"]
+    rows = _member_id_bug()
+    model = WorldModel(cfg, rows)
+    r = check(model, symmetry=False)
+    doc = json.loads(json.dumps(to_itf(r.path, model, r.violation)))
+    trace = itf_py.trace_from_json(doc)         # an ITF reader of Informal Systems'
+    assert len(trace.states) == len(r.path)
+    back = replay(WorldModel(cfg, rows), "itf", doc["states"])
+    assert back.departs == -1 and back.violation == r.violation
+
+
+def test_replay_refuses_a_file_that_is_no_trace(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps({"hello": 1}))
+    proc = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "replay", str(bad), "--preset", "tiny"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "neither a TLC trace" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@needs_tlc
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["twogen", "settle", "small"])
+def test_larger_worlds_agree(tmp_path, preset):
+    for symmetry in (False, True):
+        cfg = PRESETS[preset]
+        e = _write(tmp_path, cfg, symmetry=symmetry)
+        t = run_tlc(tmp_path, e.name)
+        ours = check(WorldModel(cfg), symmetry=symmetry)
+        assert t.result == ours.result == "ok" and t.distinct_states == ours.distinct_states, (preset, symmetry)
