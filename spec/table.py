@@ -353,8 +353,13 @@ def completion(kind: str, f: dict) -> tuple[str, dict]:
 
 
 def group_record(assignment: Term | None) -> dict:
-    """What GMM.storeGroup writes: the group with an assignment per member (typed as a GroupRecord)."""
+    """What GMM.storeGroup writes: the group with an assignment per member (typed as a GroupRecord).
+    GMM.groupMetadataValue writes one entry per member of the group, so of the leader's
+    assignment only the members' entries are kept (the leader may name an id that is no longer
+    a member's, e.g. a static member's replaced id)."""
     from .schema import GroupRecord
+    if assignment is not None:
+        assignment = assignment.fill(NO_PARTS).put_all(V.members, lambda m: assignment[m])
     fields = dict(generation=V.generation, protocol_type=V.protocol_type, protocol=V.protocol,
                   leader=V.leader, members=V.members, instance_of=V.instance_of, protos=V.protos,
                   session_ms=V.session_ms, rebalance_ms=V.rebalance_ms,
