@@ -258,8 +258,9 @@ def prove_cmd(
                                      help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "
                                                               "the catalog page `groupspec docs` writes shows it)."),
-    search: str = typer.Option("targeted", "--search", help="targeted: Houdini guided by counterexamples to "
-                               "induction, per invariant; full: Houdini over every candidate (the largest inductive "
+    search: str = typer.Option("vocabulary", "--search", help="vocabulary: Houdini over the candidates "
+                               "about the invariant's variables, widened by what its counterexamples to induction "
+                               "break, per invariant; full: Houdini over every candidate (the largest inductive "
                                "subset), then unsat cores."),
     bmc: Optional[int] = typer.Option(None, "--bmc", help="Instead: bounded model checking of a closed world, "
                                       "K steps deep from its initial state (Z3; the same declarations the "
@@ -283,8 +284,8 @@ def prove_cmd(
     for name in invariant:
         if name not in known:
             fail_input(f"--invariant {name!r}: no such invariant; use one of {', '.join(known)}")
-    if search not in ("targeted", "full"):
-        fail_input(f"--search {search!r}: use targeted or full")
+    if search not in ("vocabulary", "full"):
+        fail_input(f"--search {search!r}: use vocabulary or full")
     if not 1 <= bound <= 6:
         fail_input(f"--bound {bound}: give 1 to 6 members (the fixed-size reading grows fast)")
     if not 0 < timeout <= 600 or not 0 < budget <= 3600:

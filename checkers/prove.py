@@ -10,11 +10,15 @@ row is written again here.
 Where Inv alone is not inductive, the strengthening is searched
 automatically: Houdini over the catalog's state invariants and over
 candidate lemmas generated from the schema's variables (templates over member
-sets, the group's states, member-keyed maps), keeping the largest subset that
-is inductive as a whole (`Houdini`).  The lemmas a proof used are the unsat
-cores of its queries, closed under the lemmas those needed in turn.  Z3's
-Spacer on constrained Horn clauses (`spacer`) is a second engine, for fixed
-sizes.
+sets, the group's states, member-keyed maps) and their forms about the logged
+record.  The candidates are first sifted by the states the explicit checker
+reaches in small worlds (`SAMPLE_WORLDS`), so Z3 spends its queries on lemmas
+that may be invariants; Houdini then starts from those about the invariant's
+own variables and widens that vocabulary by the variables of the candidates a
+counterexample to induction breaks (`Prover._widening`), keeping the largest
+subset that is inductive as a whole.  The lemmas a proof used are the unsat
+cores of its queries, closed under the lemmas those needed in turn.  (Z3's
+Spacer, a second engine on constrained Horn clauses, is not built yet.)
 
 What the table leaves to its environment is assumed, in words and as terms
 (`ENVIRONMENT`): a fresh member id is one never issued; a request's member id
@@ -27,6 +31,7 @@ Every query has a timeout; `unknown` is reported as unknown, never as proved.
 """
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -35,7 +40,7 @@ import z3
 
 from groupspec.spec import unbounded as U
 from groupspec.spec.invariants import INVARIANTS, Invariant
-from groupspec.spec.lang import ForAll, Implies, Not, Term, lift, walk
+from groupspec.spec.lang import BOOL, ForAll, Implies, Not, Term, lift, walk
 from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
                                    GroupRecord, GroupState, P, V)
@@ -44,6 +49,7 @@ from groupspec.spec.symbolic import (FixedMeaning, SymEnv, concrete_to_z3, fresh
 from groupspec.spec.table import ROWS, enabled
 
 TIMEOUT_MS = 3_000
+QUICK_MS = 500       # a query that asks many things at once: split on unknown rather than wait
 DEBUG = False
 STATUSES = ("proved", "proved up to N", "violated", "unknown")
 
@@ -204,6 +210,8 @@ def substitute(t: Term, mapping: dict[str, Term]) -> Term:
 def record_lemmas(lemmas: list[Lemma]) -> list[Lemma]:
     """Each lemma that speaks only of what the log's record holds, about the record."""
     rec = {f: P.record[f] for f in RECORD_VARS}
+    for lm in lemmas:
+        _RECORD_VOCAB["record: " + lm.name] = _vars_of(lm.formula)
     return [Lemma("record: " + lm.name, f"the last group record written: {lm.meaning}", substitute(lm.formula, rec),
                   "record", record=True)
             for lm in lemmas if _vars_of(lm.formula) and _vars_of(lm.formula) <= RECORD_VARS]
@@ -355,7 +363,6 @@ class RowCtx:
         from groupspec.spec.table import completion
         self.rd, self.i, self.spec, self.shared = rd, i, spec, shared
         row = spec[0]
-        self._solver = None
         self.state, self.params = shared.state, shared.params
         self.guard, self.post, self.outs, self.side, self.approx = rd.relation(row, self.state, self.params, f"@{i}")
         self.row, self.name = row, row.name
@@ -384,13 +391,12 @@ class RowCtx:
         self.base += [self.pre(a.formula) for a in self.assumed]
         self.loads = "record" in trig.params
         self.timeout_ms = timeout_ms
-        self.lits: dict[str, object] = {}
         self._obl: dict = {}
 
     def _facts(self, side: list) -> None:
         """Facts about fresh values (counts, maxima) a reading introduced: always true."""
         if side:
-            (self._solver.add(*side) if self._solver is not None else self.base.extend(side))
+            self.base.extend(side)
 
     def pre(self, t: Term):
         v, side, approx = self.shared.pre(t)
@@ -422,26 +428,24 @@ class RowCtx:
         self._facts(side)
         return v
 
-    @property
-    def solver(self) -> z3.Solver:
-        if self._solver is None:
-            s = z3.Solver()
-            s.set("timeout", self.timeout_ms)
-            s.add(*self.base)
-            self._solver = s
-        return self._solver
+    def ask(self, lemmas: list[Lemma], bad, extra: list[Lemma] = (), timeout_ms: int | None = None) -> tuple:
+        """Is there a step from a state where `lemmas` hold to one where `bad` holds?  A fresh
+        solver each time: one kept across queries gathers the lemmas and goals of every earlier
+        question, and Z3 then gives up (unknown) on queries it answers at once alone.  `extra`
+        lemmas are assumed through literals, for an unsat core.  Returns (result, solver, the
+        literals of `extra`)."""
+        s = z3.Solver()
+        s.set("timeout", self.timeout_ms if timeout_ms is None else min(timeout_ms, self.timeout_ms))
+        pre = [self.pre_lemma(lm) for lm in lemmas]
+        lits = {z3.Bool(f"L:{lm.name}"): lm for lm in extra}
+        s.add(*self.base, *pre, bad, *[z3.Implies(x, self.pre_lemma(lm)) for x, lm in lits.items()])
+        return s.check(*lits), s, lits
 
-    def lit(self, lm: Lemma):
-        """A literal that, assumed, makes lemma `lm` hold before the row."""
-        got = self.lits.get(lm.name)
-        if got is None:
-            got = self.lits[lm.name] = z3.Bool(f"L:{lm.name}")
-            if lm.record:
-                f = self.pre(lm.formula) if self.loads else z3.BoolVal(True)
-            else:
-                f = self.pre(lm.formula)
-            self.solver.add(z3.Implies(got, f))
-        return got
+    def pre_lemma(self, lm: Lemma):
+        """Lemma `lm` before the step (a record lemma is about the record a Load reads)."""
+        if lm.record and not self.loads:
+            return z3.BoolVal(True)
+        return self.pre(lm.formula)
 
     def obligation(self, lm: Lemma):
         """What the row must keep of lemma `lm` (None: it cannot break it)."""
@@ -504,6 +508,52 @@ class Proof:
         if self.approximated:
             d["approximated"] = self.approximated
         return d
+
+
+def model_value(m: z3.ModelRef, e) -> bool | None:
+    """The truth of formula e in model m (None: undecided).  Z3's own evaluation leaves a
+    quantifier over an uninterpreted sort unevaluated; here it is expanded over the model's
+    finite universe of that sort first, so a quantified lemma can be seen false in a
+    counterexample."""
+    memo: dict = {}
+
+    def ground(x):
+        key = x.get_id()
+        if key in memo:
+            return memo[key]
+        if z3.is_quantifier(x) and not x.is_lambda():
+            vs = [z3.Const(x.var_name(i), x.var_sort(i)) for i in range(x.num_vars())]
+            unis = []
+            for v in vs:
+                u = m.get_universe(v.sort()) if v.sort().kind() == z3.Z3_UNINTERPRETED_SORT else None
+                if u is None:
+                    raise _Undecided
+                unis.append(list(u))
+            # de Bruijn index 0 is the last variable bound
+            body = x.body()
+            cases = [ground(z3.substitute_vars(body, *reversed(combo))) for combo in itertools.product(*unis)]
+            got = z3.And(cases) if x.is_forall() else z3.Or(cases)
+        elif z3.is_app(x) and x.decl().kind() in _CONNECTIVES:
+            kids = [ground(a) for a in x.children()]
+            got = x.decl()(*kids) if x.decl().kind() != z3.Z3_OP_AND and x.decl().kind() != z3.Z3_OP_OR else \
+                (z3.And if x.decl().kind() == z3.Z3_OP_AND else z3.Or)(kids)
+        else:
+            got = x
+        memo[key] = got
+        return got
+
+    try:
+        v = m.eval(ground(e), model_completion=True)
+    except _Undecided:
+        return None
+    return True if z3.is_true(v) else False if z3.is_false(v) else None
+
+
+_CONNECTIVES = {z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT, z3.Z3_OP_IMPLIES, z3.Z3_OP_IFF, z3.Z3_OP_XOR}
+
+
+class _Undecided(Exception):
+    pass
 
 
 # -- Houdini -----------------------------------------------------------------------------
@@ -585,23 +635,22 @@ class System:
                     obs = [(lm, o) for lm, o in obs if o is not None]
                     if not obs:
                         break
-                    lits = [c.lit(lm) for lm in alive.values()]
-                    goal = z3.Bool(f"goal{c.i}:{time.perf_counter_ns()}")
-                    c.solver.add(z3.Implies(goal, z3.Or([z3.Not(o) for _, o in obs])))
                     t0 = time.perf_counter()
-                    res = c.solver.check(*lits, goal)
+                    # all obligations at once, briefly: on unknown, each on its own with the full time
+                    res, solver, _ = c.ask(list(alive.values()), z3.Or([z3.Not(o) for _, o in obs]),
+                                           timeout_ms=QUICK_MS)
                     if DEBUG:
                         print(f"  houdini {self.rd.label} {c.name[:60]:60} {res} {time.perf_counter() - t0:.3f}s "
                               f"{len(obs)} obligations", flush=True)
                     if res == z3.unsat:
                         break
                     if res == z3.unknown:
-                        bad = [lm for lm, o in obs if self._single(c, lits, o) != z3.unsat]
+                        bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
                     else:
-                        m = c.solver.model()
-                        bad = [lm for lm, o in obs if z3.is_false(m.eval(o, model_completion=True))]
+                        m = solver.model()
+                        bad = [lm for lm, o in obs if model_value(m, o) is False]
                         if not bad:     # the model left some obligation undecided: ask one at a time
-                            bad = [lm for lm, o in obs if self._single(c, lits, o) != z3.unsat]
+                            bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
                     for lm in bad:
                         dropped[lm.name] = c.name
                         del alive[lm.name]
@@ -610,84 +659,8 @@ class System:
                         break
         return list(alive.values()), dropped
 
-    def _single(self, c: RowCtx, lits: list, o) -> object:
-        goal = z3.Bool(f"one{c.i}:{time.perf_counter_ns()}")
-        c.solver.add(z3.Implies(goal, z3.Not(o)))
-        return c.solver.check(*lits, goal)
-
-    def targeted(self, goal_of: Callable[[RowCtx], object], reads, own: list[Lemma], pool: list[Lemma],
-                 budget_s: float = 60.0, goal_vars: set[str] = frozenset()):
-        """Houdini guided by counterexamples to induction, for one goal.
-
-        S starts with `own` (the invariant itself, for a state invariant).  Each row that can
-        break the goal or a lemma of S is asked whether S ∧ row ⇒ S′ ∧ goal′.  On a
-        counterexample, every candidate of `pool` false in its state before the row is added
-        to S (it would rule that state out); if none is, a failing lemma of S is dropped
-        (Houdini); if the goal itself fails with nothing left to add, the counterexample
-        stands.  Returns (lemmas, None, []) when S ∧ goal is inductive, else
-        (lemmas, (ctx, model) or None, rows Z3 gave up on)."""
-        start = time.perf_counter()
-        S: dict[str, Lemma] = {lm.name: lm for lm in own}
-        tried = set(S)
-        pool = [lm for lm in pool if lm.name not in tried]
-        fixed = {lm.name for lm in own}
-        while True:
-            rows = self.touching(reads) if reads is not None else self.ctx
-            extra = set().union(*[_vars_of(lm.formula) for lm in S.values() if not lm.record]) if S else set()
-            cand_rows = {c.i: c for c in rows}
-            cand_rows.update({c.i: c for c in self.touching(extra)} if extra else {})
-            if any(lm.record for lm in S.values()):
-                cand_rows.update({c.i: c for c in self.ctx if c.appends or c.loads})
-            restart = False
-            unknown = []
-            for c in sorted(cand_rows.values(), key=lambda c: c.i):
-                obs = [(lm, c.obligation(lm)) for lm in S.values()]
-                obs = [(lm, o) for lm, o in obs if o is not None]
-                g = goal_of(c) if c.i in {r.i for r in rows} else None
-                if g is not None and z3.is_true(z3.simplify(g)):
-                    g = None
-                if not obs and g is None:
-                    continue
-                lits = [c.lit(lm) for lm in S.values()]
-                tag = z3.Bool(f"t{c.i}:{time.perf_counter_ns()}")
-                nots = [z3.Not(o) for _, o in obs] + ([z3.Not(g)] if g is not None else [])
-                c.solver.add(z3.Implies(tag, z3.Or(nots)))
-                res = c.solver.check(*lits, tag)
-                if DEBUG:
-                    print(f"  targeted {self.rd.label} {c.name[:60]:60} {res} {len(S)} lemmas", flush=True)
-                if res == z3.unsat:
-                    continue
-                if time.perf_counter() - start > budget_s:
-                    return list(S.values()), None, [c.name + " (time budget spent)"]
-                if res == z3.unknown:
-                    unknown.append(c.name)
-                    continue
-                m = c.solver.model()
-                # candidates that rule the state out, about what the failing obligations speak of
-                broken = [lm for lm, o in obs if not z3.is_true(m.eval(o, model_completion=True))]
-                about = set().union(*[_vars_of(lm.formula) for lm in broken]) | goal_vars
-                about = {v.removeprefix("prev:") for v in about} | ({"record"} if c.loads else set())
-                blockers = [lm for lm in pool if lm.name not in tried and (lm.record == c.loads or not lm.record)
-                            and (_vars_of(lm.formula) & about or lm.record)
-                            and z3.is_false(m.eval(c.pre(lm.formula), model_completion=True))]
-                if blockers:
-                    for lm in blockers:
-                        S[lm.name] = lm
-                        tried.add(lm.name)
-                    restart = True
-                    break
-                failing = [lm for lm, o in obs if lm.name not in fixed and
-                           not z3.is_true(m.eval(o, model_completion=True))]
-                if failing:
-                    for lm in failing:
-                        del S[lm.name]
-                    restart = True
-                    break
-                return list(S.values()), (c, m), []
-            if not restart:
-                return list(S.values()), None, unknown
-
-    def check_goal(self, goal_of: Callable[[RowCtx], object], lemmas: list[Lemma], reads: set[str] | None = None):
+    def check_goal(self, goal_of: Callable[[RowCtx], object], lemmas: list[Lemma], reads: set[str] | None = None,
+                   timeout_ms: int | None = None):
         """For every row (that writes a variable of `reads`): lemmas before ∧ row ⇒ goal.
         Returns (failures [(ctx, model)], unknown rows, the lemmas the unsat cores used)."""
         fails, unknown, used = [], [], set()
@@ -695,15 +668,11 @@ class System:
             o = goal_of(c)
             if o is None or z3.is_true(z3.simplify(o)):
                 continue
-            lits = {c.lit(lm): lm for lm in lemmas}
-            goal = z3.Bool(f"g{c.i}:{time.perf_counter_ns()}")
-            c.solver.add(z3.Implies(goal, z3.Not(o)))
-            res = c.solver.check(*lits, goal)
+            res, solver, lits = c.ask([], z3.Not(o), lemmas, timeout_ms)
             if res == z3.unsat:
-                core = c.solver.unsat_core()
-                used |= {lits[x].name for x in core if x in lits}
+                used |= {lits[x].name for x in solver.unsat_core() if x in lits}
             elif res == z3.sat:
-                fails.append((c, c.solver.model()))
+                fails.append((c, solver.model()))
             else:
                 unknown.append(c.name)
         return fails, unknown, used
@@ -743,7 +712,7 @@ class Prover:
 
     def __init__(self, rows=None, timeout_ms: int = TIMEOUT_MS, strengthen: bool = True,
                  bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 20.0,
-                 presets: tuple[str, ...] = ("tiny", "small"), search: str = "targeted"):
+                 presets: tuple[str, ...] = ("tiny", "small"), search: str = "vocabulary"):
         self.rows = list(ROWS if rows is None else rows)
         self.timeout_ms, self.strengthen, self.bound = timeout_ms, strengthen, bound
         self.budget_s, self.search = budget_s, search
@@ -752,6 +721,7 @@ class Prover:
         self.progress = progress or (lambda s: None)
         self._systems: dict = {}
         self._lemmas: dict = {}
+        self._candidates: dict = {}
         self.houdini_seconds = 0.0
         self.dropped: dict = {}
 
@@ -882,7 +852,8 @@ class Prover:
         if own and not system.initially(own[0]):
             return Proof(inv.name, "unknown", "induction", reason="not true of a group the coordinator does not hold")
         reads = self._reads(inv, system)
-        fails, unknown, _ = system.check_goal(goal, own, reads)
+        # plain induction, briefly when a strengthening search follows (an unknown leads to it)
+        fails, unknown, _ = system.check_goal(goal, own, reads, QUICK_MS if self.strengthen else None)
         if not fails and not unknown:
             return Proof(inv.name, "proved", f"induction ({where})")
         plain = fails[0] if fails else (None, None)
@@ -907,16 +878,57 @@ class Prover:
                              [n for n in names if n != inv.name])
             c, model = fails[0] if fails else plain
         else:
-            pool = self.pool(inv.scope)
-            lemmas, cex, unknown = system.targeted(goal, reads, own, pool, self.budget_s, _vars_of(inv.formula))
-            if cex is None and not unknown:
-                names = sorted(lm.name for lm in lemmas if lm.name != inv.name)
-                return Proof(inv.name, "proved", f"induction with CTI-guided Houdini strengthening ({where})", names)
-            c, model = cex if cex else plain
+            found = self._widening(inv, system, own, goal, reads, where)
+            if isinstance(found, Proof):
+                return found
+            (c, model), unknown = found
+            c, model = (c, model) if c is not None else plain
         if c is not None:
             return Proof(inv.name, "unknown", "induction", cti=self.cti(inv, c, model, where),
                          reason=f"row {c.name!r} breaks it")
         return Proof(inv.name, "unknown", "induction", reason=f"Z3 gave up (timeout) on {', '.join(unknown[:3])}")
+
+    def _widening(self, inv: Invariant, system: System, own: list[Lemma], goal, reads, where: str):
+        """Houdini over the candidates that speak only of the invariant's vocabulary (its
+        variables, and the record's fields of them), widened while it fails: by the variables
+        of the candidates that a counterexample to induction breaks, which would rule it out.
+        The candidates are those no state of the sample worlds breaks (`candidates`): Houdini
+        then spends its queries on lemmas that may well be invariants.  Returns the proof, or
+        (the last counterexample (ctx, model) or (None, None), rows Z3 gave up on)."""
+        cands = self.candidates(inv.scope)
+        vocab = {v.removeprefix("prev:") for v in _vars_of(inv.formula)} | {"record"}
+        deadline = time.perf_counter() + self.budget_s
+        cex, unknown = (None, None), []
+        while True:
+            chosen = [lm for lm in cands if _vocabulary(lm) <= vocab and lm.name != inv.name]
+            alive, _ = system.houdini(own + chosen, deadline=deadline)
+            if alive is None:
+                return cex, [f"the strengthening search (its {self.budget_s:g} s budget spent)"]
+            kept = [lm for lm in alive if lm.name != inv.name]
+            if not own or len(kept) < len(alive):
+                fails, unknown, used = system.check_goal(goal, alive, reads)
+                if not fails and not unknown:
+                    names = system.closure(used - {inv.name}, kept)
+                    return Proof(inv.name, "proved", f"induction with Houdini strengthening over the "
+                                 f"invariant's vocabulary ({where})", [n for n in names if n != inv.name])
+            else:   # the invariant itself was dropped: the row that broke it, from what was kept
+                fails, unknown, _ = system.check_goal(goal, kept, reads)
+            if not fails:
+                return cex, unknown
+            c, m = cex = fails[0]
+            wider = vocab | set().union(*[_vocabulary(lm) for lm in cands
+                                          if model_value(m, c.pre(lm.formula)) is False])
+            if wider == vocab:
+                return cex, unknown
+            vocab = wider
+
+    def candidates(self, scope: str) -> list[Lemma]:
+        """The candidate lemmas no reachable state of the sample worlds breaks."""
+        if scope not in self._candidates:
+            pool = self.pool(scope)
+            bad = refuted_by(pool, SAMPLE_WORLDS, self.rows_arg) if SAMPLE_WORLDS else {}
+            self._candidates[scope] = [lm for lm in pool if lm.name not in bad]
+        return self._candidates[scope]
 
     @staticmethod
     def _reads(inv: Invariant, system: System):
@@ -935,6 +947,21 @@ class Prover:
     def cti(self, inv: Invariant, c: RowCtx, model, reading: str) -> CTI:
         from .prove_report import describe_cti
         return describe_cti(inv, c, model, reading)
+
+
+# the worlds whose reachable states sift the candidate lemmas before any is given to Z3 (static:
+# for the group.instance.id lemmas)
+SAMPLE_WORLDS = ("tiny", "small", "static")
+
+
+def _vocabulary(lm: Lemma) -> set[str]:
+    """The state variables a lemma speaks of (a record lemma: of the record's fields, and 'record')."""
+    if lm.record:
+        return set(_RECORD_VOCAB.get(lm.name, ())) | {"record"}
+    return _vars_of(lm.formula)
+
+
+_RECORD_VOCAB: dict[str, set[str]] = {}
 
 
 def as_lemma(inv: Invariant) -> Lemma:

@@ -205,7 +205,7 @@ def state_name(i: int) -> str:
 
 def run_induction(names: list[str] | None, strengthen: bool = True, bound: int = 2, timeout_s: float = 3.0,
                   budget_s: float = 20.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None,
-                  search: str = "targeted"):
+                  search: str = "vocabulary"):
     """Prove the invariants named (all when None).  Returns (proofs, prover)."""
     from .prove import INVARIANTS, Prover
     prover = Prover(timeout_ms=int(timeout_s * 1000), strengthen=strengthen, bound=bound, budget_s=budget_s,

@@ -145,12 +145,13 @@ class Reading:
         scalar = SCALAR_OPS.get(op)
         if scalar is not None:
             return scalar(a)
-        if op == "union":
-            return z3.SetUnion(a[0], a[1])
-        if op == "inter":
-            return z3.SetIntersect(a[0], a[1])
-        if op == "diff":
-            return z3.SetDifference(a[0], a[1])
+        if op in ("union", "inter", "diff"):
+            # as lambdas, not Z3's set operators: those are array maps, which model-based
+            # quantifier instantiation cannot evaluate ('incomplete quantifiers')
+            k = z3.Const(self.fresh_name("e"), so.sort[n.type.key])
+            x, y = z3.Select(a[0], k), z3.Select(a[1], k)
+            return z3.Lambda([k], z3.Or(x, y) if op == "union" else z3.And(x, y) if op == "inter"
+                             else z3.And(x, z3.Not(y)))
         if op == "in":
             return z3.Select(a[1], a[0])
         if op == "singleton":
@@ -158,7 +159,11 @@ class Reading:
             empty = z3.K(so.sort[dom], z3.BoolVal(False))
             return z3.If(a[0] == so.none[dom], empty, z3.Store(empty, a[0], True))
         if op == "is_empty":
-            return a[0] == z3.K(so.sort[n.args[0].type.key], z3.BoolVal(False))
+            # no element in it, said of the elements: an equation with the empty array under a
+            # quantifier (a subset or disjointness lemma) leaves model-based instantiation
+            # 'incomplete'; about elements, the lemmas stay in a fragment Z3 decides
+            e = z3.Const(self.fresh_name("e"), so.sort[n.args[0].type.key])
+            return z3.ForAll([e], z3.Not(z3.Select(a[0], e)))
         if op == "get":
             return z3.Select(a[0], a[1])
         if op == "put":
@@ -179,6 +184,21 @@ class Reading:
     def binder(self, n: Term, bound: dict):
         op, so = n.op, self.sorts
         dom = n.data.type.name
+        one = self.single(n.args[0], bound) if op != "put_all" else None
+        if one is not None:
+            # over a set of at most one element the binder is that element's case: no quantifier
+            # for Z3 to instantiate (a quantifier inside a lambda, as a union over {member}'s
+            # instance id is, leaves Z3's model search 'incomplete')
+            e, holds = one
+            body = self.go(n.args[1], {**bound, id(n.data): e})
+            if op == "forall":
+                return z3.Implies(holds, body)
+            if op == "exists":
+                return z3.And(holds, body)
+            empty = z3.K(so.sort[n.type.key], z3.BoolVal(False))
+            if op == "filter":
+                return z3.If(z3.And(holds, body), z3.Store(empty, e, True), empty)
+            return z3.If(holds, body, empty)
         x = z3.Const(self.fresh_name("x"), so.sort[dom])
         inner = {**bound, id(n.data): x}
         if op == "put_all":
@@ -196,6 +216,19 @@ class Reading:
         # bigunion: y is in the union when some x of s has y in body(x)
         y = z3.Const(self.fresh_name("y"), so.sort[n.type.key])
         return z3.Lambda([y], z3.Exists([x], z3.And(z3.Select(s, x), z3.Select(body, y))))
+
+    def single(self, t: Term, bound: dict):
+        """(e, holds) when set term t has at most one element, e when `holds` (a singleton, or a
+        filter of one); None otherwise."""
+        if t.op == "singleton":
+            e = self.go(t.args[0], bound)
+            return e, e != self.sorts.none[t.type.key]
+        if t.op == "filter":
+            inner = self.single(t.args[0], bound)
+            if inner is not None:
+                e, holds = inner
+                return e, z3.And(holds, self.go(t.args[1], {**bound, id(t.data): e}))
+        return None
 
     def approximate(self, n: Term, bound: dict):
         """A fresh value for count / maxover / lowest, a function of the bound variables in

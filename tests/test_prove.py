@@ -28,11 +28,33 @@ BY_NAME = {i.name: i for i in INVARIANTS}
 
 def test_the_cards_invariants_are_proved_for_any_number_of_members():
     prover = PV.Prover(presets=())
-    for name in ("one-leader-per-generation", "assignment-only-when-stable"):
+    for name in ("one-leader-per-generation", "assignment-only-when-stable", "assignments-disjoint"):
         p = prover.prove(BY_NAME[name])
         assert p.status == "proved", (name, p.reason)
         assert "unbounded" in p.method
-        assert p.seconds < 10
+    # disjointness needs strengthening: every lemma it used holds where the checker goes
+    pool = {lm.name: lm for lm in prover.pool("closed-world")}
+    assert p.lemmas and PV.refuted_by([pool[n] for n in p.lemmas], ("tiny", "small", "static")) == {}
+
+
+def test_a_quantified_lemma_is_seen_false_in_a_counterexample():
+    """Z3 leaves a quantifier unevaluated in a model; the search expands it over the model's
+    universe, or it could never tell which candidate lemma rules a counterexample out."""
+    srt = z3.DeclareSort("Elem")
+    a, b = z3.Array("a", srt, z3.BoolSort()), z3.Array("b", srt, z3.BoolSort())
+    x, e, f, k = (z3.Const(n, srt) for n in "xefk")
+    s = z3.Solver()
+    s.add(a[e], z3.Not(b[e]), e != f, b[f])
+    assert s.check() == z3.sat
+    m = s.model()
+    # a lemma's shape: a quantifier over the keys a filter (a lambda) selects
+    keys = z3.Lambda([k], z3.And(a[k], k != f))
+    lemma = z3.ForAll([x], z3.Implies(keys[x], b[x]))
+    assert not z3.is_false(m.eval(lemma, model_completion=True))     # what Z3 alone gives
+    assert PV.model_value(m, lemma) is False
+    assert PV.model_value(m, z3.ForAll([x], z3.Implies(a[x], b[x]))) is False
+    assert PV.model_value(m, z3.Exists([x], z3.And(a[x], z3.Not(b[x])))) is True
+    assert PV.model_value(m, z3.Not(z3.ForAll([x], z3.Implies(a[x], b[x])))) is True
 
 
 def test_every_step_keeps_the_unbounded_values_well_formed():
