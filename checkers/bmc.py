@@ -46,8 +46,9 @@ from groupspec.spec.schema import MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, STAT
 from groupspec.spec.symbolic import (SymEnv, SymOutput, concrete_to_z3, fresh, in_states, row_relation,
                                      to_z3, well_formed)
 from groupspec.spec.table import ROWS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
-                                  MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, Kind, append_errors, armed)
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FORGOTTEN, FRESH,
+                                  MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, ISSUED, Kind,
+                                  append_errors, armed)
 
 from .z3_fast import Sub, conj, disj, eq, ite
 from .world_model import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
@@ -264,8 +265,7 @@ class SymbolicWorld:
             self._effect(p, ROUTE_EFFECTS[("tombstone", "")], z3.Or(stones), {}, NONE, NONE)
 
     def routed(self, p: Path, trigger: str) -> None:
-        s = p.state
-        s["used_ids"] = s["used_ids"] | s["members"] | s["pending"]   # member ids are never reused
+        self._effect(p, ISSUED, z3.BoolVal(True), {}, NONE, NONE)
 
     def in_state(self, p: Path, state: int) -> list:
         inside = z3.simplify(p.state["state"] == state)
@@ -287,7 +287,7 @@ class SymbolicWorld:
         q.pc.append(z3.Not(inside))
         return [(p, True), (q, False)]
 
-    def _effect(self, p: Path, effect, cond, fields: dict, echo, member) -> None:
+    def _effect(self, p: Path, effect, cond, fields: dict, echo, member, client=None) -> None:
         got = self._effects_tpl.get(id(effect))
         if got is None:
             env = self._env(self.T, self.TE)
@@ -295,6 +295,8 @@ class SymbolicWorld:
                                                    {v: to_z3(t, env) for v, t in effect.updates.items()})
         twhen, tnew = got
         params = {"sender": z3.IntVal(p.sender), "at": _z3(NONE if member is None else member)}
+        if client is not None:
+            params["client"] = z3.IntVal(client)
         for k, v in fields.items():
             if "out." + k in _OUT_NAMES:
                 params["out." + k] = _z3(echo) if v is ECHO else v
@@ -317,8 +319,7 @@ class SymbolicWorld:
                     guard, post, _ = row_relation(r, s, {**self.base, "client": z3.IntVal(c)}, self.sizes, {})
                     q = Path(dict(post), [guard], [], [r.name], label=f"c{c}: {r.name}")
                     if a.forgets:       # its parked requests' answers go nowhere now
-                        for slot in ("parked_join", "parked_sync"):
-                            q.state[slot] = [z3.If(x == c, z3.IntVal(NONE), x) for x in q.state[slot]]
+                        self._effect(q, FORGOTTEN, z3.BoolVal(True), {}, NONE, NONE, client=c)
                     paths.append(q)
             if self.cfg.loss:
                 paths.append(self._clear(s, c, REQUEST, s["rq"][c] != 0, f"the network loses c{c}'s request"))
@@ -446,7 +447,7 @@ _VAR_NAMES = [v.name for v in ALL_VARS]
 _VAR_TYPE = {v.name: v.type for v in ALL_VARS}
 _RESPONSE = ("rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment")
 _OUT_NAMES = {t.data for t in OUT.values()}
-_ROUTE_PARAM_TYPES = {"sender": Dom(CLIENT), "at": Dom(MEMBER), **{t.data: t.type for t in OUT.values()},
+_ROUTE_PARAM_TYPES = {"sender": Dom(CLIENT), "at": Dom(MEMBER), "client": Dom(CLIENT), **{t.data: t.type for t in OUT.values()},
                       **{t.data: t.type for t in REC.values()}}
 
 

@@ -57,8 +57,8 @@ from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FRESH,
-                                  LEAVE_TRIGGERS, MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS,
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FORGOTTEN,
+                                  FRESH, ISSUED, LEAVE_TRIGGERS, MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS,
                                   append_errors, armed,
                                   WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
                                   Phase, fairness)
@@ -94,7 +94,7 @@ RS_VAR = RS_VARS[0]
 G_LEN = len(GP)
 assert list(CP)[RS:] == ["rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment"]
 assert RQ == list(range(RQ[0], RQ[0] + NRQ)) and LATE == list(range(LATE[0], LATE[0] + NRQ))
-PJ, PS, USED, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "used_ids", "log_has", "log"))
+PJ, PS, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "log_has", "log"))
 G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"], E.STATE_INDEX["generation"]
 C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
@@ -212,6 +212,13 @@ class WorldModel:
                                                            for v, t in e.updates.items()])
                          for key, e in {**ROUTE_EFFECTS, "forget": FAILOVER.forget}.items()}
         self._failover_when = compile_term(FAILOVER.when, lay)
+        # member ids never reused, a closing client's parked answers dropped: effects on G alone
+        from groupspec.spec.lang import walk
+        assert all(WIDE_INDEX[n.data] < G_LEN for e in (ISSUED, FORGOTTEN) for t in (e.when, *e.updates.values())
+                   for n in walk(t) if n.op == "var"), "ISSUED and FORGOTTEN read G only"
+        self._issued = [(WIDE_INDEX[v], compile_term(t, Layout(WIDE_INDEX, {}))) for v, t in ISSUED.updates.items()]
+        self._forgotten = [(WIDE_INDEX[v], compile_term(t, Layout(WIDE_INDEX, {"client": 0})))
+                           for v, t in FORGOTTEN.updates.items()]
         self._fresh = compile_term(FRESH, lay)
         self._failover_record = compile_term(FAILOVER.record, lay)
         # what a request is to the coordinator (spec/world.py WHO, MESSAGES): terms over the request
@@ -312,8 +319,10 @@ class WorldModel:
                 if ACTION_BY_NAME[step.act].forgets and (c in G[PJ] or c in G[PS]):
                     # the client closed its connection: an answer to its parked request is
                     # never delivered to it (the coordinator still answers into nothing)
-                    G2 = G[:PJ] + tuple(tuple(NONE if x == c else x for x in G[at]) for at in (PJ, PS)) + G[PS + 1:]
-                    out.append((step, (G2,) + s[1:c + 1] + (C2,) + s[c + 2:]))
+                    G2 = list(G)
+                    for i, f in self._forgotten:
+                        G2[i] = f(G, (c,), ())
+                    out.append((step, (tuple(G2),) + s[1:c + 1] + (C2,) + s[c + 2:]))
                     continue
                 out.append((step, s[:c + 1] + (C2,) + s[c + 2:]))
             if C[RQ[0]]:
@@ -506,7 +515,8 @@ class WorldModel:
 
     def routed(self, b: "_Branch", trigger: str) -> None:
         w = b.w
-        w[USED] |= w[G_MEMBERS] | w[G_PENDING]     # member ids are never reused
+        for i, f in self._issued:
+            w[i] = f(w, (), ())
 
     def in_state(self, b: "_Branch", state: int) -> list:
         return [(b, b.w[E.STATE_I] == state)]
