@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from groupspec.checkers.traces.check import check_group
-from groupspec.checkers.traces.records import read_groups
+from groupspec.checkers.traces.records import loads, read_groups
 from groupspec.checkers.traces.simulate import choose_bugs, simulate
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.trace import ListSink
@@ -100,6 +100,22 @@ def test_bad_records_get_a_verdict_and_spare_the_other_groups(tmp_path):
     assert verdicts[names[2]]["verdict"] == "invalid" and "seq" in verdicts[names[2]]["detail"]
     assert verdicts[names[3]]["verdict"] == "ok"
     assert len(orphans) == 1 and str(p) in orphans[0] and "not valid JSON" in orphans[0]
+
+
+@pytest.mark.parametrize("text", [
+    '{"seq": 123456789012345678901234567890}', '{"seq": 18446744073709551616, "x": -9223372036854775809}',
+    '{"ts_ms": NaN}', '{"v": 1e400}', '{"group": "\\ud800"}', '{"a": 1, "a": 2}', '{"v": 1.0, "w": -0}',
+    '{"group": "g", "seq": 3', '{"group": "g"} x', '', '[1, 2]'])
+def test_trace_lines_read_as_json_reads_them(text):
+    """records.loads (orjson where it agrees with json) gives json's value, or json's error."""
+    try:
+        want = json.loads(text)
+    except ValueError as e:
+        with pytest.raises(ValueError) as got:
+            loads(text)
+        assert (got.value.msg, got.value.colno) == (e.msg, e.colno)
+        return
+    assert repr(loads(text)) == repr(want)       # repr: an int read as a float, or nan, shows
 
 
 def test_cli_check_in_process_and_one_group(tmp_path):

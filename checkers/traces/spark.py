@@ -14,13 +14,13 @@ record once; the start of the Python workers and of the JVM is a fixed cost.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 from .check import VERDICT_FIELDS, check_group
-from .records import BadRecord, TraceInputError, file_name, from_row, is_parquet, parquet_columns_missing, parse_line
+from .records import (BadRecord, TraceInputError, file_name, from_row, is_parquet, loads, parquet_columns_missing,
+                      parse_line)
 
 GROUP_PATTERN = r'"group"\s*:\s*"((?:[^"\\]|\\.)*)"'
 VERDICT_DDL = ("group string, verdict string, seq long, source string, rule string, detail string, records long, "
@@ -55,7 +55,7 @@ def _records_of(rows) -> list:
         file = file_name(file)
         if fmt == "parquet":
             try:
-                recs.append(from_row(json.loads(value)))
+                recs.append(from_row(loads(value)))
             except ValueError:
                 recs.append(BadRecord(f"{file}: an unreadable row"))
         else:
