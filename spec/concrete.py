@@ -106,7 +106,7 @@ def _memo_set(memo: list, i: int, value):
     return value
 
 
-_BINDERS = ("forall", "exists", "filter", "maxover", "bigunion", "keys_where", "put_all")
+BINDERS = ("forall", "exists", "filter", "maxover", "bigunion", "keys_where", "put_all")
 
 
 class _Source:
@@ -149,7 +149,7 @@ class _Source:
                 got = frozenset((id(n),))
             else:
                 got = frozenset().union(*(self.free(a) for a in n.args))
-                if n.op in _BINDERS:
+                if n.op in BINDERS:
                     got -= {id(n.data)}
             self._free[id(n)] = got
         return got
@@ -157,7 +157,7 @@ class _Source:
     def costly(self, n: Term) -> bool:
         got = self._costly.get(id(n))
         if got is None:
-            got = self._costly[id(n)] = n.op in _BINDERS or n.op == "apply" or any(self.costly(a) for a in n.args)
+            got = self._costly[id(n)] = n.op in BINDERS or n.op == "apply" or any(self.costly(a) for a in n.args)
         return got
 
     @staticmethod
