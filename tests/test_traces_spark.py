@@ -56,7 +56,13 @@ def _same_verdicts(spark, tmp_path, engine: str, groups_n: int, seed: int) -> tu
 
 
 def test_spark_job_gives_the_in_process_verdicts(spark, tmp_path):
-    got, expected = _same_verdicts(spark, tmp_path, "rdd", 20, seed=4)
+    got, expected = _same_verdicts(spark, tmp_path, "arrow", 20, seed=4)
+    assert got == expected
+
+
+@pytest.mark.slow
+def test_spark_rdd_job_gives_the_in_process_verdicts(spark, tmp_path):
+    got, expected = _same_verdicts(spark, tmp_path, "rdd", 60, seed=5)
     assert got == expected
 
 
