@@ -16,17 +16,28 @@ bitmasks and elements for the code that drives the closures.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .lang import NONE, LangError, Term, default_of
 
 
-def iter_bits(mask: int) -> Iterator[int]:
-    """The elements of a set's bitmask, lowest first."""
+def iter_bits(mask: int) -> Iterable[int]:
+    """The elements of a set's bitmask, lowest first (a small set's from a table: every quantifier of
+    every row and every output over members walks one, so this is among the hottest calls)."""
+    if 0 <= mask < _SMALL:
+        return _BITS[mask]
+    return _bits(mask)
+
+
+def _bits(mask: int) -> Iterator[int]:
     while mask:
         low = mask & -mask
         yield low.bit_length() - 1
         mask ^= low
+
+
+_SMALL = 1 << 12
+_BITS = [tuple(_bits(m)) for m in range(_SMALL)]
 
 
 def mask_of(elems: Sequence[int]) -> int:

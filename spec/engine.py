@@ -32,7 +32,7 @@ class EngineError(RuntimeError):
     """The table does not determine what happens (overlapping rows or a gap)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Output:
     """An evaluated output of a fired row."""
     kind: str
@@ -57,6 +57,11 @@ def _all_choice_names() -> list[str]:
         for t in _row_terms(r):
             names |= set(choices_in(t))
     return sorted(names)
+
+
+def makes_choices(r: Row) -> bool:
+    """Whether a row leaves a choice open (the engine may give more than one outcome)."""
+    return any(choices_in(t) for t in _row_terms(r))
 
 
 def _row_terms(r: Row):
@@ -220,7 +225,9 @@ def _compile_out(o: Out, lay: Layout = LAYOUT):
             o.var.data[0] = 0
         return _at_depth(t, depth, lay)
     over = compile_term(o.over, lay) if o.over is not None else None
-    fields = {k: (v if v is ECHO or not isinstance(v, Term) else comp(v)) for k, v in o.fields.items()}
+    # (name, value, whether the value is a compiled term to call), in the output's field order
+    fields = tuple((k, v, False) if v is ECHO else (k, comp(v), True) if isinstance(v, Term) else (k, v, callable(v))
+                   for k, v in o.fields.items())
     return (o.kind, o.api, comp(o.member), fields, o.timer, comp(o.duration), over, comp(o.when))
 
 
@@ -346,7 +353,7 @@ def _eval_out(out, s: tuple, p: list) -> list[Output]:
     for b in envs:
         if when is not None and not when(s, p, b):
             continue
-        vals = {k: (v if v is ECHO or not callable(v) else v(s, p, b)) for k, v in fields.items()}
+        vals = {k: v(s, p, b) if call else v for k, v, call in fields}
         res.append(Output(kind, api, member(s, p, b) if member is not None else NONE, vals, timer,
                           duration(s, p, b) if duration is not None else 0))
     return res

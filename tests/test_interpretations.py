@@ -211,3 +211,9 @@ def test_a_choice_the_step_does_not_read_gives_the_behaviours_of_every_choice(st
         some = E.run_row(lazy, state, list(cp))
         assert _behaviours(some) == _behaviours(every), lazy.row.name
         assert len(some) <= len(every)
+
+
+@given(st.one_of(st.integers(0, 5000), st.integers(0, 2**80)))
+def test_a_sets_elements_come_lowest_first_from_the_table_or_the_loop(mask):
+    from groupspec.spec.concrete import iter_bits
+    assert list(iter_bits(mask)) == [i for i in range(mask.bit_length()) if mask >> i & 1]
