@@ -521,11 +521,11 @@ class GroupCoordinator:
     def _slots_in_use(self, g: Group) -> set:
         s = g.state
         mask = 0
-        for v in ("members", "pending", "pending_sync", "awaiting_join", "awaiting_sync", "hb_armed", "new_members"):
-            mask |= E.get(s, v)
+        for i in _SLOT_SETS:
+            mask |= s[i]
         used = set(iter_bits(mask))
-        used.add(E.get(s, "leader"))
-        used.update(m for m in E.get(s, "static") if m != NONE)
+        used.add(s[_LEADER])
+        used.update(s[_STATIC])
         used.update(slot for (_, slot) in g.parked)
         used.update(k[2] for k in self.timers.keys() if k[0] == g.group_id)
         for a in self.appends:
@@ -870,6 +870,12 @@ class GroupCoordinator:
                 if k in out and out[k] is None:
                     out[k] = ""
         return out
+
+
+# the state's member sets, leader and static map: the slots a group's state refers to (after every step)
+_SLOT_SETS = [E.STATE_INDEX[v] for v in ("members", "pending", "pending_sync", "awaiting_join", "awaiting_sync",
+                                         "hb_armed", "new_members")]
+_LEADER, _STATIC = E.STATE_INDEX["leader"], E.STATE_INDEX["static"]
 
 
 def _distinct(outcomes: list) -> list:
