@@ -46,6 +46,11 @@ def corpus(folder: Path, records: int) -> dict:
         m = json.loads(meta.read_text())
         if m["records"] >= records:
             return m
+        # never write over a corpus: another run, or another engineer, may be reading it
+        print(f"{folder}: holds a corpus of {m['records']} records, fewer than --records {records}: give "
+              f"--records {m['records']} (or fewer) to use it, or a folder without a corpus to generate one",
+              file=sys.stderr)
+        sys.exit(2)
     groups = max(2, records // 390 + 1)         # about 400 records a group at 200 requests
     t = time.perf_counter()
     half = groups // 2
