@@ -6,8 +6,9 @@
 Generates the corpus first if DIR has none (simulated groups, 20% with injected bugs, two gzip'ed
 JSON Lines files written by two processes; it is not committed), then runs each configuration in
 a fresh process, `--runs` times, the configurations of one run back to back.  Spark's fixed cost
-(starting the JVM and the session, and a first trivial job that starts the Python workers) is
-measured apart from the check itself, whose rate is the steady one.
+(starting the JVM and the session, and a first job that starts a Python worker per core, each
+importing the checker and compiling the table) is measured apart from the check itself, whose rate
+is the steady one.
 
 The machine is shared, so besides the wall-clock rates each run gives its CPU time (in process:
 this process's; on Spark: the JVM's and every Python worker's, read from /proc) and records per
@@ -91,7 +92,14 @@ def one(config: str, folder: Path) -> dict:
     from groupspec.checkers.traces import spark as S
     t0 = time.perf_counter()
     sp = S.session(master, partitions=4 * int(master[6:-1]) if master[6:-1].isdigit() else 8)
-    sp.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()        # the Python workers start
+    cores = int(master[6:-1]) if master[6:-1].isdigit() else os.cpu_count() or 1
+    # the Python workers start, one per core, and each imports the checker and compiles the table (a
+    # fixed cost: the check's tasks reuse the workers; SQL's Python runners, arrow's and pandas', have
+    # workers of their own, apart from the RDD's)
+    if engine == "rdd":
+        sp.sparkContext.parallelize(range(cores), cores).map(_warm).count()
+    else:
+        sp.range(cores, numPartitions=cores).mapInArrow(_warm_batches, "id long").collect()
     t1 = time.perf_counter()
     cpu0 = _tree_cpu()
     verdicts, _ = S.check(sp, files, engine)
@@ -104,6 +112,16 @@ def one(config: str, folder: Path) -> dict:
             "startup_seconds": round(t1 - t0, 2), "check_seconds": round(t2 - t1, 2),
             "records_per_second": int(n / (t2 - t1)), "records_per_minute": int(60 * n / (t2 - t1)),
             "cpu_seconds": round(cpu, 1), "records_per_cpu_second": int(n / cpu) if cpu else None}
+
+
+def _warm(_) -> int:
+    from groupspec.checkers.traces import check  # noqa: F401 - importing it compiles the table's rows
+    return 0
+
+
+def _warm_batches(batches):
+    _warm(None)
+    yield from batches
 
 
 def _tree_cpu() -> float:
