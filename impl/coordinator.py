@@ -152,6 +152,7 @@ class GroupCoordinator:
             **{param: int(self.config[key]) for param, key in CONFIG_KEYS.items()},
             "proto_names": self._proto_names, "vote": self._vote,
         }
+        self._cfg_vector = E.make_params(self.cfg_params)     # every row's parameters start from it
 
     def __deepcopy__(self, memo) -> "GroupCoordinator":
         """The spec target copies its worlds at every step.  The containers that only grow and hold
@@ -218,7 +219,7 @@ class GroupCoordinator:
         gid = req.get("group")
         ok = gid is not None and (gid != "" or api in ("OffsetCommit", "OffsetFetch", "DescribeGroups",
                                                        "DeleteGroups"))
-        return {"coord": COORD[self.coord], "group_id_ok": ok, **self.cfg_params}
+        return {"coord": COORD[self.coord], "group_id_ok": ok}
 
     def _who(self, g: Group, req: dict) -> dict:
         mid = req.get("member") or ""
@@ -279,7 +280,7 @@ class GroupCoordinator:
         members = req.get("members")
         if members is None:   # v0-2: one member id
             members = [{"member": req.get("member") or ""}]
-        base = {**self.cfg_params, **self._base(g, "LeaveGroup", req)}
+        base = self._base(g, "LeaveGroup", req)
         [(_, top, errors)] = leave(self, g, base, [self._who(g, ident) for ident in members])
         self._settled(g)
         errors = [ERRORS[e] for e in errors]
@@ -324,7 +325,7 @@ class GroupCoordinator:
 
     def _api_ListGroups(self, req: dict) -> None:
         probe = self._group("")
-        self._fire(probe, "ListGroups", {"coord": COORD[self.coord], **self.cfg_params})
+        self._fire(probe, "ListGroups", {"coord": COORD[self.coord]})
         error = (self._reply or {}).get("error", "NONE")
         out = []
         for gid, g in sorted(self.groups.items()):
@@ -332,7 +333,7 @@ class GroupCoordinator:
                 continue
             g = self._own(g)
             self._reply = None
-            self._fire(g, "ListGroupsEntry", {"coord": COORD[self.coord], **self.cfg_params})
+            self._fire(g, "ListGroupsEntry", {"coord": COORD[self.coord]})
             r = self._reply or {}
             if r.get("listed"):
                 out.append({"group": gid, "state": r.get("state"), "protocol_type": r.get("protocol_type")})
@@ -364,9 +365,7 @@ class GroupCoordinator:
         if g is None:
             return
         g = self._own(g)
-        params = dict(self.cfg_params)
-        if slot != NONE:
-            params["timer_member"] = slot
+        params = {"timer_member": slot} if slot != NONE else {}
         if self.trace is not None:
             self.trace.begin()
             self.trace.timer(gid, name, g.ids[slot] if slot != NONE else None)
@@ -403,7 +402,7 @@ class GroupCoordinator:
     def unload(self) -> None:
         """The offsets partition moves away: groups unloaded, held appends fail."""
         for gid in list(self.groups):
-            self._event(gid, "unload", lambda g: self._fire(self._own(g), "Unload", dict(self.cfg_params)))
+            self._event(gid, "unload", lambda g: self._fire(self._own(g), "Unload", {}))
         if self.trace is not None:      # groups the trace knows that are no longer held learn it too
             for gid in [k for k in self.trace.seq if k not in self.groups]:
                 self._event(gid, "unload", None)
@@ -433,13 +432,13 @@ class GroupCoordinator:
         for gid, lg in loaded.items():
             g = self._group(gid)
             held = g.state[E.STATE_I] != ABSENT
-            self._event(gid, "load", lambda g: self._fire(g, "Load", self.cfg_params if held else
+            self._event(gid, "load", lambda g: self._fire(g, "Load", {} if held else
                                                           self._record_params(g, lg)), g)
         self._gc_groups()
 
     def mark_dead(self, gid: str) -> None:
         _require(isinstance(gid, str), f"mark_dead: a group id (a string), got {brief(gid)}")
-        self._event(gid, "mark_dead", lambda g: self._fire(g, "MarkDead", dict(self.cfg_params)), self._group(gid))
+        self._event(gid, "mark_dead", lambda g: self._fire(g, "MarkDead", {}), self._group(gid))
 
     def expire_offsets(self) -> None:
         now = self.clock.now()
@@ -448,7 +447,7 @@ class GroupCoordinator:
             g = self._own(g)
             aged = mask_of([p for p, ts in g.commit_ts.items() if now - ts >= retention])
             self._event(g.group_id, "expire_offsets", lambda g: self._fire(g, "ExpireOffsets", {
-                **self.cfg_params, "aged": aged, "state_aged": now - g.state_ts >= retention}), g)
+                "aged": aged, "state_aged": now - g.state_ts >= retention}), g)
         self._gc_groups()
 
     def _event(self, gid: str, event: str, fire: Callable | None, g: Group | None = None) -> None:
@@ -522,11 +521,11 @@ class GroupCoordinator:
     def _slots_in_use(self, g: Group) -> set:
         s = g.state
         mask = 0
-        for v in ("members", "pending", "pending_sync", "awaiting_join", "awaiting_sync", "hb_armed", "new_members"):
-            mask |= E.get(s, v)
+        for i in _SLOT_SETS:
+            mask |= s[i]
         used = set(iter_bits(mask))
-        used.add(E.get(s, "leader"))
-        used.update(m for m in E.get(s, "static") if m != NONE)
+        used.add(s[_LEADER])
+        used.update(s[_STATIC])
         used.update(slot for (_, slot) in g.parked)
         used.update(k[2] for k in self.timers.keys() if k[0] == g.group_id)
         for a in self.appends:
@@ -544,8 +543,9 @@ class GroupCoordinator:
                 g.client.pop(i, None)
 
     def _fire(self, g: Group, trigger: str, params: dict) -> None:
-        """Fire `trigger` on group `g` and everything it entails (spec/handling.py)."""
-        handle(self, g, trigger, {**self.cfg_params, **params})
+        """Fire `trigger` on group `g` and everything it entails (spec/handling.py; `outcomes` adds the
+        configuration's parameters)."""
+        handle(self, g, trigger, params)
         self._settled(g)
 
     def _settled(self, g: Group) -> None:
@@ -562,7 +562,10 @@ class GroupCoordinator:
 
     def outcomes(self, g: Group, trigger: str, params: dict) -> list:
         self._widen(g)
-        self._p = p = E.make_params({**self.cfg_params, **params})
+        self._p = p = list(self._cfg_vector)
+        index = E.PARAM_INDEX
+        for k, v in params.items():
+            p[index[k]] = v
         outcomes = self.engine.fire(g.state, trigger, p)
         self.outcomes_worked += len(outcomes)
         if len(outcomes) > 1:
@@ -779,7 +782,7 @@ class GroupCoordinator:
                   self.domains[PROTOCOL](rec["protocol"]) if rec.get("protocol") else NONE,
                   lead, mask_of([s for s, _ in slots]), tuple(inst), tuple(protos), tuple(sess), tuple(reb),
                   tuple(assign), tuple(offsets))
-        return {**self.cfg_params, "record": record}
+        return {"record": record}
 
     def _gc_groups(self) -> None:
         """Forget groups the coordinator no longer holds (and that nothing waits on)."""
@@ -867,6 +870,12 @@ class GroupCoordinator:
                 if k in out and out[k] is None:
                     out[k] = ""
         return out
+
+
+# the state's member sets, leader and static map: the slots a group's state refers to (after every step)
+_SLOT_SETS = [E.STATE_INDEX[v] for v in ("members", "pending", "pending_sync", "awaiting_join", "awaiting_sync",
+                                         "hb_armed", "new_members")]
+_LEADER, _STATIC = E.STATE_INDEX["leader"], E.STATE_INDEX["static"]
 
 
 def _distinct(outcomes: list) -> list:

@@ -111,7 +111,7 @@ def record_problem(r) -> str | None:
     shape = _RECORDS.get(kind) if isinstance(kind, str) else None
     if shape is None:
         return f"unknown record type {brief(kind)} (known: {', '.join(_RECORDS)})"
-    problem = shape.problem(r, kind)
+    problem = None if shape.ok(r) else shape.problem(r, kind)
     if problem is None and kind == "group":
         problem = next((f"'group.members[{i}].protocols[{k}]' must be [name, metadata]"
                         for i, m in enumerate(r["members"]) for k, p in enumerate(m["protocols"]) if len(p) != 2),

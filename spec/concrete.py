@@ -16,17 +16,28 @@ bitmasks and elements for the code that drives the closures.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .lang import NONE, LangError, Term, default_of
 
 
-def iter_bits(mask: int) -> Iterator[int]:
-    """The elements of a set's bitmask, lowest first."""
+def iter_bits(mask: int) -> Iterable[int]:
+    """The elements of a set's bitmask, lowest first (a small set's from a table: every quantifier of
+    every row and every output over members walks one, so this is among the hottest calls)."""
+    if 0 <= mask < _SMALL:
+        return _BITS[mask]
+    return _bits(mask)
+
+
+def _bits(mask: int) -> Iterator[int]:
     while mask:
         low = mask & -mask
         yield low.bit_length() - 1
         mask ^= low
+
+
+_SMALL = 1 << 12
+_BITS = [tuple(_bits(m)) for m in range(_SMALL)]
 
 
 def mask_of(elems: Sequence[int]) -> int:
@@ -106,7 +117,7 @@ def _memo_set(memo: list, i: int, value):
     return value
 
 
-_BINDERS = ("forall", "exists", "filter", "maxover", "bigunion", "keys_where", "put_all")
+BINDERS = ("forall", "exists", "filter", "maxover", "bigunion", "keys_where", "put_all")
 
 
 class _Source:
@@ -149,7 +160,7 @@ class _Source:
                 got = frozenset((id(n),))
             else:
                 got = frozenset().union(*(self.free(a) for a in n.args))
-                if n.op in _BINDERS:
+                if n.op in BINDERS:
                     got -= {id(n.data)}
             self._free[id(n)] = got
         return got
@@ -157,7 +168,7 @@ class _Source:
     def costly(self, n: Term) -> bool:
         got = self._costly.get(id(n))
         if got is None:
-            got = self._costly[id(n)] = n.op in _BINDERS or n.op == "apply" or any(self.costly(a) for a in n.args)
+            got = self._costly[id(n)] = n.op in BINDERS or n.op == "apply" or any(self.costly(a) for a in n.args)
         return got
 
     @staticmethod

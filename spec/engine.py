@@ -5,7 +5,10 @@ states and guard hold (the table guarantees at most one, `lint` proves
 it), runs its steps and returns every possible outcome: one per
 combination of the nondeterministic choices the row makes (who becomes
 leader, which protocol wins a tied vote).  A choice is resolved when the
-step that needs it runs, over the state that step sees.
+step that needs it runs, over the state that step sees; a choice the step
+does not read there (the `If` around it goes the other way: the leader
+stays) is made once, by its first candidate, since every other candidate
+gives the same outcome.
 
 This is the only interpreter of rows.  The runtime coordinator, the spec
 target of the scenario runner and the checkers all call it.
@@ -15,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .concrete import Layout, compile_term, iter_bits
-from .lang import NONE, Term, choices_in
+from .concrete import BINDERS, Layout, compile_term, iter_bits
+from .lang import NONE, TRUE, And, Not, Or, Term, choices_in, walk
 from .rows import ECHO, Out, Row, Set_
 from .schema import PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME
 from .table import ROWS
@@ -29,7 +32,7 @@ class EngineError(RuntimeError):
     """The table does not determine what happens (overlapping rows or a gap)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Output:
     """An evaluated output of a fired row."""
     kind: str
@@ -54,6 +57,11 @@ def _all_choice_names() -> list[str]:
         for t in _row_terms(r):
             names |= set(choices_in(t))
     return sorted(names)
+
+
+def makes_choices(r: Row) -> bool:
+    """Whether a row leaves a choice open (the engine may give more than one outcome)."""
+    return any(choices_in(t) for t in _row_terms(r))
 
 
 def _row_terms(r: Row):
@@ -118,8 +126,62 @@ class _CStep:
     __slots__ = ("updates", "out", "choices")
 
 
+def _read_when(t: Term, name: str) -> Term | None:
+    """A condition, over the state and parameters, that holds whenever evaluating `t` reads choice
+    `name` (None: it never does).  It may hold where the choice is not read (a binder around the
+    choice, or an argument `and`/`or` may skip, count as read), never the other way."""
+    if not any(n.op == "choose" and n.data == name for n in walk(t)):
+        return None
+    if t.op == "choose":
+        # another choice's candidates are not part of the expression (run_row evaluates them apart)
+        return _ALWAYS if t.data == name else None
+    if t.op in BINDERS:
+        return _ALWAYS
+    if t.op == "ite":
+        c, a, b = t.args
+        parts = [_read_when(c, name), _guarded(c, _read_when(a, name)), _guarded(Not(c), _read_when(b, name))]
+    else:
+        parts = [_read_when(x, name) for x in t.args]
+    parts = [x for x in parts if x is not None]
+    if not parts:
+        return None
+    return _ALWAYS if any(x is _ALWAYS for x in parts) else Or(*parts)
+
+
+_ALWAYS = TRUE()          # a sentinel: compared by identity
+
+
+def _guarded(c: Term, inner: Term | None) -> Term | None:
+    return None if inner is None else c if inner is _ALWAYS else And(c, inner)
+
+
+def _lazy(row: Row, step_index: int, name: str) -> Term | None:
+    """When step `step_index` of `row` reads choice `name`, if that can be told before the step runs:
+    the choice is in no other step (a later step reuses the value chosen here) and in no choice's
+    candidates, and the condition names no choice (the step's other choices are not made yet).  The
+    condition is closed: it is made of the conditions of `If`s outside every binder of an update."""
+    steps = [list(st.updates.values()) if isinstance(st, Set_) else list(_out_terms(st)) for st in row.steps]
+    if not isinstance(row.steps[step_index], Set_):
+        return None
+    for i, terms in enumerate(steps):
+        for t in terms:
+            found = choices_in(t)
+            if (i != step_index and name in found) or any(name in choices_in(ch.args[0]) for ch in found.values()):
+                return None
+    when = [w for w in (_read_when(t, name) for t in steps[step_index]) if w is not None]
+    if not when or any(w is _ALWAYS for w in when):
+        return None
+    cond = Or(*when)
+    if any(n.op == "choose" for n in walk(cond)):
+        return None
+    return cond
+
+
 class CompiledRow:
-    def __init__(self, row: Row, space: Space = GROUP_SPACE):
+    """`lazy=False`: every choice made over all its candidates, read or not (for a test that names the
+    choices itself, as a Z3 model does)."""
+
+    def __init__(self, row: Row, space: Space = GROUP_SPACE, lazy: bool = True):
         self.row = row
         self.space = space
         lay = space.layout
@@ -135,7 +197,10 @@ class CompiledRow:
             found: dict[str, Term] = {}
             for t in terms:
                 found.update(choices_in(t))
-            c.choices = [(lay.param_index["choice:" + name], compile_term(ch.args[0], lay))
+            # (the choice's slot, its candidates, when the step reads it: None if it always may)
+            c.choices = [(lay.param_index["choice:" + name], compile_term(ch.args[0], lay),
+                          None if not lazy or (when := _lazy(row, len(self.steps), name)) is None
+                          else compile_term(when, lay))
                          for name, ch in sorted(found.items())]
             if isinstance(st, Set_):
                 c.updates = [(lay.state_index[k], compile_term(v, lay)) for k, v in st.updates.items()]
@@ -160,7 +225,9 @@ def _compile_out(o: Out, lay: Layout = LAYOUT):
             o.var.data[0] = 0
         return _at_depth(t, depth, lay)
     over = compile_term(o.over, lay) if o.over is not None else None
-    fields = {k: (v if v is ECHO or not isinstance(v, Term) else comp(v)) for k, v in o.fields.items()}
+    # (name, value, whether the value is a compiled term to call), in the output's field order
+    fields = tuple((k, v, False) if v is ECHO else (k, comp(v), True) if isinstance(v, Term) else (k, v, callable(v))
+                   for k, v in o.fields.items())
     return (o.kind, o.api, comp(o.member), fields, o.timer, comp(o.duration), over, comp(o.when))
 
 
@@ -229,10 +296,12 @@ def run_row(cr: CompiledRow, state: tuple, params: list, skip: frozenset = froze
             for s, p, outs, ch in branches:
                 options = [[]]
                 st = tuple(s)
-                for idx, cand in step.choices:
+                for idx, cand, read in step.choices:
                     if p[idx] is not None:
                         continue  # already chosen by an earlier step
                     elems = list(iter_bits(cand(st, p, ()))) or [NONE]
+                    if read is not None and len(elems) > 1 and not read(st, p, ()):
+                        elems = elems[:1]       # not read: every candidate gives the first one's outcome
                     options = [o + [(idx, e)] for o in options for e in elems]
                 for opt in options:
                     p2 = list(p)
@@ -284,7 +353,7 @@ def _eval_out(out, s: tuple, p: list) -> list[Output]:
     for b in envs:
         if when is not None and not when(s, p, b):
             continue
-        vals = {k: (v if v is ECHO or not callable(v) else v(s, p, b)) for k, v in fields.items()}
+        vals = {k: v(s, p, b) if call else v for k, v, call in fields}
         res.append(Output(kind, api, member(s, p, b) if member is not None else NONE, vals, timer,
                           duration(s, p, b) if duration is not None else 0))
     return res

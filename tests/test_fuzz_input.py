@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from groupspec.checkers.cli import app
 from groupspec.impl.coordinator import GroupCoordinator
-from groupspec.impl.requests import API_FIELDS, InvalidRequest
+from groupspec.impl.requests import API_FIELDS, FIELDS, InvalidRequest
 from groupspec.spec.kafka import APIS, ERRORS
 
 ROOT = Path(__file__).resolve().parent / "scenarios"
@@ -192,3 +192,20 @@ def test_send_answers_anything_with_a_response_or_invalid_request(seq, debug):
         assert all(e in ERRORS for e in [resp.get("error", "NONE"), *errors])
         if isinstance(resp.get("member"), str) and resp["member"]:
             issued.append(resp["member"])
+
+
+# mappings with the fields' own keys, some missing, some extra, of any values: where a record's check can go wrong
+near_records = st.dictionaries(st.sampled_from(["name", "metadata", "member", "instance", "reason", "x"]),
+                               st.one_of(st.sampled_from(["range", "", None]), scalars), max_size=4)
+near = st.recursive(st.one_of(scalars, near_records), lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["t-0", "m", "t-x"]), inner, max_size=2)),
+    max_leaves=6)
+
+
+@FAST
+@given(st.sampled_from(sorted(FIELDS)).flatmap(
+    lambda name: st.tuples(st.just(name), st.one_of(plausible.get(name, anything), anything, near))))
+def test_a_fields_quick_check_agrees_with_its_problem(field):
+    """Shape.ok (the runtime's check of every request) passes exactly the values `problem` finds nothing wrong in."""
+    name, value = field
+    assert FIELDS[name].ok(value) == (FIELDS[name].problem(value, name) is None)

@@ -180,3 +180,40 @@ def _field_type(row, so, k):
             return step.fields[k].type
     return None
 
+
+
+LAZY = [(cr, E.CompiledRow(cr.row, lazy=False)) for cr in COMPILED if any(read for st in cr.steps for _, _, read in st.choices)]
+
+
+def _behaviours(outcomes):
+    """The outcomes that differ in what they do, first of each kept (as the runtime's _distinct)."""
+    seen, out = set(), []
+    for o in outcomes:
+        key = (o.state, repr(o.outputs))
+        if key not in seen:
+            seen.add(key)
+            out.append((key, o.choices))
+    return out
+
+
+@given(state=states, prms=params, lists=protolists)
+def test_a_choice_the_step_does_not_read_gives_the_behaviours_of_every_choice(state, prms, lists):
+    """Making an unread choice once drops only outcomes alike in state and outputs to one kept, and
+    keeps the first of each behaviour in the order, with its choices, as enumerating all of them."""
+    assert len(LAZY) >= 10     # the leader choices after a removal: lazy wherever an If decides them
+    (names, vote), _ = functions(lists)
+    cp = E.make_params({**prms, "proto_names": names, "vote": vote})
+    for lazy, eager in LAZY:
+        try:
+            every = E.run_row(eager, state, list(cp))
+        except Exception:  # noqa: BLE001 - a state no run reaches may break a term: only the agreement counts
+            continue
+        some = E.run_row(lazy, state, list(cp))
+        assert _behaviours(some) == _behaviours(every), lazy.row.name
+        assert len(some) <= len(every)
+
+
+@given(st.one_of(st.integers(0, 5000), st.integers(0, 2**80)))
+def test_a_sets_elements_come_lowest_first_from_the_table_or_the_loop(mask):
+    from groupspec.spec.concrete import iter_bits
+    assert list(iter_bits(mask)) == [i for i in range(mask.bit_length()) if mask >> i & 1]

@@ -100,7 +100,8 @@ def test_a_z3_model_of_a_row_step_runs_concretely_to_the_same_state(row):
     values["vote"] = lambda pl, cands: m.eval(vote(z3.IntVal(pl), z3.BitVecVal(cands, w)),
                                               model_completion=True).as_long()
     post = tuple(_concrete(m, c.post[v.name], v.type, sizes) for v in STATE_VARS)
-    outcomes = E.run_row(E.CompiledRow(ROW_BY_NAME[row]), state, E.make_params(values))
+    # every choice made, read or not: the model names a value for each
+    outcomes = E.run_row(E.CompiledRow(ROW_BY_NAME[row], lazy=False), state, E.make_params(values))
     chosen = {name: m.eval(z3.Int(f"choice_{name}@{i}"), model_completion=True).as_long()
               for o in outcomes for name in o.choices}
     match = [o for o in outcomes if all(chosen[k] == v for k, v in o.choices.items())]

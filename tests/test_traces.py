@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from groupspec.checkers.traces.check import check_group
-from groupspec.checkers.traces.records import read_groups
+from groupspec.checkers.traces.records import loads, parse_line, read_groups
 from groupspec.checkers.traces.simulate import choose_bugs, simulate
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.trace import ListSink
@@ -100,6 +100,29 @@ def test_bad_records_get_a_verdict_and_spare_the_other_groups(tmp_path):
     assert verdicts[names[2]]["verdict"] == "invalid" and "seq" in verdicts[names[2]]["detail"]
     assert verdicts[names[3]]["verdict"] == "ok"
     assert len(orphans) == 1 and str(p) in orphans[0] and "not valid JSON" in orphans[0]
+
+
+@pytest.mark.parametrize("text", [
+    '{"seq": 18446744073709551615, "x": -9223372036854775808}', '{"ts_ms": NaN}', '{"v": 1e400}', '{"group": "\\ud800"}', '{"a": 1, "a": 2}', '{"v": 1.0, "w": -0}',
+    '{"group": "g", "seq": 3', '{"group": "g"} x', '', '[1, 2]'])
+def test_trace_lines_read_as_json_reads_them(text):
+    """records.loads (orjson where it agrees with json) gives json's value, or json's error."""
+    try:
+        want = json.loads(text)
+    except ValueError as e:
+        with pytest.raises(ValueError) as got:
+            loads(text)
+        assert (got.value.msg, got.value.colno) == (e.msg, e.colno)
+        return
+    assert repr(loads(text)) == repr(want)       # repr: an int read as a float, or nan, shows
+
+
+def test_an_integer_past_64_bits_is_refused_by_the_field_check():
+    """The one place records.loads reads otherwise than json: no field of the format holds such a number."""
+    rec = {"v": 1, "group": "g", "seq": 1, "ts_ms": 5, "source": "b", "kind": "timer", "timer": "heartbeat"}
+    line = json.dumps(rec).replace('"seq": 1', '"seq": 123456789012345678901234567890')
+    v = check_group("g", [parse_line(line, "t.jsonl")[1]])
+    assert v["verdict"] == "invalid" and "`seq` must be an integer" in v["detail"]
 
 
 def test_cli_check_in_process_and_one_group(tmp_path):

@@ -56,7 +56,13 @@ def _same_verdicts(spark, tmp_path, engine: str, groups_n: int, seed: int) -> tu
 
 
 def test_spark_job_gives_the_in_process_verdicts(spark, tmp_path):
-    got, expected = _same_verdicts(spark, tmp_path, "rdd", 20, seed=4)
+    got, expected = _same_verdicts(spark, tmp_path, "arrow", 20, seed=4)
+    assert got == expected
+
+
+@pytest.mark.slow
+def test_spark_rdd_job_gives_the_in_process_verdicts(spark, tmp_path):
+    got, expected = _same_verdicts(spark, tmp_path, "rdd", 60, seed=5)
     assert got == expected
 
 
@@ -78,3 +84,19 @@ def test_cli_on_spark_writes_the_report(tmp_path):
     s = json.loads(r.stdout)
     assert s["verdicts"]["violation"] == sum(b["fired"] for b in info)
     assert (tmp_path / "out" / "report.html").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["arrow", "rdd"])
+def test_spark_reads_parquet_traces_as_the_in_process_checker_does(spark, tmp_path, engine):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "simulate", "--groups", "12",
+                        "--events-per-group", "80", "--seed", "11", "--inject-bug", "all", "--fraction", "0.5",
+                        "--out", str(tmp_path / "t.parquet")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    groups, _ = read_groups([str(tmp_path / "t.parquet")])
+    expected = sorted(_key(check_group(g, recs)) for g, recs in groups.items())
+    verdicts, _ = S.check(spark, [tmp_path / "t.parquet"], engine)
+    assert sorted(_key(r.asDict()) for r in verdicts.collect()) == expected
+    assert any(k[1] == "violation" for k in expected)

@@ -28,15 +28,15 @@ from groupspec.impl.storage import InMemoryLog
 from groupspec.spec import engine as E
 from groupspec.spec.kafka import ConfigError, brief
 from groupspec.spec.lang import NONE
-from groupspec.spec.schema import STATE_VARS, STATES
-from groupspec.spec.table import TIMERS
+from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
+from groupspec.spec.table import ROWS, TIMERS
 
 MAX_WORLDS = 64
 _MAPS = [(i, v.type.key, v.initial) for i, v in enumerate(STATE_VARS) if v.type.kind == "map"]
 PREPARING = STATES.index("PreparingRebalance")
 # Steps that never meet a choice the table leaves open: their rows make none, and the eager
 # join re-check (the only other way to a choice) runs only in PreparingRebalance
-_CHOICE_TRIGGERS = {cr.row.trigger for crs in E.Engine().by_trigger.values() for cr in crs if cr.has_choices}
+_CHOICE_TRIGGERS = {r.trigger for r in ROWS if E.makes_choices(r)}
 PLAIN_APIS = {"Heartbeat", "OffsetCommit", "OffsetFetch", "DescribeGroups", "ListGroups"}
 assert not {"Heartbeat", "OffsetFetch", "DescribeGroup", "ListGroups"} & _CHOICE_TRIGGERS
 
@@ -62,7 +62,8 @@ class ReplayCoordinator(GroupCoordinator):
 
     def _widen(self, g) -> None:
         """GroupCoordinator._widen in one pass over the map variables (it runs before every row)."""
-        sizes = self._sizes(max(1, len(g.ids)))
+        sizes = {d: max(1, len(i.values)) for d, i in self.domains.items()}
+        sizes[MEMBER] = max(1, len(g.ids))
         st = g.state
         short = [(i, sizes[dom], init) for i, dom, init in _MAPS if len(st[i]) < sizes[dom]]
         if short:

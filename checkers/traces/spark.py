@@ -1,28 +1,37 @@
 """The PySpark job: read traces, group records by group id, check each group, write the verdicts.
 
 Partitioning: records are read by Spark's file splits (a gzip'ed file is one split), each tagged
-with its file and its position in it; a shuffle on the group id brings each group's records
-to one task, which orders them (input order, then `seq` per source, then sources merged by
-time) and runs `check.check_group`, the function the in-process checker runs, so both give the
-same verdicts.  Two ways to run the per-group step, both measured (benchmarks/traces.py, a million records on
-local[2]): `rdd` (`rdd.map(group, record).groupByKey().map(check)`, pickled rows; the default, the
-faster: 4.2k records/s against 3.1k) and `pandas` (`groupBy(group).applyInPandas`, Arrow batches).
+with its file and its position in it, and the group id taken from the line in the JVM; a shuffle
+on the group id into `spark.sql.shuffle.partitions` tasks (4 per core by default, whatever the
+number of input splits) brings each group's records to one task, which orders them (input order,
+then `seq` per source, then sources merged by time) and runs `check.check_group`, the function the
+in-process checker runs, so both give the same verdicts.  The lines are parsed in those tasks, on
+the executors; the driver reads nothing.
+
+Three ways to run the per-group step (benchmarks/traces.py measures them; README has the figures):
+`arrow`, the default and the fastest: the shuffle and a sort by (group, file, position) stay in the
+JVM, and `mapInArrow` hands each task its rows as Arrow batches, a group's rows contiguous;
+`rdd` (`groupByKey` on pickled rows: Python shuffles, so every record crosses into Python twice);
+`pandas` (`groupBy(group).applyInPandas`: a pandas frame per group).
 
 What limits scaling: one group's records go to one task and are checked in order (a group is a
-sequential history), so a single huge group is as slow as one core; the shuffle moves every
-record once; the start of the Python workers and of the JVM is a fixed cost.
+sequential history), so a single huge group is as slow as one core, and tasks of unequal groups
+finish unevenly (more partitions than cores evens them out); the shuffle moves every record once;
+the start of the JVM and of a Python worker per core (each imports the project and compiles the
+table) is a fixed cost.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 from .check import VERDICT_FIELDS, check_group
-from .records import BadRecord, TraceInputError, file_name, from_row, is_parquet, parquet_columns_missing, parse_line
+from .records import (BadRecord, TraceInputError, file_name, from_row, is_parquet, loads, parquet_columns_missing,
+                      parse_line)
 
 GROUP_PATTERN = r'"group"\s*:\s*"((?:[^"\\]|\\.)*)"'
+ENGINES = ("arrow", "rdd", "pandas")
 VERDICT_DDL = ("group string, verdict string, seq long, source string, rule string, detail string, records long, "
                "rebalances long, mode string, explain string")
 
@@ -43,6 +52,10 @@ def session(master: str = "local[*]", app: str = "groupspec-traces", partitions:
          .config("spark.sql.shuffle.partitions", str(partitions or 8)))
     if master:              # empty: the master spark-submit (or spark-defaults.conf) gives
         b = b.master(master)
+    if master.startswith("local"):
+        # one JVM, short-lived, that only reads, shuffles and hands Arrow batches to Python: its C2
+        # compiler threads and G1's concurrent threads took a third of its CPU, taken from the checking
+        b = b.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -51,17 +64,48 @@ def session(master: str = "local[*]", app: str = "groupspec-traces", partitions:
 def _records_of(rows) -> list:
     """One group's rows (file, pos, fmt, value) to records, in input order."""
     recs = []
+    names: dict = {}            # a group's records come from a few files: each URI decoded once
     for file, pos, fmt, value in sorted(rows, key=lambda r: (r[0], r[1])):
-        file = file_name(file)
+        file = names.get(file) or names.setdefault(file, file_name(file))
         if fmt == "parquet":
             try:
-                recs.append(from_row(json.loads(value)))
+                recs.append(from_row(loads(value)))
             except ValueError:
                 recs.append(BadRecord(f"{file}: an unreadable row"))
         else:
             _, rec = parse_line(value, file)
             recs.append(rec)
     return recs
+
+
+_NO_GROUP = object()      # before the first row: no group id (not even a null one) is this
+
+
+def _check_batches(batches):
+    """The `arrow` engine's task: Arrow batches of rows sorted by group (then file and position),
+    each group's rows contiguous, possibly across batches; one verdict per group, as batches."""
+    import pyarrow as pa
+    schema = _verdict_schema()
+    group, rows, out = _NO_GROUP, [], []
+    for b in batches:
+        cols = [b.column(name).to_pylist() for name in ("group", "file", "pos", "fmt", "value")]
+        for g, *row in zip(*cols):
+            if g != group:
+                if rows:
+                    out.append(check_group(group, _records_of(rows)))
+                group, rows = g, []
+            rows.append(row)
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+            out = []
+    if rows:
+        yield pa.RecordBatch.from_pylist([check_group(group, _records_of(rows))], schema=schema)
+
+
+def _verdict_schema():
+    import pyarrow as pa
+    types = {"string": pa.string(), "long": pa.int64()}
+    return pa.schema([(name, types[t]) for name, t in (f.split() for f in VERDICT_DDL.split(", "))])
 
 
 def _check_pdf(pdf):
@@ -124,7 +168,7 @@ def _parquet(p) -> bool:
     return str(p).endswith(".parquet") if _remote(p) else is_parquet(p)
 
 
-def check(spark, files: list[Path], engine: str = "rdd", skipped: list | None = None):
+def check(spark, files: list[Path], engine: str = "arrow", skipped: list | None = None):
     """The verdicts DataFrame, and the lines no group owns (count, a few examples).  A Parquet file
     without the format's columns is skipped and named in `skipped` (TraceInputError without it)."""
     from pyspark.sql import functions as F
@@ -135,15 +179,20 @@ def check(spark, files: list[Path], engine: str = "rdd", skipped: list | None = 
                        .otherwise(F.col("group")))
     orphan = df.where(F.col("has_group") == "")
     owned = df.where(F.col("has_group") != "").select("group", "file", "pos", "fmt", "value")
-    if engine == "pandas":
+    # one task per shuffle partition, whatever the number of input splits (one gzip file is one)
+    parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    if engine == "arrow":
+        verdicts = (owned.repartition(parts, "group").sortWithinPartitions("group", "file", "pos")
+                    .mapInArrow(_check_batches, schema=VERDICT_DDL))
+    elif engine == "pandas":
         verdicts = owned.groupBy("group").applyInPandas(_check_pdf, schema=VERDICT_DDL)
     elif engine == "rdd":
         rdd = (owned.rdd.map(lambda r: (r["group"], (r["file"], r["pos"], r["fmt"], r["value"])))
-               .groupByKey()
+               .groupByKey(numPartitions=parts)
                .map(lambda kv: _verdict_tuple(check_group(kv[0], _records_of(list(kv[1]))))))
         verdicts = spark.createDataFrame(rdd, schema=VERDICT_DDL)
     else:
-        raise ValueError(f"unknown engine {engine!r} (pandas or rdd)")
+        raise ValueError(f"unknown engine {engine!r} ({', '.join(ENGINES)})")
     return verdicts, orphan
 
 
