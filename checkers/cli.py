@@ -337,6 +337,27 @@ _W = dict(
 )
 
 
+_W_TYPES = {"preset": str, **{n: Optional[int] for n in ("clients", "topics", "partitions", "max_generation",
+                                                            "member_ids")}}
+
+
+def world_options(fn):
+    """The command takes the world options (_W) besides its own, and gets them as one dict,
+    `world`, for `_world(**world)`: every command that names a closed world names it alike."""
+    import functools
+    import inspect
+    own = [p for n, p in inspect.signature(fn).parameters.items() if n != "world"]
+    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt,
+                               annotation=_W_TYPES.get(n, Optional[bool])) for n, opt in _W.items()]
+
+    @functools.wraps(fn)
+    def command(*args, **kwargs):
+        return fn(*args, world={n: kwargs.pop(n) for n in _W}, **kwargs)
+    command.__signature__ = inspect.Signature(own + extra)
+    del command.__wrapped__
+    return command
+
+
 def _world(preset: str, **overrides):
     """The world the options name (a preset with flags over it), or one line and exit 2."""
     import dataclasses
@@ -354,23 +375,8 @@ def _world(preset: str, **overrides):
 
 
 @app.command("check")
+@world_options
 def check_cmd(
-    preset: str = _W["preset"],
-    clients: Optional[int] = _W["clients"],
-    topics: Optional[int] = _W["topics"],
-    partitions: Optional[int] = _W["partitions"],
-    max_generation: Optional[int] = _W["max_generation"],
-    member_ids: Optional[int] = _W["member_ids"],
-    crash: Optional[bool] = _W["crash"],
-    expiry: Optional[bool] = _W["expiry"],
-    failover: Optional[bool] = _W["failover"],
-    append_failure: Optional[bool] = _W["append_failure"],
-    loss: Optional[bool] = _W["loss"],
-    duplication: Optional[bool] = _W["duplication"],
-    reordering: Optional[bool] = _W["reordering"],
-    hung_poll: Optional[bool] = _W["hung_poll"],
-    timely: Optional[bool] = _W["timely"],
-    rebalance_budget: Optional[bool] = _W["rebalance_budget"],
     symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
     liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
                                                             "(keeps the graph; turns symmetry off)"),
@@ -380,6 +386,7 @@ def check_cmd(
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    world: Optional[dict] = None,
 ) -> None:
     """Explore every reachable state of a bounded closed world; report the shortest violation.
     The depth reported is how deep the breadth-first search went or, with a counterexample,
@@ -395,10 +402,7 @@ def check_cmd(
     workers = 1 if liveness else _bounded_workers("--workers", 2 if workers is None else workers)
     if max_states is not None and max_states < 1:
         fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
-    cfg = _world(preset, clients=clients, topics=topics, partitions=partitions, max_generation=max_generation,
-                 member_ids=member_ids, crash=crash, expiry=expiry, failover=failover, append_failure=append_failure,
-                 loss=loss, duplication=duplication, reordering=reordering, hung_poll=hung_poll, timely=timely,
-                 rebalance_budget=rebalance_budget)
+    cfg = _world(**world)
     if no_waivers:
         cfg = dataclasses.replace(cfg, waive=())
     out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
@@ -428,7 +432,7 @@ def check_cmd(
     never = [r.name for r in ROWS if r.name not in fired]
     doc = {"result": "ok" if res.result == "ok" else ("stopped" if res.result == "stopped" else "violation"),
            "kind": res.result,
-           "violation": res.violation or None, "preset": preset, "world": dataclasses.asdict(cfg),
+           "violation": res.violation or None, "preset": world["preset"], "world": dataclasses.asdict(cfg),
            "symmetry": res.symmetry, "distinct_states": res.distinct_states, "generated_states": res.generated,
            "unreduced_states": res.unreduced_states,
            "symmetry_reduction": round(res.unreduced_states / max(1, res.distinct_states), 2),
@@ -508,24 +512,9 @@ app.add_typer(export_app, name="export")
 
 
 @export_app.command("tla")
+@world_options
 def export_tla_cmd(
     out_dir: str = typer.Argument(..., help="Folder to write the module (.tla) and its TLC configuration (.cfg) in."),
-    preset: str = _W["preset"],
-    clients: Optional[int] = _W["clients"],
-    topics: Optional[int] = _W["topics"],
-    partitions: Optional[int] = _W["partitions"],
-    max_generation: Optional[int] = _W["max_generation"],
-    member_ids: Optional[int] = _W["member_ids"],
-    crash: Optional[bool] = _W["crash"],
-    expiry: Optional[bool] = _W["expiry"],
-    failover: Optional[bool] = _W["failover"],
-    append_failure: Optional[bool] = _W["append_failure"],
-    loss: Optional[bool] = _W["loss"],
-    duplication: Optional[bool] = _W["duplication"],
-    reordering: Optional[bool] = _W["reordering"],
-    hung_poll: Optional[bool] = _W["hung_poll"],
-    timely: Optional[bool] = _W["timely"],
-    rebalance_budget: Optional[bool] = _W["rebalance_budget"],
     symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="declare SYMMETRY over clients in the .cfg"),
     liveness: bool = typer.Option(False, "--liveness", help="list the liveness PROPERTY in the .cfg (use it "
                                                             "with --no-symmetry)"),
@@ -533,16 +522,14 @@ def export_tla_cmd(
                                                           "and print both verdicts"),
     workers: int = typer.Option(2, "--workers", help="workers of each checker with --run-tlc"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    world: Optional[dict] = None,
 ) -> None:
     """Write the bounded closed world as a TLA+ module and a TLC configuration, generated from the
     spec's declarations; with --run-tlc, check it with TLC and with `groupspec check` side by side."""
     from .tla_module import export
     from .tla_export import ExportError
     from .tlc import find_jar, java
-    cfg = _world(preset, clients=clients, topics=topics, partitions=partitions, max_generation=max_generation,
-                 member_ids=member_ids, crash=crash, expiry=expiry, failover=failover, append_failure=append_failure,
-                 loss=loss, duplication=duplication, reordering=reordering, hung_poll=hung_poll, timely=timely,
-                 rebalance_budget=rebalance_budget)
+    cfg = _world(**world)
     workers = _bounded_workers("--workers", workers)
     jar = None
     if run_tlc:
@@ -616,35 +603,18 @@ def _side_by_side(cfg, folder: Path, exported, jar, workers: int, symmetry: bool
 
 
 @app.command("replay")
+@world_options
 def replay_cmd(
     trace: str = typer.Argument(..., help="A TLC counterexample (-dumpTrace json) or an ITF trace."),
-    preset: str = _W["preset"],
-    clients: Optional[int] = _W["clients"],
-    topics: Optional[int] = _W["topics"],
-    partitions: Optional[int] = _W["partitions"],
-    max_generation: Optional[int] = _W["max_generation"],
-    member_ids: Optional[int] = _W["member_ids"],
-    crash: Optional[bool] = _W["crash"],
-    expiry: Optional[bool] = _W["expiry"],
-    failover: Optional[bool] = _W["failover"],
-    append_failure: Optional[bool] = _W["append_failure"],
-    loss: Optional[bool] = _W["loss"],
-    duplication: Optional[bool] = _W["duplication"],
-    reordering: Optional[bool] = _W["reordering"],
-    hung_poll: Optional[bool] = _W["hung_poll"],
-    timely: Optional[bool] = _W["timely"],
-    rebalance_budget: Optional[bool] = _W["rebalance_budget"],
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    world: Optional[dict] = None,
 ) -> None:
     """Replay a trace of the closed world through the explicit checker's world: every step must be
     one of the world's own steps; the last state is judged by the invariants. Exit 0: it replays and
     breaks nothing; 1: it breaks an invariant, or leaves the world at some step."""
     from .replay import TraceError, load_trace, replay
     from .world_model import WorldModel
-    cfg = _world(preset, clients=clients, topics=topics, partitions=partitions, max_generation=max_generation,
-                 member_ids=member_ids, crash=crash, expiry=expiry, failover=failover, append_failure=append_failure,
-                 loss=loss, duplication=duplication, reordering=reordering, hung_poll=hung_poll, timely=timely,
-                 rebalance_budget=rebalance_budget)
+    cfg = _world(**world)
     path = Path(trace)
     if not path.is_file():
         fail_input(f"TRACE {trace}: no such file; give a TLC -dumpTrace json file or an ITF trace")
@@ -652,7 +622,7 @@ def replay_cmd(
         fmt, states = load_trace(path)
         res = replay(WorldModel(cfg), fmt, states)
     except TraceError as e:
-        fail_input(f"TRACE {trace}: {e} (is it a trace of --preset {preset} with these flags?)")
+        fail_input(f"TRACE {trace}: {e} (is it a trace of --preset {world['preset']} with these flags?)")
     doc = {"format": fmt, "states": res.states, "steps": res.steps,
            "departs_at_step": res.departs if res.departs >= 0 else None, "violation": res.violation}
     if as_json:
