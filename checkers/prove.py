@@ -911,8 +911,10 @@ class Prover:
                     names = system.closure(used - {inv.name}, kept)
                     return Proof(inv.name, "proved", f"induction with Houdini strengthening over the "
                                  f"invariant's vocabulary ({where})", [n for n in names if n != inv.name])
-            else:   # the invariant itself was dropped: the row that broke it, from what was kept
-                fails, unknown, _ = system.check_goal(goal, kept, reads)
+            else:   # the invariant itself was dropped: the row that breaks it from a state where it
+                # and what was kept hold (from `kept` alone the pre-state may already break it, and
+                # such a model says nothing about which candidates would rule the step out)
+                fails, unknown, _ = system.check_goal(goal, own + kept, reads)
             if not fails:
                 return cex, unknown
             c, m = cex = fails[0]
