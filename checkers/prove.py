@@ -17,8 +17,10 @@ that may be invariants; Houdini then starts from those about the invariant's
 own variables and widens that vocabulary by the variables of the candidates a
 counterexample to induction breaks (`Prover._widening`), keeping the largest
 subset that is inductive as a whole.  The lemmas a proof used are the unsat
-cores of its queries, closed under the lemmas those needed in turn.  (Z3's
-Spacer, a second engine on constrained Horn clauses, is not built yet.)
+cores of its queries, closed under the lemmas those needed in turn.  Where
+Houdini finds no proof, Z3's Spacer, a second engine on constrained Horn
+clauses over the same rows, searches for an inductive relation of its own
+(`chc.py`; for fixed sizes).
 
 What the table leaves to its environment is assumed, in words and as terms
 (`ENVIRONMENT`): a fresh member id is one never issued; a request's member id
@@ -307,6 +309,11 @@ def handed_out(outs: list) -> object:
     return z3.Or(conds) if conds else z3.BoolVal(False)
 
 
+def appends_group_record(row) -> bool:
+    """The row appends to the group-metadata log (not only offsets)."""
+    return any(isinstance(st, Out) and st.kind == "append" and st.api != "offsets" for st in row.steps)
+
+
 def appended_records(outs: list) -> list:
     """(condition, record fields) of each group-record append of a row."""
     res = []
@@ -497,10 +504,12 @@ class Proof:
     cti: CTI | None = None
     bound: int | None = None
     approximated: list = field(default_factory=list)
+    engine: str = "houdini"     # houdini: lemmas are the candidates' names; spacer: Spacer's conjuncts
 
     def as_json(self) -> dict:
         d = {"name": self.name, "status": self.status, "method": self.method, "lemmas": self.lemmas,
-             "seconds": round(self.seconds, 3), "reason": self.reason, "assumptions": self.assumptions}
+             "seconds": round(self.seconds, 3), "reason": self.reason, "assumptions": self.assumptions,
+             "engine": self.engine}
         if self.bound is not None:
             d["bound"] = self.bound
         if self.cti is not None:
@@ -712,10 +721,12 @@ class Prover:
 
     def __init__(self, rows=None, timeout_ms: int = TIMEOUT_MS, strengthen: bool = True,
                  bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 20.0,
-                 presets: tuple[str, ...] = ("tiny", "small"), search: str = "vocabulary"):
+                 presets: tuple[str, ...] = ("tiny", "small"), search: str = "vocabulary", engine: str = "both",
+                 spacer_budget_s: float = 60.0):
         self.rows = list(ROWS if rows is None else rows)
         self.timeout_ms, self.strengthen, self.bound = timeout_ms, strengthen, bound
-        self.budget_s, self.search = budget_s, search
+        self.budget_s, self.search, self.engine = budget_s, search, engine
+        self.spacer_budget_s = spacer_budget_s
         self.presets = tuple(presets)
         self.rows_arg = rows
         self.progress = progress or (lambda s: None)
@@ -794,6 +805,46 @@ class Prover:
         if inv.scope == "closed-world" and inv.name not in CLOSED_WORLD:
             return Proof(inv.name, "unknown", "none", reason="a closed-world invariant without a declared "
                          "assumption about the clients (CLOSED_WORLD)", assumptions=asm)
+        if self.engine == "spacer":
+            p = self._spacer(inv)
+            p.assumptions = asm
+            return p
+        p = self._houdini(inv, asm)
+        if self.engine == "both" and p.status == "unknown":
+            sp = self._spacer(inv)
+            if sp.status == "proved up to N":
+                sp.assumptions, sp.reason = asm, f"Houdini: {p.reason}; {sp.reason}"
+                return sp
+            p.reason += f"; Spacer (N={self.bound}): {sp.reason}"
+        return p
+
+    def _spacer(self, inv: Invariant) -> Proof:
+        """The second engine: Spacer on the table's Horn clauses, for fixed sizes (`chc.py`).
+        Its lemmas are checked against the reachable states that fit those sizes."""
+        from .chc import refuted, spacer
+        sizes = fixed_sizes(self.bound)
+        system = self.system(inv.scope, sizes)
+        r = spacer(system, inv, budget_s=self.spacer_budget_s)
+        method = f"Spacer, constrained Horn clauses (fixed sizes, N={self.bound}; Inv over {len(r.keep)} variables)"
+        if r.status != "proved":
+            return Proof(inv.name, "unknown", method, reason=r.reason, engine="spacer")
+        p = Proof(inv.name, "proved up to N", method, [f"spacer N={self.bound}: {t}" for t in r.lemmas],
+                  bound=self.bound, engine="spacer",
+                  reason=f"Spacer found an inductive relation for {_sizes_words(sizes)} (Horn clauses need a "
+                         f"decidable theory: member sets as bit-vectors of N, so the sizes are fixed)")
+        if self.presets:
+            bad, checked = refuted(r, system, self.presets, self.rows_arg)
+            if bad:     # a lemma some reachable state breaks: the prover is wrong, say so loudly
+                p.status, p.reason = "unknown", ("PROVER BUG: Spacer's lemmas are false in reachable states: "
+                                                 + ", ".join(f"{n} (world {w})" for n, w in bad.items()))
+            else:
+                p.reason += f"; its {len(r.lemmas)} lemmas hold in the {checked:,} reachable states with at " \
+                            f"most {self.bound} member ids"
+        return p
+
+    def _houdini(self, inv: Invariant, asm: list[str]) -> Proof:
+        """The first engine: induction, then Houdini's strengthening, for every size; where
+        that fails, for fixed sizes."""
         attempt = self._attempt(inv, None)
         if attempt.status in ("proved", "violated"):
             attempt.assumptions = asm
@@ -1017,7 +1068,18 @@ def reachable(preset: str, rows=None) -> tuple[set, set, dict]:
         groups = {model.flat(s)[:n] for s in seen}
         records = {s[0][LOG] for s in seen if s[0][LOG_HAS]}
         _REACHED[key] = (groups, records, broken)
+        _PAIRS[key] = (model.sizes, {(model.flat(s)[:n], s[0][LOG] if s[0][LOG_HAS] else None) for s in seen})
     return _REACHED[key]
+
+
+_PAIRS: dict = {}
+
+
+def reached_with_record(preset: str, rows=None) -> tuple[dict, set]:
+    """The world's domain sizes, and each reachable (group state, the log's last group record
+    or None) together: what a lemma over both must hold of."""
+    reachable(preset, rows)
+    return _PAIRS[(preset, None if rows is None else id(rows))]
 
 
 def refuted_by(lemmas: list[Lemma], presets: tuple[str, ...], rows=None) -> dict[str, str]:
