@@ -582,6 +582,7 @@ class System:
         self.specs = steps_of(self.rows)
         self.writes = [set().union(*(written(r) for r in sp if not isinstance(r, int))) for sp in self.specs]
         self.unknown: list[str] = []
+        self.cores: dict[int, set] = {}     # the unsat core of each step in the last Houdini run
 
     def row(self, i: int) -> RowCtx:
         """Row i in this reading (built when first asked: a proof that only some rows can
@@ -595,12 +596,21 @@ class System:
     def ctx(self) -> list[RowCtx]:
         return [self.row(i) for i in range(len(self.specs))]
 
-    def touching(self, reads) -> list[RowCtx]:
+    def affecting(self, lemmas) -> list[RowCtx]:
+        """The steps that may break one of `lemmas` (built only now: the others are never read):
+        those that write a variable a lemma reads, and those that append the group record a
+        record lemma speaks of (an append's completion appends nothing more)."""
+        reads = set().union(*(_vars_of(lm.formula) for lm in lemmas if not lm.record))
+        records = any(lm.record for lm in lemmas)
+        return [self.row(i) for i, sp in enumerate(self.specs)
+                if self.writes[i] & reads or (records and len(sp) == 1 and appends_group_record(sp[0]))]
+
+    def touching(self, reads):
         """The rows that write some variable of `reads` (all rows when None; `reads` may also
-        be a predicate on a row)."""
+        be a predicate on a row), each built as it is reached."""
         if callable(reads):
-            return [self.row(i) for i, sp in enumerate(self.specs) if reads(sp[-1])]
-        return [self.row(i) for i, w in enumerate(self.writes) if reads is None or w & reads]
+            return (self.row(i) for i, sp in enumerate(self.specs) if reads(sp[-1]))
+        return (self.row(i) for i, w in enumerate(self.writes) if reads is None or w & reads)
 
     def stutter_invariant(self, inv: Invariant) -> bool:
         """A step invariant holds of every step that leaves the variables it reads unchanged."""
@@ -633,47 +643,61 @@ class System:
         alive = {lm.name: lm for lm in cands if self.initially(lm)}
         dropped = {lm.name: "not true of a group the coordinator does not hold"
                    for lm in cands if lm.name not in alive}
-        changed = True
-        while changed:
-            changed = False
-            for c in self.ctx:
-                while True:
-                    if deadline is not None and time.perf_counter() > deadline:
-                        return None, dropped
-                    obs = [(lm, c.obligation(lm)) for lm in alive.values()]
-                    obs = [(lm, o) for lm, o in obs if o is not None]
-                    if not obs:
-                        break
-                    t0 = time.perf_counter()
-                    # all obligations at once, briefly: on unknown, each on its own with the full time
-                    res, solver, _ = c.ask(list(alive.values()), z3.Or([z3.Not(o) for _, o in obs]),
-                                           timeout_ms=QUICK_MS)
-                    if DEBUG:
-                        print(f"  houdini {self.rd.label} {c.name[:60]:60} {res} {time.perf_counter() - t0:.3f}s "
-                              f"{len(obs)} obligations", flush=True)
-                    if res == z3.unsat:
-                        break
-                    if res == z3.unknown:
+        # a worklist of steps: a step shown to keep every obligation is asked again only when a
+        # lemma its proof used (the query's unsat core) is dropped later
+        core: dict[int, set] = {}
+        self.cores = core
+        todo = [c for c in self.affecting(alive.values())]
+        while todo:
+            c = todo.pop(0)
+            if c.i in core:
+                continue
+            while True:
+                if deadline is not None and time.perf_counter() > deadline:
+                    return None, dropped
+                obs = [(lm, c.obligation(lm)) for lm in alive.values()]
+                obs = [(lm, o) for lm, o in obs if o is not None]
+                if not obs:
+                    core[c.i] = set()
+                    break
+                t0 = time.perf_counter()
+                # all obligations at once, briefly: on unknown, each on its own with the full time
+                res, solver, lits = c.ask([], z3.Or([z3.Not(o) for _, o in obs]), list(alive.values()),
+                                          timeout_ms=QUICK_MS)
+                if DEBUG:
+                    print(f"  houdini {self.rd.label} {c.name[:60]:60} {res} {time.perf_counter() - t0:.3f}s "
+                          f"{len(obs)} obligations", flush=True)
+                if res == z3.unsat:
+                    core[c.i] = {lits[x].name for x in solver.unsat_core() if x in lits}
+                    break
+                if res == z3.unknown:
+                    bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
+                else:
+                    m = solver.model()
+                    bad = [lm for lm, o in obs if model_value(m, o) is False]
+                    if not bad:     # the model left some obligation undecided: ask one at a time
                         bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
-                    else:
-                        m = solver.model()
-                        bad = [lm for lm, o in obs if model_value(m, o) is False]
-                        if not bad:     # the model left some obligation undecided: ask one at a time
-                            bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
-                    for lm in bad:
-                        dropped[lm.name] = c.name
-                        del alive[lm.name]
-                    changed = changed or bool(bad)
-                    if not bad:
-                        break
+                if not bad:     # each obligation alone is kept: the step keeps them all
+                    core[c.i] = {lm.name for lm in alive.values()}
+                    break
+                names = {lm.name for lm in bad}
+                for lm in bad:
+                    dropped[lm.name] = c.name
+                    del alive[lm.name]
+                for i in [i for i, used in core.items() if used & names]:
+                    del core[i]
+                    todo.append(self.row(i))
         return list(alive.values()), dropped
 
     def check_goal(self, goal_of: Callable[[RowCtx], object], lemmas: list[Lemma], reads: set[str] | None = None,
-                   timeout_ms: int | None = None):
+                   timeout_ms: int | None = None, first: bool = False):
         """For every row (that writes a variable of `reads`): lemmas before ∧ row ⇒ goal.
-        Returns (failures [(ctx, model)], unknown rows, the lemmas the unsat cores used)."""
+        Returns (failures [(ctx, model)], unknown rows, the lemmas the unsat cores used);
+        `first`: stop at the first row that fails or is unknown."""
         fails, unknown, used = [], [], set()
         for c in self.touching(reads):
+            if first and (fails or unknown):
+                break
             o = goal_of(c)
             if o is None or z3.is_true(z3.simplify(o)):
                 continue
@@ -686,6 +710,20 @@ class System:
                 unknown.append(c.name)
         return fails, unknown, used
 
+    def closure_by_cores(self, direct: set[str], lemmas: list[Lemma]) -> list[str]:
+        """As `closure`, from the unsat cores of the last Houdini run instead of new queries:
+        a lemma needs what the steps that may break it used (all their obligations at once: a
+        superset of its own needs, still inductive as a whole)."""
+        by = {lm.name: lm for lm in lemmas}
+        need, todo = set(direct), list(direct)
+        while todo:
+            for c in self.affecting([by[todo.pop()]]):
+                for n in self.cores.get(c.i, ()):
+                    if n not in need:
+                        need.add(n)
+                        todo.append(n)
+        return sorted(need)
+
     def closure(self, direct: set[str], lemmas: list[Lemma]) -> list[str]:
         """The lemmas `direct` needs, with the lemmas each of those needs to stay true, and so on."""
         by = {lm.name: lm for lm in lemmas}
@@ -693,7 +731,7 @@ class System:
         while todo:
             lm = by[todo.pop()]
             _, _, used = self.check_goal(lambda c, lm=lm: c.obligation(lm), lemmas,
-                                         None if lm.record else _vars_of(lm.formula))
+                                         appends_group_record if lm.record else _vars_of(lm.formula))
             for n in used - need:
                 need.add(n)
                 todo.append(n)
@@ -904,7 +942,9 @@ class Prover:
             return Proof(inv.name, "unknown", "induction", reason="not true of a group the coordinator does not hold")
         reads = self._reads(inv, system)
         # plain induction, briefly when a strengthening search follows (an unknown leads to it)
-        fails, unknown, _ = system.check_goal(goal, own, reads, QUICK_MS if self.strengthen else None)
+        # (a search follows any failure: the first one is enough to know it is needed)
+        fails, unknown, _ = system.check_goal(goal, own, reads, QUICK_MS if self.strengthen else None,
+                                              first=self.strengthen)
         if not fails and not unknown:
             return Proof(inv.name, "proved", f"induction ({where})")
         plain = fails[0] if fails else (None, None)
@@ -956,7 +996,12 @@ class Prover:
             if alive is None:
                 return cex, [f"the strengthening search (its {self.budget_s:g} s budget spent)"]
             kept = [lm for lm in alive if lm.name != inv.name]
-            if not own or len(kept) < len(alive):
+            if own and len(kept) < len(alive):
+                # the invariant survived: Houdini's own queries proved it, from their cores
+                names = system.closure_by_cores({inv.name}, alive)
+                return Proof(inv.name, "proved", f"induction with Houdini strengthening over the "
+                             f"invariant's vocabulary ({where})", [n for n in names if n != inv.name])
+            if not own:
                 fails, unknown, used = system.check_goal(goal, alive, reads)
                 if not fails and not unknown:
                     names = system.closure(used - {inv.name}, kept)
