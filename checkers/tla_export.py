@@ -33,8 +33,9 @@ import re
 from dataclasses import dataclass, field
 
 from groupspec.spec.handling import REC, RECORD_FIELDS, handle, leave, require_known_member_id
-from groupspec.spec.kafka import NEWEST_VERSION
-from groupspec.spec.lang import NONE, Term, choices_in
+from groupspec.spec.invariants import CHECKED_AFTER_ROW, HANDS_OUT
+from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
+from groupspec.spec.lang import NONE, Term, choices_in, default_of, walk
 from groupspec.spec.rows import ECHO, Out, Set_
 from groupspec.spec.schema import PARAM_TYPES, STATES, TRIGGER_BY_NAME
 from groupspec.spec.table import ROWS
@@ -55,6 +56,10 @@ FUNCTIONS = {"proto_names": "ProtoNames", "vote": "Vote", "assign": "Assign", "s
 REQUEST = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")
 LATE = ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")
 VAR_TYPE = {v.name: v.type for v in ALL_VARS}
+# the value of `broken_in_step` when every check after every row of a step held
+NOT_BROKEN = '"none"'
+# the parameters the checks after a row read (the step invariants' P.<name>)
+CHECK_PARAMS = sorted({n.data for inv in CHECKED_AFTER_ROW for n in walk(inv.formula) if n.op == "param"})
 
 
 class ExportError(ValueError):
@@ -227,9 +232,10 @@ class Path:
     echo: object = NONE
     known: frozenset | None = None     # the states the group may be in on this path (None: any)
     eager: int = 0
+    broken: str = NOT_BROKEN           # the first check that failed after a row on this path (spec/invariants.py)
 
     def copy(self) -> "Path":
-        return Path(list(self.frames), self.w, self.n, self.sender, self.echo, self.known, self.eager)
+        return Path(list(self.frames), self.w, self.n, self.sender, self.echo, self.known, self.eager, self.broken)
 
     def name(self, hint: str) -> str:
         self.n += 1
@@ -243,6 +249,7 @@ class _Outcome:
     op: RowOp | None = None
     p: str = ""
     outputs: list = field(default_factory=list)
+    given: frozenset = frozenset()     # the parameters the record `p` holds
 
 
 @dataclass
@@ -300,13 +307,14 @@ class TlaWorld:
         p = ctx.name("p")
         ctx.frames.append(("let", p, "[" + ", ".join(fields) + "]"))
         res, guards = [], []
+        held = frozenset(n for n in trig.params if PARAM_TYPES[n].kind != "fun" and n in given)
         for r in self.rows.get(trigger, ()):
             if ctx.known is not None and not (set(STATES.index(s) for s in r.states) & ctx.known):
                 continue
             op = self.op(r)
             g = f"{op.name}_when({ctx.w}, {p})"
             guards.append(g)
-            res.append(_Outcome(r, g, op, p))
+            res.append(_Outcome(r, g, op, p, given=held))
         if not trig.total:
             res.append(_Outcome(None, "~(" + " \\/ ".join(guards) + ")" if guards else "TRUE"))
         return res
@@ -323,17 +331,35 @@ class TlaWorld:
         r = ctx.name("r")
         call = f"{o.op.name}({ctx.w}, {o.p})"
         ctx.frames.append(("exists", r, call) if o.op.chooses else ("let", r, call))
-        ctx.w = f"{r}.w"
+        prev, ctx.w = ctx.w, f"{r}.w"
         o.outputs = [_Output(d["kind"], d["api"], {k: (Tx(v.format(r=r)) if isinstance(v, Tx) else v)
                                                    for k, v in d["fields"].items()},
                              Tx(d["member"].format(r=r)) if isinstance(d["member"], Tx) else d["member"],
                              d["on"].format(r=r) if isinstance(d["on"], Tx) else d["on"]) for d in o.op.outputs]
+        # the checks after every row (spec/invariants.py CHECKED_AFTER_ROW), as the explicit
+        # checker makes them: the first that fails on this path is what the step broke
+        q = "[" + ", ".join(f"{n} |-> {self._check_param(o, n)}" for n in CHECK_PARAMS) + "]"
+        check = f"AfterRow({prev}, {ctx.w}, {q}, {_handed(o.outputs)})"
+        b = ctx.name("b")
+        ctx.frames.append(("let", b, check if ctx.broken == NOT_BROKEN else f"Then({ctx.broken}, {check})"))
+        ctx.broken = b
         row = o.row
         if row.target is not None:
             ctx.known = frozenset({STATES.index(row.target)})
         else:
             own = frozenset(STATES.index(s) for s in row.states)
             ctx.known = own if ctx.known is None else ctx.known & own
+
+    def _check_param(self, o: _Outcome, n: str) -> str:
+        """A parameter a check after a row reads: the trigger's, else the world's base value; a
+        trigger without it leaves it unset in the explicit checker too, where no check's premise
+        reads it (commit-fenced reads the member only of a step that appends offsets)."""
+        t = PARAM_TYPES[n]
+        if n in o.given:
+            return f"{o.p}.{n}"
+        if n in self.base:
+            return _text(self.base[n], t)
+        return literal(default_of(t), t)
 
     def _effect(self, ctx: Path, effect, cond: str, fields: dict, echo, member, extra: dict | None = None) -> None:
         params = {"sender": ctx.sender, "at": NONE if member is None else member, **(extra or {})}
@@ -402,11 +428,12 @@ class TlaWorld:
         return self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
 
     def end(self, paths: list) -> list:
-        """Each way through ends in the next state, within the generation bound."""
+        """Each way through ends in the next state, within the generation bound (a step that broke
+        a check is kept whatever its generation: the explicit checker reports it before it cuts)."""
         for q in paths:
-            q.frames.append(("if", f"{q.w}.generation <= MaxGeneration" +
-                             (" + 1" if self.cfg.rebalance_budget else "")))
-            q.frames.append(("goto", q.w))
+            within = f"{q.w}.generation <= MaxGeneration" + (" + 1" if self.cfg.rebalance_budget else "")
+            q.frames.append(("if", within if q.broken == NOT_BROKEN else f"({within} \\/ {q.broken} # {NOT_BROKEN})"))
+            q.frames.append(("goto", q.w, q.broken))
         return paths
 
     def delivery(self, kind: str, late: bool, duplicate: bool) -> list:
@@ -480,6 +507,26 @@ class TlaWorld:
     def _blank(self, name: str):
         flat = dict(zip((v.name for v in ALL_VARS), self.model.flat(self.model.init_states()[0])))
         return flat[name][0]
+
+
+def _handed(outputs: list) -> str:
+    """Whether a row's outputs hand out an assignment (spec/invariants.py HANDS_OUT), as TLA+."""
+    ways = []
+    for o in outputs:
+        if o.kind not in HANDS_OUT.kinds or o.api != HANDS_OUT.api:
+            continue
+        err = o.fields.get("error")
+        if isinstance(err, Tx):
+            is_none = f'{err} = "{HANDS_OUT.error}"'
+        elif err == ERRORS.index(HANDS_OUT.error):
+            is_none = "TRUE"
+        else:
+            continue
+        way = " /\\ ".join(x for x in (o.on, is_none) if x != "TRUE") or "TRUE"
+        if way == "TRUE":
+            return "TRUE"
+        ways.append(f"({way})")
+    return " \\/ ".join(ways) or "FALSE"
 
 
 def _present(v) -> bool:

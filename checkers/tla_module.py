@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from groupspec.spec.invariants import INVARIANTS
+from groupspec.spec.invariants import CHECKED_AFTER_ROW, INVARIANTS
 from groupspec.spec.lang import NONE
 from groupspec.spec.schema import PARAM_TYPES
 from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, client_name, literal, to_tla, type_set
@@ -20,9 +20,14 @@ from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLI
                                   RESPONSE_VARS, UNFAIR, WEAK, Kind, armed, fairness)
 from groupspec.spec.handling import SELECTED_ONLY
 
-from .tla_export import FUNCTIONS, MODULE, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx, camel
+from .tla_export import (FUNCTIONS, MODULE, NOT_BROKEN, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx,
+                         camel)
 from .world_model import WorldModel, _enabled_by, world_invariants
 from .worlds import WorldConfig
+
+
+# the variable only the module has: what the last step broke inside itself
+BROKEN = "broken_in_step"
 
 
 @dataclass
@@ -65,7 +70,7 @@ def _render(node: dict, col: int) -> list[str]:
         elif kind == "if":
             lines.append(f"{pad}/\\ {frame[1]}")
         elif kind == "goto":
-            lines.append(f"{pad}/\\ Goto({frame[1]})")
+            lines.append(f"{pad}/\\ Goto({frame[1]}, {frame[2]})")
         elif kind == "let":
             # bound as the one element of a set, not with LET: TLC re-evaluates a LET definition
             # each time an action's successors are enumerated, and these chains refer to their
@@ -133,7 +138,7 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
             q.n = 1
             if a.forgets:
                 world._effect(q, FORGOTTEN, "TRUE", {}, NONE, NONE, extra={"client": Tx("c")})
-            q.frames.append(("goto", q.w))
+            q.frames.append(("goto", q.w, NOT_BROKEN))
             paths.append(q)
         actions.append((a.name, a.name, "c", _action(a.name, "c", paths, a.meaning)))
     for lose, names in (("LoseRequest", REQUEST), ("LoseResponse", RESPONSE_VARS)):
@@ -142,7 +147,7 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
             q.frames.append(("if", f"{names[0]}[c] # {literal(0, Kind)}"))
             clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(world._blank(n), VAR_TYPE[n].value)}]"
                               for n in names)
-            q.frames.append(("goto", f"[World EXCEPT {clear}]"))
+            q.frames.append(("goto", f"[World EXCEPT {clear}]", NOT_BROKEN))
             actions.append((lose, lose, "c", _action(lose, "c", [q], ACTION_BY_NAME[lose].meaning)))
     # the network: a request of each kind delivered (late, or leaving a copy in flight)
     for act, late, dup in (("Deliver", False, False), ("DeliverLate", True, False), ("Duplicate", False, True)):
@@ -167,6 +172,8 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
 
     invs = [(camel(i.name), i) for i in INVARIANTS if i.kind == "state"] + \
         [(camel(i.name), i) for i in world_invariants(cfg)]
+    # one invariant of broken_in_step per check after a row: TLC names the check that failed
+    invs += [(camel(i.name) + "AfterEveryRow", i) for i in CHECKED_AFTER_ROW]
     return Exported(_module(name, cfg, world, actions, invs, symmetry, liveness),
                     _config(name, cfg, sizes, invs, symmetry, liveness), name, [(n, i.name) for n, i in invs])
 
@@ -204,19 +211,28 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
         out.append(f"{tname} ==\n    {_table(base[k], fun_t[k], sizes)}")
     out.append("")
     out.append("VARIABLES")
-    decls = [f"    {v.name}{',' if i < len(ALL_VARS) - 1 else ''}  \\* {v.meaning}" for i, v in enumerate(ALL_VARS)]
+    decls = [f"    {v.name},  \\* {v.meaning}" for v in ALL_VARS]
+    decls.append(f"    {BROKEN}  \\* the first check after a row (spec/invariants.py CHECKED_AFTER_ROW) that the last "
+                 "step broke, or \"none\"")
     out += decls
     out.append("")
-    out.append("vars == <<" + ", ".join(v.name for v in ALL_VARS) + ">>")
+    out.append("vars == <<" + ", ".join([v.name for v in ALL_VARS] + [BROKEN]) + ">>")
     out.append("")
-    out.append("TypeOK ==\n    " + "\n    ".join(f"/\\ {v.name} \\in {type_set(v.type)}" for v in ALL_VARS))
+    checks = "{" + ", ".join([NOT_BROKEN] + [f'"{i.name}"' for i in CHECKED_AFTER_ROW]) + "}"
+    out.append("TypeOK ==\n    " + "\n    ".join([f"/\\ {v.name} \\in {type_set(v.type)}" for v in ALL_VARS]
+                                                 + [f"/\\ {BROKEN} \\in {checks}"]))
     out.append("")
     init = model.flat(model.init_states()[0])
-    out.append("Init ==\n    " + "\n    ".join(f"/\\ {v.name} = {literal(x, v.type)}" for v, x in zip(ALL_VARS, init)))
+    out.append("Init ==\n    " + "\n    ".join([f"/\\ {v.name} = {literal(x, v.type)}" for v, x in zip(ALL_VARS, init)]
+                                               + [f"/\\ {BROKEN} = {NOT_BROKEN}"]))
     out.append("")
     out.append("\\* The whole world as one record: rows and routes read and rewrite it (w.<variable>).")
     out.append("World == [" + ", ".join(f"{v.name} |-> {v.name}" for v in ALL_VARS) + "]")
-    out.append("Goto(w) ==\n    " + "\n    ".join(f"/\\ {v.name}' = w.{v.name}" for v in ALL_VARS))
+    out.append("\\* The step ends in world w, having broken the check b (\"none\": every check held).")
+    out.append("Goto(w, b) ==\n    " + "\n    ".join([f"/\\ {v.name}' = w.{v.name}" for v in ALL_VARS]
+                                                    + [f"/\\ {BROKEN}' = b"]))
+    out.append("")
+    out += _checks(world)
     out.append("")
     out.append("\\* ---- The rows: each row's guard (<Row>_when) and effect (<Row>: the world after its steps, and")
     out.append("\\* its outputs o<step>), printed from its terms ----")
@@ -243,9 +259,15 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     out.append("")
     out.append("\\* ---- Invariants (spec/invariants.py and the closed world's, spec/world.py) ----")
     env = TlaEnv(var=lambda v: v, param=lambda n: "MaxGeneration", names=world.names)
+    after_row = {i.name for i in CHECKED_AFTER_ROW}
     for tname, inv in invs:
-        out.append(f"\\* {inv.name}: {inv.description if hasattr(inv, 'description') else ''}".rstrip())
-        out.append(f"{tname} == {to_tla(inv.formula, env)}")
+        if tname.endswith("AfterEveryRow"):
+            out.append(f"{tname} == {BROKEN} # \"{inv.name}\"")
+        elif inv.name in after_row:       # the state invariant of the catalog, over this state
+            out.append(f"{tname} == {tname}In(World)")
+        else:
+            out.append(f"\\* {inv.name}: {inv.meaning}")
+            out.append(f"{tname} == {to_tla(inv.formula, env)}")
     out.append("")
     out.append("\\* ---- Liveness (checked with the fair Spec and without symmetry) ----")
     out.append('InRebalance == state \\in {"PreparingRebalance", "CompletingRebalance"}')
@@ -254,6 +276,35 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     out.append("Symmetry == Permutations(Clients)")
     out.append("====")
     return "\n".join(out) + "\n"
+
+
+def _checks(world) -> list[str]:
+    """The catalog's invariants that are checked after every row, as operators over the world
+    before the row (prev), after it (w) and the trigger's parameters (q); and AfterRow, which
+    names the first that fails in CHECKED_AFTER_ROW's order, as the explicit checker does."""
+    out = ["\\* ---- The checks after every row (spec/invariants.py CHECKED_AFTER_ROW), in their order ----"]
+    calls = []
+    for inv in CHECKED_AFTER_ROW:
+        env = TlaEnv(var=lambda v: f"prev.{v[5:]}" if v.startswith("prev:") else f"w.{v}",
+                     param=lambda n: f"q.{n}", names=world.names)
+        name = camel(inv.name)
+        out.append(f"\\* {inv.name}: {inv.meaning}")
+        if inv.kind == "step":
+            out.append(f"{name}Step(prev, w, q) == {to_tla(inv.formula, env)}")
+            calls.append((f"~{name}Step(prev, w, q)", inv.name))
+        elif inv.kind == "output":
+            out.append(f"{name}In(w) == {to_tla(inv.formula, env)}")
+            calls.append((f"handed /\\ ~{name}In(w)", inv.name))
+        else:
+            out.append(f"{name}In(w) == {to_tla(inv.formula, env)}")
+            calls.append((f"~{name}In(w)", inv.name))
+    out.append("\\* The first check that fails after a row (the world before it prev, after it w, the trigger's")
+    out.append("\\* parameters q; handed: the row hands out an assignment), or \"none\"")
+    body = "".join(f"IF {cond} THEN \"{n}\"\n    ELSE " for cond, n in calls)
+    out.append(f"AfterRow(prev, w, q, handed) ==\n    {body}{NOT_BROKEN}")
+    out.append(f"\\* b, unless it names a broken check: then the first one broken stays")
+    out.append(f"Then(b, c) == IF b = {NOT_BROKEN} THEN c ELSE b")
+    return out
 
 
 def _fairness(cfg, actions) -> list[str]:

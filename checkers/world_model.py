@@ -48,7 +48,7 @@ from math import factorial
 
 from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
-from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_state, check_step,
+from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_after_row,
                                        compiled as compiled_invariants)
 from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
 from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, require_known_member_id, vote
@@ -447,8 +447,7 @@ class WorldModel:
             # after every row, as the runtime checks them: a world step may chain rows
             # (unload then load, an append and its completion), and a row's broken state
             # must not hide behind the next row's
-            check_step(b.g, o.state, b.p, o.outputs, where=f"after row {o.row.name!r}")
-            check_state(o.state, where=f"after row {o.row.name!r}")
+            check_after_row(b.g, o.state, b.p, o.outputs, where=f"after row {o.row.name!r}")
         except InvariantViolation as e:
             e.row = o.row.name      # the counterexample's last step names the row that broke it
             raise

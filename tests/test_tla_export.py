@@ -9,7 +9,9 @@ found (checkers/tlc.py find_jar: GROUPSPEC_TLC_JAR, or ../shared/tools).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,10 +21,12 @@ import pytest
 from groupspec.checkers.counterexample import to_itf
 from groupspec.checkers.explicit import check
 from groupspec.checkers.replay import load_trace, replay
+from groupspec.checkers.tla_export import camel
 from groupspec.checkers.tla_module import export
 from groupspec.checkers.tlc import find_jar, java, run_tlc
 from groupspec.checkers.world_model import WorldModel, _enabled_by
 from groupspec.checkers.worlds import PRESETS
+from groupspec.spec.invariants import CHECKED_AFTER_ROW
 from groupspec.spec.lang import If, Lowest
 from groupspec.spec.schema import P, V
 from groupspec.spec.table import ROWS
@@ -97,7 +101,7 @@ def test_a_planted_bug_is_found_alike_and_tlcs_trace_replays(tmp_path):
     rows = _member_id_bug()
     ours = check(WorldModel(cfg, rows), symmetry=False)
     e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
-    t = run_tlc(tmp_path, e.name)
+    t = run_tlc(tmp_path, e.name, workers=1)    # one worker: TLC's counterexample is a shortest one
     names = dict(e.invariants)
     # breadth-first, both stop at the shallowest violation; which of two broken at that depth each
     # sees first depends on the order of actions (and TLC's workers)
@@ -113,6 +117,34 @@ def test_a_planted_bug_is_found_alike_and_tlcs_trace_replays(tmp_path):
     assert fmt == "tlc" and r.departs == -1 and r.violation in either
     # and the correct table does not take the same path: the trace leaves its world at some step
     assert replay(WorldModel(cfg), fmt, states).departs > 0
+
+
+@needs_tlc
+def test_a_check_inside_a_step_is_found_alike(tmp_path):
+    # StoreGroupDone answering the leader's assignment without moving the group to Stable
+    # (tests/test_explicit.py): only the output invariant assignment-only-when-stable, checked after
+    # the row that answers (spec/invariants.py CHECKED_AFTER_ROW), sees it; no state does
+    cfg = PRESETS["tiny"]
+    rows = [dataclasses.replace(r, target=None) if r.name == "StoreGroupDone: assignment stored" else r for r in ROWS]
+    ours = check(WorldModel(cfg, rows), symmetry=False)
+    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
+    t = run_tlc(tmp_path, e.name, workers=1)    # one worker: TLC's counterexample is a shortest one
+    assert ours.result == t.result == "violation"
+    assert ours.violation == dict(e.invariants)[t.violation] == "assignment-only-when-stable"
+    assert t.violation == "AssignmentOnlyWhenStableAfterEveryRow"     # found by broken_in_step
+    assert len(t.trace) - 1 == ours.depth
+    assert t.trace[-1]["broken_in_step"] == "assignment-only-when-stable"
+
+
+def test_the_checks_after_a_row_are_the_explicit_checkers_in_its_order():
+    # the module's AfterRow names the checks of spec/invariants.py CHECKED_AFTER_ROW in that order,
+    # the order world_model.py checks them in (check_after_row), so both report the same one first
+    e = export(PRESETS["tiny"], symmetry=False)
+    after_row = e.module.split("AfterRow(prev, w, q, handed) ==")[1].split("\n\\*")[0]
+    named = re.findall(r'THEN "([a-z-]+)"', after_row)
+    assert named == [i.name for i in CHECKED_AFTER_ROW] and len(named) > 10
+    assert [n for n, _ in e.invariants if n.endswith("AfterEveryRow")] == \
+        [camel(i.name) + "AfterEveryRow" for i in CHECKED_AFTER_ROW]
 
 
 def test_our_counterexample_is_itf_and_replays():
