@@ -428,12 +428,10 @@ class TlaWorld:
         return self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
 
     def end(self, paths: list) -> list:
-        """Each way through ends in the next state, within the generation bound (a step that broke
-        a check is kept whatever its generation: the explicit checker reports it before it cuts)."""
+        """Each way through ends in the next state (the module's Finish: a step past the generation
+        bound stutters, unless it broke a check, which the explicit checker reports before it cuts)."""
         for q in paths:
-            within = f"{q.w}.generation <= MaxGeneration" + (" + 1" if self.cfg.rebalance_budget else "")
-            q.frames.append(("if", within if q.broken == NOT_BROKEN else f"({within} \\/ {q.broken} # {NOT_BROKEN})"))
-            q.frames.append(("goto", q.w, q.broken))
+            q.frames.append(("finish", q.w, q.broken))
         return paths
 
     def delivery(self, kind: str, late: bool, duplicate: bool) -> list:
@@ -461,14 +459,18 @@ class TlaWorld:
             start.frames.append(("let", "fresh", fresh))
             params["fresh"] = Tx("fresh")
             params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
-            # the world's member-id budget is spent: a bound, not a behaviour
-            start.frames.append(("if", f"~({names[1]}[c] = None /\\ fresh = None)"))
+            # the world's member-id budget is spent: a bound of the search, not a behaviour, so
+            # the step stutters (a state it leaves without a successor is no deadlock)
+            spent = f"{names[1]}[c] = None /\\ fresh = None"
+            cut = start.copy()
+            cut.frames += [("if", spent), ("stutter",)]
+            start.frames.append(("if", f"~({spent})"))
         if msg.api == "LeaveGroup":
             who = {k: params[k] for k in ("member", "member_empty", "instance")}
             ends = [b for b, _, _ in leave(self, start, {}, [who])]
         else:
             ends = [b for b, _ in handle(self, start, msg.api, params)]
-        return self.end(ends)
+        return self.end(ends) + ([cut] if msg.api == "JoinGroup" else [])
 
     def timer(self, trigger: str, per_member: bool) -> list:
         conds = armed(trigger, self.cfg.timely)

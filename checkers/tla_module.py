@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from groupspec.spec.invariants import CHECKED_AFTER_ROW, INVARIANTS
 from groupspec.spec.lang import NONE
 from groupspec.spec.schema import PARAM_TYPES
-from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, client_name, literal, to_tla, type_set
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLIENT_ROWS, FORGOTTEN, MESSAGES,
+from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, apalache_type, client_name, literal, to_tla, type_set
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLIENT_ROWS, ENDED, FORGOTTEN, MESSAGES,
                                   RESPONSE_VARS, UNFAIR, WEAK, Kind, armed, fairness)
 from groupspec.spec.handling import SELECTED_ONLY
 
@@ -28,6 +28,15 @@ from .worlds import WorldConfig
 
 # the variable only the module has: what the last step broke inside itself
 BROKEN = "broken_in_step"
+# the module's constants: name, Apalache type, meaning (the bounds of the world)
+CONSTANTS = (("Clients", "Set(Int)", "the consumer clients (model values for TLC, so that it may permute them)"),
+             ("Members", "Set(Int)", "the member ids the coordinator may issue"),
+             ("Instances", "Set(Int)", "group.instance.ids"),
+             ("Partitions", "Set(Int)", "the topic partitions"),
+             ("Protocols", "Set(Int)", "assignment protocol names"),
+             ("ProtoLists", "Set(Int)", "protocol lists a member may send"),
+             ("ProtocolTypes", "Set(Int)", "protocol types"),
+             ("MaxGeneration", "Int", "the generation bound of the search"))
 
 
 @dataclass
@@ -69,6 +78,10 @@ def _render(node: dict, col: int) -> list[str]:
             lines.append(f"{pad}\\* {frame[1]}")
         elif kind == "if":
             lines.append(f"{pad}/\\ {frame[1]}")
+        elif kind == "finish":
+            lines.append(f"{pad}/\\ Finish({frame[1]}, {frame[2]})")
+        elif kind == "stutter":
+            lines.append(f"{pad}/\\ UNCHANGED vars")
         elif kind == "goto":
             lines.append(f"{pad}/\\ Goto({frame[1]}, {frame[2]})")
         elif kind == "let":
@@ -188,20 +201,24 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
            "   declarations (spec/table.py, spec/handling.py, spec/world.py, spec/invariants.py); do not edit.",
            f"   World: {_describe(cfg)} *)",
            "EXTENDS Integers, FiniteSets, TLC", "",
-           "CONSTANTS",
-           "    Clients,        \\* the consumer clients (model values, so that TLC may permute them)",
-           "    Members,        \\* the member ids the coordinator may issue",
-           "    Instances,      \\* group.instance.ids",
-           "    Partitions,     \\* the topic partitions",
-           "    Protocols,      \\* assignment protocol names",
-           "    ProtoLists,     \\* protocol lists a member may send",
-           "    ProtocolTypes,  \\* protocol types",
-           "    MaxGeneration   \\* the generation bound of the search", ""]
+           "\\* Types (the @type annotations) are Apalache's: its type checker reads them, TLC ignores them.",
+           "CONSTANTS"]
+    for i, (cname, ctype, meaning) in enumerate(CONSTANTS):
+        out += [f"    \\* @type: {ctype};", f"    {cname}{',' if i < len(CONSTANTS) - 1 else ''}  \\* {meaning}"]
+    out.append("")
     out.append(f"ASSUME \\* the world's functions below are tabulated for these bounds")
     out.append("    /\\ " + "\n    /\\ ".join(
         f"{DOMAIN_SETS[d]} = 0..{sizes[d] - 1}" for d in ("Member", "Instance", "Partition", "Protocol",
                                                           "ProtoList", "ProtocolType")))
     out.append(f"    /\\ Cardinality(Clients) = {cfg.clients}")
+    out.append("")
+    out.append("\\* Apalache: the constants as this world fixes them (apalache-mc check --cinit=ConstInit), clients as")
+    out.append("\\* integers where TLC's configuration gives model values (for its symmetry)")
+    out.append("ConstInit ==\n    " + "\n    ".join(
+        [f"/\\ Clients = 0..{cfg.clients - 1}"]
+        + [f"/\\ {DOMAIN_SETS[d]} = 0..{sizes[d] - 1}" for d in ("Member", "Instance", "Partition", "Protocol",
+                                                                "ProtoList", "ProtocolType")]
+        + [f"/\\ MaxGeneration = {cfg.max_generation}"]))
     out += ["", HELPERS, ""]
     out.append("\\* The functions this world supplies, tabulated from the explicit checker's (world_model.py)")
     base = {**model.base, "selected_only": model._route_base[model._route_index["selected_only"]]}
@@ -211,9 +228,10 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
         out.append(f"{tname} ==\n    {_table(base[k], fun_t[k], sizes)}")
     out.append("")
     out.append("VARIABLES")
-    decls = [f"    {v.name},  \\* {v.meaning}" for v in ALL_VARS]
-    decls.append(f"    {BROKEN}  \\* the first check after a row (spec/invariants.py CHECKED_AFTER_ROW) that the last "
-                 "step broke, or \"none\"")
+    decls = [x for v in ALL_VARS for x in (f"    \\* @type: {apalache_type(v.type)};", f"    {v.name},  \\* {v.meaning}")]
+    decls += ["    \\* @type: Str;",
+              f"    {BROKEN}  \\* the first check after a row (spec/invariants.py CHECKED_AFTER_ROW) that the last "
+              "step broke, or \"none\""]
     out += decls
     out.append("")
     out.append("vars == <<" + ", ".join([v.name for v in ALL_VARS] + [BROKEN]) + ">>")
@@ -231,6 +249,12 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     out.append("\\* The step ends in world w, having broken the check b (\"none\": every check held).")
     out.append("Goto(w, b) ==\n    " + "\n    ".join([f"/\\ {v.name}' = w.{v.name}" for v in ALL_VARS]
                                                     + [f"/\\ {BROKEN}' = b"]))
+    bound = "MaxGeneration + 1" if cfg.rebalance_budget else "MaxGeneration"
+    out.append("\\* A coordinator's step ends in world w, having broken the check b; past the generation bound of")
+    out.append("\\* the search it stutters instead (a bound, not a behaviour: the state is no deadlock), unless it")
+    out.append("\\* broke a check (the explicit checker reports a broken check before it cuts)." +
+               (" A world with a rebalance\n\\* budget keeps one generation more, for rebalance-budget to report." if cfg.rebalance_budget else ""))
+    out.append(f"Finish(w, b) == IF w.generation <= {bound} \\/ b # {NOT_BROKEN} THEN Goto(w, b) ELSE UNCHANGED vars")
     out.append("")
     out += _checks(world)
     out.append("")
@@ -243,6 +267,11 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     for _, _, _, text in actions:
         out.append(text)
         out.append("")
+    out.append("\\* The world has ended (spec/world.py ENDED): nothing is owed to anyone, so it may stop here;")
+    out.append("\\* anywhere else a state without a successor is a deadlock.")
+    out.append(f"Ended == {to_tla(ENDED, TlaEnv(var=lambda v: v, param=lambda n: n, names=world.names))}")
+    out.append("Stop == Ended /\\ UNCHANGED vars")
+    out.append("")
     out.append("Next ==")
     for _, tname, args, _ in actions:
         if args == "c":
@@ -251,6 +280,7 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
             out.append(f"    \\/ \\E m \\in Members : {tname}(m)")
         else:
             out.append(f"    \\/ {tname}")
+    out.append("    \\/ Stop")
     out.append("")
     out.append("\\* Fairness, as spec/world.py ACTIONS declares it (per client, message, member or the group)")
     out.append("Fairness ==\n    " + "\n    ".join(_fairness(cfg, actions)))

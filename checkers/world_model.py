@@ -57,7 +57,8 @@ from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FORGOTTEN,
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, ENDED, FAILOVER,
+                                  FORGOTTEN,
                                   FRESH, ISSUED, LEAVE_TRIGGERS, MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS,
                                   append_errors, armed,
                                   WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
@@ -220,6 +221,7 @@ class WorldModel:
         self._forgotten = [(WIDE_INDEX[v], compile_term(t, Layout(WIDE_INDEX, {"client": 0})))
                            for v, t in FORGOTTEN.updates.items()]
         self._fresh = compile_term(FRESH, lay)
+        self._ended = compile_term(ENDED, Layout(WORLD_INDEX, {}))
         self._failover_record = compile_term(FAILOVER.record, lay)
         # what a request is to the coordinator (spec/world.py WHO, MESSAGES): terms over the request
         # and the group's variables (which G holds at their places in the flat view)
@@ -615,9 +617,9 @@ class WorldModel:
         return s[0][E.STATE_I] in IN_REBALANCE
 
     def is_end(self, s: tuple) -> bool:
-        """A legitimate end: every client has left, crashed or hangs (a hung poll loop gets no
-        assignment whatever the coordinator does)."""
-        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"], PHASE["hung"]) for C in s[1:])
+        """A legitimate end: the world has ended (spec/world.py ENDED: every client has left,
+        crashed or hangs)."""
+        return self._ended(self.flat(s), (), ())
 
     # -- fairness, as the world's actions declare it (spec/world.py ACTIONS) ----------------
 
