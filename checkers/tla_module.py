@@ -3,13 +3,18 @@
 `export(cfg)` asks `tla_export.TlaWorld` for every action of the world (each a
 tree of ways through the step) and lays the module out as the tlaplus/Examples
 specifications are laid out: constants (the bounds), variables with their
-meanings, TypeOK first, Init, the row operators, the actions, Next, Spec with
-its fairness, the invariants, and the symmetry; the .cfg picks the model's
-values apart from the module.
+meanings, TypeOK first, Init, the checks after every row, the row operators,
+the parts of steps several ways through share (`_Layout`: the eager re-check
+after each row, a trigger's rows, a write's completion, each written once and
+called where it recurs), the actions, Next, Spec with its fairness, the
+invariants, and the symmetry; the .cfg picks the model's values apart from the
+module.  Every constant and variable carries its Apalache type (`@type:`).
 """
 from __future__ import annotations
 
 import itertools
+import re
+from collections import Counter
 from dataclasses import dataclass
 
 from groupspec.spec.invariants import CHECKED_AFTER_ROW, INVARIANTS
@@ -21,7 +26,7 @@ from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLI
 from groupspec.spec.handling import SELECTED_ONLY
 
 from .tla_export import (FUNCTIONS, MODULE, NOT_BROKEN, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx,
-                         camel)
+                         camel, tla_name)
 from .world_model import WorldModel, _enabled_by, world_invariants
 from .worlds import WorldConfig
 
@@ -58,50 +63,210 @@ def _trie(paths: list) -> dict:
     return root
 
 
-def _render(node: dict, col: int) -> list[str]:
-    """The conjunction a chain of frames is, branching into a disjunction where ways part."""
-    pad = " " * col
-    lines: list[str] = []
-    while True:
-        items = list(node.items())
-        if not items:
-            return lines
-        if len(items) > 1:
-            for i, (frame, child) in enumerate(items):
-                sub = _render({frame: child}, col + 6)
-                lines.append(pad + ("/\\ \\/ " if i == 0 else "   \\/ ") + sub[0][col + 6:])
-                lines += sub[1:]
-            return lines
-        (frame, child), = items
-        kind = frame[0]
-        if kind == "comment":
-            lines.append(f"{pad}\\* {frame[1]}")
-        elif kind == "if":
-            lines.append(f"{pad}/\\ {frame[1]}")
-        elif kind == "finish":
-            lines.append(f"{pad}/\\ Finish({frame[1]}, {frame[2]})")
-        elif kind == "stutter":
-            lines.append(f"{pad}/\\ UNCHANGED vars")
-        elif kind == "goto":
-            lines.append(f"{pad}/\\ Goto({frame[1]}, {frame[2]})")
-        elif kind == "let":
-            # bound as the one element of a set, not with LET: TLC re-evaluates a LET definition
-            # each time an action's successors are enumerated, and these chains refer to their
-            # predecessor several times each (tiny: 100 ms a state with LET, 5 ms with this)
-            lines.append(f"{pad}/\\ \\E {frame[1]} \\in {{{frame[2]}}} :")
-            lines += _render(child, col + 6)
-            return lines
-        elif kind == "exists":
-            lines.append(f"{pad}/\\ \\E {frame[1]} \\in {frame[2]} :")
-            lines += _render(child, col + 6)
-            return lines
-        node = child
+# the names a step binds as it goes (worlds, breakages, parameter records, row results; the
+# printer's bound variables of set and map expressions; the fresh member id): what differs between
+# two ways through that are otherwise the same
+_BOUND_NAME = re.compile(r"\b(?:[wbprkx]\d+|fresh)\b")
+# the action's own parameter (a client, a member), free in any part of it
+_ACTION_ARG = re.compile(r"\b[cm]\b")
+# a part of an action shared by several ways through becomes an operator if it is at least this long
+_SHARED_MIN_LINES = 6
 
 
-def _action(name: str, args: str, paths: list, meaning: str) -> str:
-    head = f"{name}({args})" if args else name
-    body = _render(_trie(paths), 4)
-    return f"\\* {meaning}\n{head} ==\n" + "\n".join(body)
+def _frame_line(frame) -> tuple[str, bool]:
+    """A frame as a line of TLA+ (without its indent), and whether what follows it is nested."""
+    kind = frame[0]
+    if kind == "comment":
+        return f"\\* {frame[1]}", False
+    if kind == "if":
+        return f"/\\ {frame[1]}", False
+    if kind == "finish":
+        return f"/\\ Finish({frame[1]}, {frame[2]})", False
+    if kind == "stutter":
+        return "/\\ UNCHANGED vars", False
+    if kind == "goto":
+        return f"/\\ Goto({frame[1]}, {frame[2]})", False
+    if kind == "let":
+        # bound as the one element of a set, not with LET: TLC re-evaluates a LET definition
+        # each time an action's successors are enumerated, and these chains refer to their
+        # predecessor several times each (tiny: 100 ms a state with LET, 5 ms with this)
+        return f"/\\ \\E {frame[1]} \\in {{{frame[2]}}} :", True
+    if kind == "exists":
+        return f"/\\ \\E {frame[1]} \\in {frame[2]} :", True
+    raise ValueError(f"no TLA+ for frame {kind}")
+
+
+class _Layout:
+    """Lays the trees of ways through the world's actions out as TLA+.  A part of a tree that
+    recurs (the same frames up to the names bound before it: the eager re-check after each row,
+    an append's completion) is written once, as an operator of the names it reads from before it,
+    and called where it recurs: one definition per step of the protocol, not one per way into it."""
+
+    def __init__(self, roots: list):
+        self.plain: dict = {}          # a node's key -> its lines at column 0, unshared
+        self.counts: Counter = Counter()
+        self.banned: set = set()       # canonical texts written inline (an operator called once)
+        self.shared: dict = {}         # canonical text -> (operator name, its parameters, definition)
+        self.used: Counter = Counter()
+        for root in roots:
+            self._count(root)
+
+    @staticmethod
+    def _key(node: dict) -> tuple:
+        return tuple((f, id(c)) for f, c in node.items())
+
+    def _plain(self, node: dict) -> list[str]:
+        key = self._key(node)
+        got = self.plain.get(key)
+        if got is None:
+            got = self.plain[key] = self._lines(node, 0, shared=False)
+        return got
+
+    def _canon(self, node: dict) -> tuple[str, list[str]]:
+        """The node's text with the names it binds or reads renamed in order of appearance (two
+        nodes alike up to names have one), and the names it reads from before it, in order."""
+        lines = self._plain(node)
+        text = "\n".join(lines)
+        bound_here = {f[1] for f, _ in _walk_frames(node) if f[0] in ("let", "exists")}
+        order: dict = {}
+        canon = _BOUND_NAME.sub(lambda m: "#" + str(order.setdefault(m.group(0), len(order))), text)
+        free = [n for n in order if n not in bound_here and not n[0] in "kx"]
+        free += sorted(set(_ACTION_ARG.findall(text)))
+        return canon, free
+
+    def _count(self, node: dict) -> None:
+        if not node:
+            return
+        if len(node) > 1:
+            self.counts[self._canon(node)[0]] += 1
+            for frame, child in node.items():
+                self._count({frame: child})
+            return
+        self.counts[self._canon(node)[0]] += 1
+        (frame, child), = node.items()
+        self._count(child)
+
+    def _lines(self, node: dict, col: int, shared: bool = True, inline: bool = False) -> list[str]:
+        """The conjunction a chain of frames is, branching into a disjunction where ways part
+        (`inline`: this node itself is written out, as a shared operator's body)."""
+        pad = " " * col
+        lines: list[str] = []
+        while node:
+            if shared and not inline:
+                call = self._call(node)
+                if call:
+                    lines.append(f"{pad}/\\ {call}")
+                    return lines
+            items = list(node.items())
+            if len(items) > 1:
+                for i, (frame, child) in enumerate(items):
+                    sub = self._lines({frame: child}, col + 6, shared)
+                    lines.append(pad + ("/\\ \\/ " if i == 0 else "   \\/ ") + sub[0][col + 6:])
+                    lines += sub[1:]
+                return lines
+            (frame, child), = items
+            text, nested = _frame_line(frame)
+            inline = False
+            lines.append(pad + text)
+            if nested:
+                lines += self._lines(child, col + 6, shared)
+                return lines
+            node = child
+        return lines
+
+    def _call(self, node: dict) -> str | None:
+        """A call of the shared operator this node is, or None where it is written inline."""
+        canon, free = self._canon(node)
+        if self.counts[canon] < 2 or canon in self.banned or canon.count("\n") + 1 < _SHARED_MIN_LINES:
+            return None
+        got = self.shared.get(canon)
+        if got is None:
+            params, seen = [], set()
+            for n in free:
+                p = n.rstrip("0123456789") or n
+                while p in seen:
+                    p += "_"
+                seen.add(p)
+                params.append(p)
+            rename = dict(zip(free, params))
+            order: dict = {}
+
+            def local(m):
+                n = m.group(0)
+                if n in rename:
+                    return rename[n]
+                return n.rstrip("0123456789") + str(order.setdefault(n, len(order) + 1))
+            body = "\n".join(self._lines(node, 4, inline=True))
+            body = _BOUND_NAME.sub(local, body)
+            name = base = _shared_name(node)
+            taken = {n for n, _, _ in self.shared.values()}
+            k = 1
+            while name in taken:
+                k += 1
+                name = f"{base}{k}"
+            head = f"{name}({', '.join(params)})" if params else name
+            got = self.shared[canon] = (name, params, f"{head} ==\n{body}")
+        self.used[canon] += 1
+        return f"{got[0]}({', '.join(free)})" if free else got[0]
+
+    def lay_out(self, actions: list) -> tuple[list[str], list[str]]:
+        """(the shared operators' definitions, each action's text); an operator that would be
+        called once is written inline instead."""
+        while True:
+            self.shared, self.used = {}, Counter()
+            texts = []
+            for name, args, root, meaning in actions:
+                head = f"{name}({args})" if args else name
+                texts.append(f"\\* {meaning}\n{head} ==\n" + "\n".join(self._lines(root, 4)))
+            once = {c for c in self.shared if self.used[c] < 2}
+            if not once:
+                return [d for _, _, d in self.shared.values()], texts
+            self.banned |= once
+
+
+def _walk_frames(node: dict):
+    for frame, child in node.items():
+        yield frame, child
+        yield from _walk_frames(child)
+
+
+def _shared_name(node: dict) -> str:
+    """A shared part's name, after what it begins with: the handling of a trigger (its parameters,
+    then its rows), the rows of a trigger, one row fired and its outputs routed, the eager re-check
+    (spec/handling.py settle), what follows a row's outputs (routed: member ids recorded, then the
+    re-check), the checks after a row, a route's effect."""
+    items = list(node.items())
+    frame, child = items[0]
+    if len(items) == 1 and frame[0] == "let" and re.fullmatch(r"p\d+", frame[1]):
+        trigger = _trigger_of(list(child.items()))
+        if trigger:
+            return f"Handle{trigger}"
+    trigger = _trigger_of(items)
+    if trigger:
+        return f"Rows{trigger}"
+    if len(items) > 1 and any(f[0] == "if" and f[1].endswith('.state = "PreparingRebalance"') for f, _ in items):
+        return "EagerCompleteJoin"
+    if len(items) == 1 and frame[0] == "comment":
+        return "Fire_" + tla_name(frame[1])
+    if len(items) == 1 and frame[0] == "let" and frame[1].startswith("w"):
+        return "Routed" if ".used_ids = " in frame[2] else "Route"
+    if len(items) == 1 and frame[0] == "let" and frame[1].startswith("b"):
+        return "Checked"
+    return "Continue"
+
+
+def _trigger_of(items: list) -> str | None:
+    """The trigger whose rows the branches are (each a row's comment, or the branch where none fires)."""
+    names = {f[1].split(":")[0] for f, _ in items if f[0] == "comment"}
+    rest = [f for f, _ in items if f[0] != "comment"]
+    if len(items) > 1 and len(names) == 1 and all(f[0] == "if" and f[1].startswith("~(") for f in rest):
+        return names.pop()
+    return None
+
+
+def _action(name: str, args: str, paths: list, meaning: str) -> tuple:
+    """An action to lay out: its name, argument, tree of ways through, meaning."""
+    return (name, args, _trie(paths), meaning)
 
 
 # -- tables of the world's functions --------------------------------------------------------
@@ -187,6 +352,9 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
         [(camel(i.name), i) for i in world_invariants(cfg)]
     # one invariant of broken_in_step per check after a row: TLC names the check that failed
     invs += [(camel(i.name) + "AfterEveryRow", i) for i in CHECKED_AFTER_ROW]
+    shared, texts = _Layout([a[3][2] for a in actions]).lay_out([a[3] for a in actions])
+    actions = [(act, tname, args, text) for (act, tname, args, _), text in zip(actions, texts)]
+    world.shared = shared
     return Exported(_module(name, cfg, world, actions, invs, symmetry, liveness),
                     _config(name, cfg, sizes, invs, symmetry, liveness), name, [(n, i.name) for n, i in invs])
 
@@ -263,6 +431,12 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     for r, op in world.used_rows:
         out.append(op.text)
         out.append("")
+    if world.shared:
+        out.append("\\* ---- Parts of steps that several ways through share (the eager re-check after a row, a")
+        out.append("\\* write's completion, ...): each the rest of a step from the world and breakage it is given ----")
+        for text in world.shared:
+            out.append(text)
+            out.append("")
     out.append("\\* ---- The closed world's actions (spec/world.py ACTIONS) ----")
     for _, _, _, text in actions:
         out.append(text)

@@ -94,6 +94,23 @@ def test_every_variable_and_constant_carries_an_apalache_type():
     assert "ConstInit ==" in text        # Apalache's --cinit: the world's constants, clients as integers
 
 
+def test_a_part_shared_by_several_ways_through_is_written_once():
+    # the eager re-check after a row, a trigger's rows, an append's completion: each recurring part
+    # of a step is one operator, defined before its first use and called at least twice (a part
+    # called once is written inline); the tiny world's module was 6,484 lines with every way through
+    # written out
+    text = export(PRESETS["tiny"], symmetry=False).module
+    shared = text.split("\\* ---- Parts of steps")[1].split("\\* ---- The closed world's actions")[0]
+    names = re.findall(r"^([A-Za-z_0-9]+)(?:\(.*\))? ==$", shared, re.M)
+    assert {"EagerCompleteJoin", "HandleCompleteJoin"} <= set(names) and len(names) > 10
+    for name in names:
+        uses = [m.start() for m in re.finditer(rf"\b{name}\b", text)]
+        first_line = text[uses[0]:].split("\n")[0]
+        assert text[uses[0] - 1] == "\n" and first_line.endswith(" =="), (name, first_line)   # defined first
+        assert len(uses) - 1 >= 2, name
+    assert text.count("\n") < 3500
+
+
 @needs_tlc
 def test_the_module_parses_with_sany(tmp_path):
     e = _write(tmp_path, PRESETS["faults"])
