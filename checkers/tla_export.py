@@ -95,6 +95,7 @@ class RowOp:
     chooses: bool
     outputs: list
     text: str
+    own: str          # its own condition over (w, p), with the states it applies in: what dispatch tests
 
 
 def _param_text(name: str) -> str:
@@ -120,10 +121,12 @@ def row_operator(row, sizes: dict, client: bool, names: list) -> RowOp:
                 env.elements.discard(key)
     states = "" if set(row.states) == set(STATES) else \
         f"w.state \\in {{{', '.join(literal(STATES.index(s), _STATE_T) for s in row.states)}}}"
-    guard = show(row.guard, "w")
-    when = " /\\ ".join(x for x in (states, guard) if x and x != "TRUE") or "TRUE"
-    lines = [f"\\* {row.name}", f"\\* source: {_one_line(row.source)}",
-             f"{name}_when(w, {arg}) == {when}"]
+    # what first-match dispatch tests (spec/engine.py select): the row's own condition, not its
+    # full guard, so that a table whose own conditions were changed (a mutant) is exported as the
+    # engine runs it; for the spec's table the two agree (lint)
+    own = show(row.own if row.own is not None else row.guard, "w")
+    own = " /\\ ".join(x for x in (states, own) if x and x != "TRUE") or "TRUE"
+    lines = [f"\\* {row.name}", f"\\* source: {_one_line(row.source)}"]
     # the effect: its steps in order, each a LET over the state the previous one left; a
     # choice is made over the state of the step that first needs it
     body, outs, chosen, cur, k = [], [], set(), "w", 0
@@ -165,7 +168,7 @@ def row_operator(row, sizes: dict, client: bool, names: list) -> RowOp:
         else:
             text = f"UNION {{ {text}\n    : {rest[0]} }}"
     lines.append(f"{name}(w, {arg}) ==\n    {text}")
-    return RowOp(name, bool(opens), outs, "\n".join(lines))
+    return RowOp(name, bool(opens), outs, "\n".join(lines), own)
 
 
 _STATE_T = next(v.type for v in ALL_VARS if v.name == "state")
@@ -275,6 +278,7 @@ class TlaWorld:
         for r in rows:
             self.rows.setdefault(r.trigger, []).append(r)
         self.ops: dict = {}           # id(row) -> RowOp
+        self.dispatch: dict = {}      # trigger -> its First_<trigger> operator
         self.used_rows: list = []     # in the order they are first used
         self.base = {k: v for k, v in self.model.base.items() if not callable(v)}
 
@@ -306,18 +310,31 @@ class TlaWorld:
             fields.append(f"{n} |-> {_text(given[n], t)}")
         p = ctx.name("p")
         ctx.frames.append(("let", p, "[" + ", ".join(fields) + "]"))
-        res, guards = [], []
+        first = self.first(trigger, self.rows.get(trigger, ()))
+        f = ctx.name("f")
+        ctx.frames.append(("let", f, f"{first}({ctx.w}, {p})"))
+        res = []
         held = frozenset(n for n in trig.params if PARAM_TYPES[n].kind != "fun" and n in given)
         for r in self.rows.get(trigger, ()):
             if ctx.known is not None and not (set(STATES.index(s) for s in r.states) & ctx.known):
                 continue
             op = self.op(r)
-            g = f"{op.name}_when({ctx.w}, {p})"
-            guards.append(g)
-            res.append(_Outcome(r, g, op, p, given=held))
+            res.append(_Outcome(r, f'{f} = "{op.name}"', op, p, given=held))
         if not trig.total:
-            res.append(_Outcome(None, "~(" + " \\/ ".join(guards) + ")" if guards else "TRUE"))
+            res.append(_Outcome(None, f'{f} = "none"'))
         return res
+
+    def first(self, trigger: str, rows, client: bool = False) -> str:
+        """The operator naming the row of `trigger` that fires, as the engine dispatches: the first
+        of the trigger's rows, in the table's order, whose own condition holds ("none" if none)."""
+        name = f"First_{tla_name(trigger)}"
+        if trigger not in self.dispatch:
+            ops = [self.op(r, client) for r in rows if r.trigger == trigger]
+            body = "".join(f'IF {op.own} THEN "{op.name}"\n    ELSE ' for op in ops)
+            self.dispatch[trigger] = (f"\\* {trigger}: the first of its rows, in the table's order, whose own condition "
+                                      f"holds (the engine's\n\\* first-match dispatch, spec/engine.py select), or "
+                                      f'"none"\n{name}(w, {"c" if client else "p"}) ==\n    {body}"none"')
+        return name
 
     def fork(self, ctx: Path) -> Path:
         return ctx.copy()

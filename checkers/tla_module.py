@@ -66,7 +66,7 @@ def _trie(paths: list) -> dict:
 # the names a step binds as it goes (worlds, breakages, parameter records, row results; the
 # printer's bound variables of set and map expressions; the fresh member id): what differs between
 # two ways through that are otherwise the same
-_BOUND_NAME = re.compile(r"\b(?:[wbprkx]\d+|fresh)\b")
+_BOUND_NAME = re.compile(r"\b(?:[wbprfkx]\d+|fresh)\b")
 # the action's own parameter (a client, a member), free in any part of it
 _ACTION_ARG = re.compile(r"\b[cm]\b")
 # a part of an action shared by several ways through becomes an operator if it is at least this long
@@ -238,9 +238,11 @@ def _shared_name(node: dict) -> str:
     items = list(node.items())
     frame, child = items[0]
     if len(items) == 1 and frame[0] == "let" and re.fullmatch(r"p\d+", frame[1]):
-        trigger = _trigger_of(list(child.items()))
-        if trigger:
-            return f"Handle{trigger}"
+        (frame2, child2), = list(child.items())[:1] or [((None,), {})]
+        if frame2[0] == "let" and frame2[2].startswith("First_"):
+            return f"Handle{frame2[2][6:].split('(')[0]}"
+    if len(items) == 1 and frame[0] == "let" and frame[2].startswith("First_"):
+        return f"Rows{frame[2][6:].split('(')[0]}"
     trigger = _trigger_of(items)
     if trigger:
         return f"Rows{trigger}"
@@ -259,7 +261,7 @@ def _trigger_of(items: list) -> str | None:
     """The trigger whose rows the branches are (each a row's comment, or the branch where none fires)."""
     names = {f[1].split(":")[0] for f, _ in items if f[0] == "comment"}
     rest = [f for f, _ in items if f[0] != "comment"]
-    if len(items) > 1 and len(names) == 1 and all(f[0] == "if" and f[1].startswith("~(") for f in rest):
+    if len(items) > 1 and len(names) == 1 and all(f[0] == "if" and f[1].endswith('= "none"') for f in rest):
         return names.pop()
     return None
 
@@ -306,12 +308,14 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
     for trig in model.triggers[0]:
         a = ACTION_BY_NAME[trig]
         paths = []
+        first = world.first(trig, client_rows, client=True)
         for r in client_rows:
             if r.trigger != trig:
                 continue
             op = world.op(r, client=True)
             q = Path()
-            q.frames += [("comment", r.name), ("if", f"{op.name}_when(World, c)"), ("let", "w1", f"{op.name}(World, c).w")]
+            q.frames += [("let", "f1", f"{first}(World, c)"), ("comment", r.name), ("if", f'f1 = "{op.name}"'),
+                         ("let", "w1", f"{op.name}(World, c).w")]
             q.w = "w1"
             q.n = 1
             if a.forgets:
@@ -426,10 +430,13 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     out.append("")
     out += _checks(world)
     out.append("")
-    out.append("\\* ---- The rows: each row's guard (<Row>_when) and effect (<Row>: the world after its steps, and")
-    out.append("\\* its outputs o<step>), printed from its terms ----")
+    out.append("\\* ---- The rows: each row's effect (<Row>: the world after its steps, and its outputs o<step>),")
+    out.append("\\* printed from its terms; then, per trigger, which row fires (First_<trigger>) ----")
     for r, op in world.used_rows:
         out.append(op.text)
+        out.append("")
+    for text in world.dispatch.values():
+        out.append(text)
         out.append("")
     if world.shared:
         out.append("\\* ---- Parts of steps that several ways through share (the eager re-check after a row, a")

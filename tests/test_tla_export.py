@@ -27,7 +27,7 @@ from groupspec.checkers.tlc import find_jar, java, run_tlc
 from groupspec.checkers.world_model import WorldModel, _enabled_by
 from groupspec.checkers.worlds import PRESETS
 from groupspec.spec.invariants import CHECKED_AFTER_ROW
-from groupspec.spec.lang import If, Lowest
+from groupspec.spec.lang import FALSE, If, Lowest
 from groupspec.spec.schema import P, V
 from groupspec.spec.table import ROWS
 from groupspec.spec.world import ALL_VARS, ACTIONS
@@ -45,6 +45,15 @@ def _write(tmp_path: Path, cfg, model=None, symmetry=True):
     (tmp_path / f"{e.name}.tla").write_text(e.module)
     (tmp_path / f"{e.name}.cfg").write_text(e.config)
     return e
+
+
+def _both(tmp_path: Path, cfg, rows):
+    """Our check and TLC's of one world with table `rows`, without symmetry: (ours, the export,
+    TLC's result).  TLC runs one worker: then its counterexample is a shortest one (with two it
+    may report a longer one), as ours is."""
+    ours = check(WorldModel(cfg, rows), symmetry=False)
+    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
+    return ours, e, run_tlc(tmp_path, e.name, workers=1)
 
 
 def _member_id_bug():
@@ -136,9 +145,7 @@ def test_tlc_and_ours_find_the_same_states(tmp_path, symmetry):
 def test_a_planted_bug_is_found_alike_and_tlcs_trace_replays(tmp_path):
     cfg = PRESETS["tiny"]
     rows = _member_id_bug()
-    ours = check(WorldModel(cfg, rows), symmetry=False)
-    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
-    t = run_tlc(tmp_path, e.name, workers=1)    # one worker: TLC's counterexample is a shortest one
+    ours, e, t = _both(tmp_path, cfg, rows)
     names = dict(e.invariants)
     # breadth-first, both stop at the shallowest violation; which of two broken at that depth each
     # sees first depends on the order of actions (and TLC's workers)
@@ -163,14 +170,26 @@ def test_a_check_inside_a_step_is_found_alike(tmp_path):
     # the row that answers (spec/invariants.py CHECKED_AFTER_ROW), sees it; no state does
     cfg = PRESETS["tiny"]
     rows = [dataclasses.replace(r, target=None) if r.name == "StoreGroupDone: assignment stored" else r for r in ROWS]
-    ours = check(WorldModel(cfg, rows), symmetry=False)
-    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
-    t = run_tlc(tmp_path, e.name, workers=1)    # one worker: TLC's counterexample is a shortest one
+    ours, e, t = _both(tmp_path, cfg, rows)
     assert ours.result == t.result == "violation"
     assert ours.violation == dict(e.invariants)[t.violation] == "assignment-only-when-stable"
     assert t.violation == "AssignmentOnlyWhenStableAfterEveryRow"     # found by broken_in_step
     assert len(t.trace) - 1 == ours.depth
     assert t.trace[-1]["broken_in_step"] == "assignment-only-when-stable"
+
+
+@needs_tlc
+def test_a_mutant_of_the_own_conditions_is_exported_as_the_engine_runs_it(tmp_path):
+    # DelayedJoin.tryComplete always false (tests/test_planted_bugs.py): the mutant changes the
+    # CompleteJoin rows' own conditions, which first-match dispatch tests (spec/engine.py select),
+    # not their full guards; the module dispatches as the engine does (First_<trigger>), so TLC
+    # finds the same violation at the same depth (printing the guards, it found none)
+    cfg = PRESETS["tiny"]
+    rows = [dataclasses.replace(r, own=FALSE()) if r.name.startswith("CompleteJoin:") else r for r in ROWS]
+    ours, e, t = _both(tmp_path, cfg, rows)
+    assert ours.result == t.result == "violation"
+    assert ours.violation == dict(e.invariants)[t.violation] == "join-completes-once-all-rejoined"
+    assert len(t.trace) - 1 == ours.depth
 
 
 def _no_delayed_join():
@@ -189,9 +208,7 @@ def test_a_deadlock_is_found_alike(tmp_path):
     # world (spec/world.py ENDED, where the module may Stop) is a deadlock to TLC as to us
     cfg = PRESETS["tiny"]
     rows = _no_delayed_join()
-    ours = check(WorldModel(cfg, rows), symmetry=False)
-    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
-    t = run_tlc(tmp_path, e.name, workers=1)
+    ours, e, t = _both(tmp_path, cfg, rows)
     assert ours.result == t.result == "deadlock"
     assert len(t.trace) - 1 == ours.depth
     # and TLC, told not to look for deadlocks, finds the same states as we do when not looking
