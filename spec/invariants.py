@@ -369,19 +369,5 @@ def _after_row():
     return _AFTER_ROW
 
 
-def check_step(prev: tuple, state: tuple, params: list, outputs: list, where: str = "",
-               scope: str = "coordinator") -> None:
-    """Step invariants, and output invariants when the step handed out an assignment."""
-    both = state + prev
-    handed_out = hands_out(outputs)
-    for inv, f in compiled():
-        if inv.scope != scope:
-            continue
-        if inv.kind == "step" and not f(both, params, ()):
-            raise InvariantViolation(inv, where)
-        if inv.kind == "output" and handed_out and not f(state, params, ()):
-            raise InvariantViolation(inv, where)
-
-
 def structural() -> list[Invariant]:
     return [i for i in INVARIANTS if i.structural]
