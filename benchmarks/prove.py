@@ -23,7 +23,7 @@ CARD = ("one-leader-per-generation", "assignment-only-when-stable", "assignments
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--invariants", default=",".join(CARD), help="comma-separated, or 'all'")
-    ap.add_argument("--budget", type=float, default=20.0)
+    ap.add_argument("--budget", type=float, default=60.0)
     ap.add_argument("--spacer-budget", type=float, default=60.0, help="seconds of Spacer per invariant (0: skip)")
     args = ap.parse_args()
     names = [i.name for i in INVARIANTS] if args.invariants == "all" else args.invariants.split(",")

@@ -327,7 +327,8 @@ def prove_cmd(
     bound: int = typer.Option(2, "--bound", help="Members for the fixed-size fallback ('proved up to N')."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per Z3 query (a timeout is "
                                             "'unknown') [default: 3; with --bmc: none]."),
-    budget: float = typer.Option(20.0, "--budget", help="Seconds of strengthening search per invariant and reading."),
+    budget: float = typer.Option(60.0, "--budget", help="Seconds of strengthening search per invariant and "
+                                 "reading (wall clock: a loaded machine gets less done in it)."),
     check_lemmas: str = typer.Option("tiny,small", "--check-lemmas",
                                      help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "

@@ -758,7 +758,7 @@ class Prover:
     """Proves the catalog's invariants; the strengthening found is kept for every invariant."""
 
     def __init__(self, rows=None, timeout_ms: int = TIMEOUT_MS, strengthen: bool = True,
-                 bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 20.0,
+                 bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 60.0,
                  presets: tuple[str, ...] = ("tiny", "small"), search: str = "vocabulary", engine: str = "both",
                  spacer_budget_s: float = 60.0):
         self.rows = list(ROWS if rows is None else rows)

@@ -204,7 +204,7 @@ def state_name(i: int) -> str:
 # -- the command's result ----------------------------------------------------------------
 
 def run_induction(names: list[str] | None, strengthen: bool = True, bound: int = 2, timeout_s: float = 3.0,
-                  budget_s: float = 20.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None,
+                  budget_s: float = 60.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None,
                   search: str = "vocabulary", engine: str = "both", spacer_budget_s: float = 60.0):
     """Prove the invariants named (all when None).  Returns (proofs, prover)."""
     from .prove import INVARIANTS, Prover
