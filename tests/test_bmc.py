@@ -97,7 +97,9 @@ def test_prove_bmc_writes_its_counterexample_in_the_three_formats(monkeypatch, c
     (["--out", "{dir}"], "--out is for --bmc's counterexample"),
     (["--bmc", "2", "--timeout", "0"], "--timeout 0: give seconds in (0, 86400]"),
     (["--bmc", "65"], "--bmc 65: give a depth from 0 to 64"),
-    (["--bmc", "2", "--preset", "huge"], "unknown preset 'huge'"),
+    (["--bmc", "2", "--preset", "huge"], "--preset 'huge': unknown preset"),
+    (["--bmc", "2", "--clients", "0"], "--clients"),
+    (["--no-crash"], "a closed world is for --bmc K"),
 ])
 def test_prove_bmc_refuses_bad_input(monkeypatch, capsys, tmp_path, args, says):
     (tmp_path / "f").write_text("")
