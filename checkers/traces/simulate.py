@@ -25,6 +25,7 @@ take time (held, then completed).  The environment picks only among moves the cl
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
@@ -101,6 +102,7 @@ class Consumer:
     next_at: int = NEVER      # when it next acts: its request in flight reaches the coordinator, or it heartbeats
     restart_at: int = NEVER   # a crashed static member's process is started again
     slow: bool = False        # its next JoinGroup arrives after the rebalance timeout
+    closing: bool = False     # it closes during its next rebalance, while its JoinGroup or SyncGroup is parked
     waiting: int | None = None    # the id of its request parked at the coordinator
 
     @property
@@ -133,6 +135,7 @@ class GroupSim:
         self.brokers = brokers
         self.writer = TraceWriter(sink, source=f"broker-{self.broker}", config=CONFIG).attach(self.coord)
         self.ids = Ids()
+        self.rows_fired: Counter = Counter()    # the client rows fired, by name
         self.clients: list[Consumer] = []
         self.rid = 0
         self.requests = 0
@@ -173,7 +176,8 @@ class GroupSim:
         got = CLIENTS.fire(c.C, trigger, self._assign)
         if not got:
             return False
-        [(_, c.C)] = got          # the client rows leave no choice open
+        [(row, c.C)] = got        # the client rows leave no choice open
+        self.rows_fired[row.name] += 1
         if ACTION_BY_NAME[trigger].forgets:
             c.waiting = None      # its connection is closed: an answer to its parked request is never read
         self._schedule(c)
@@ -183,6 +187,10 @@ class GroupSim:
         """When c next acts: its request in flight reaches the coordinator after the network's delay
         (a slow member's JoinGroup after the rebalance timeout); a stable idle client heartbeats at
         session/3; otherwise it waits (for a parked answer, or for ever: it stopped)."""
+        if c.closing and self._can(c, "ClientLeaveRebalancing"):
+            c.closing = False
+            self._fire(c, "ClientLeaveRebalancing")
+            return
         now = self.clock.now()
         kind = Kind.values[c.C[RQ[0]]]
         if kind == "join":
@@ -301,11 +309,13 @@ class GroupSim:
         if k < 0.18 or not live:                          # a new member joins
             if len(live) < 6:
                 self._add_client(rng.random() < 0.3)
-        elif k < 0.32:                                     # a member leaves: a stable one, or during a rebalance
-            can = [(c, t) for c in live for t in ("ClientLeave", "ClientLeaveRebalancing") if self._can(c, t)]
-            if can:
-                c, t = rng.choice(can)
-                self._fire(c, t)
+        elif k < 0.32:                                     # a member leaves: a stable one now, or one
+            can = [c for c in live if self._can(c, "ClientLeave")]       # during its next rebalance
+            later = [c for c in live if "ClientLeaveRebalancing" in client_triggers(SIM_WORLD, c.instance is not None)]
+            if can and (not later or rng.random() < 0.5):
+                self._fire(rng.choice(can), "ClientLeave")
+            elif later:
+                rng.choice(later).closing = True
         elif k < 0.46:                                     # a crash: the session expires; static ones restart
             can = [c for c in live if self._can(c, "ClientCrash")]
             if can:
