@@ -30,13 +30,13 @@ from pathlib import Path
 
 def _gen(args):
     path, groups, first, seed = args
+    from groupspec.checkers.traces.codec import write_bugs
     from groupspec.checkers.traces.simulate import choose_bugs, simulate
     from groupspec.impl.trace import JsonLinesSink
     sink = JsonLinesSink(str(path))
     info = simulate(groups, sink, seed=seed, events_per_group=200, bugs=choose_bugs("all"), fraction=0.2, first=first)
     sink.close()
-    with open(str(path) + ".bugs.jsonl", "w") as f:
-        f.writelines(json.dumps(b) + "\n" for b in info)
+    write_bugs(Path(str(path) + ".bugs.jsonl"), info)
     return sink.count
 
 

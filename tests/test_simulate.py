@@ -12,6 +12,7 @@ import pytest
 from groupspec.checkers import clients
 from groupspec.checkers.traces import simulate as S
 from groupspec.checkers.traces.bugs import BUGS
+from groupspec.checkers.traces.codec import read_bugs
 from groupspec.checkers.traces.check import check_group
 from groupspec.impl.trace import ListSink
 from groupspec.spec.world import CLIENT_ROWS
@@ -65,7 +66,7 @@ def test_the_cli_writes_the_corpus_and_the_bugs_file_and_traces_check_flags_exac
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
-    bugs = [json.loads(x) for x in (tmp_path / "c.jsonl.gz.bugs.jsonl").read_text().splitlines()]
+    bugs = read_bugs(tmp_path / "c.jsonl.gz.bugs.jsonl")
     assert res["buggy_groups"] == len(bugs) and res["bug_fired"] == sum(b["fired"] for b in bugs) > 0
     r = subprocess.run([*CLI, "traces", "check", str(out), "--in-process", "--out", str(tmp_path / "v"), "--json"],
                        capture_output=True, text=True, timeout=300)
