@@ -117,17 +117,26 @@ class ClientRows:
                 for o in self.engine.fire(flat, trigger, p)]
 
 
+def _terms(r) -> list:
+    return [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]
+
+
+def check_touches(rows: list, allowed: set) -> None:
+    """Rows read and write only the variables `allowed` (AssertionError naming the row if not)."""
+    for r in rows:
+        written = {k for st in r.steps if isinstance(st, Set_) for k in st.updates}
+        read = {n.data for t in _terms(r) for n in walk(t) if n.op == "var"}
+        if not (read | written) <= allowed:
+            raise AssertionError(f"row {r.name!r} touches {sorted((read | written) - allowed)}")
+
+
 def check_locality(client_rows: list) -> None:
     """Firing a client alone relies on this: client rows read and write only the client's own
     entries (and the world's memoized steps rely on it too)."""
     client_names = {ALL_VARS[i].name for i in CLIENT_VARS}
+    check_touches(client_rows, client_names)
     for r in client_rows:
-        terms = [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]
-        written = {k for st in r.steps if isinstance(st, Set_) for k in st.updates}
-        read = {n.data for t in terms for n in walk(t) if n.op == "var"}
-        if not (read | written) <= client_names:
-            raise AssertionError(f"row {r.name!r} touches {sorted((read | written) - client_names)}")
-        for t in terms:     # every read of a client variable is at the row's own client
+        for t in _terms(r):     # every read of a client variable is at the row's own client
             for n in walk(t):
                 if n.op == "get" and n.args[0].op == "var" and n.args[0].data in client_names:
                     if not (n.args[1].op == "param" and n.args[1].data == "client"):

@@ -54,7 +54,7 @@ from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
 from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, require_known_member_id, vote
 from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
 from groupspec.spec.lang import NONE, Or
-from groupspec.spec.rows import ECHO, Set_
+from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS
 from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, FAILOVER, FORGOTTEN, FRESH, ISSUED, MESSAGES,
@@ -62,8 +62,8 @@ from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, FAILOVER, F
                                   WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind, append_errors, armed,
                                   fairness)
 
-from .clients import (CLIENT_VARS, CP, KIND, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, client_triggers,  # noqa: F401
-                      enabled_by as _enabled_by, initial as _initial)
+from .clients import (CLIENT_VARS, CP, KIND, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,  # noqa: F401
+                      client_triggers, enabled_by as _enabled_by, initial as _initial)
 from .worlds import WorldConfig
 
 ABSENT = STATES.index("Absent")
@@ -720,12 +720,5 @@ def _reads_group_only(terms: list) -> None:
 def _check_locality() -> None:
     """The memoized deliveries and timers rely on this: coordinator rows read and write only the
     group's variables (the client rows' locality: checkers/clients.py)."""
-    from groupspec.spec.lang import walk
     from groupspec.spec.table import ROWS
-    group_names = {v.name for v in STATE_VARS}
-    for r in ROWS:
-        terms = [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]
-        written = {k for st in r.steps if isinstance(st, Set_) for k in st.updates}
-        read = {n.data for t in terms for n in walk(t) if n.op == "var"}
-        if not (read | written) <= group_names:
-            raise AssertionError(f"row {r.name!r} touches {sorted((read | written) - group_names)}")
+    check_touches(ROWS, {v.name for v in STATE_VARS})
