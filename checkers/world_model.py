@@ -62,7 +62,7 @@ from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, FAILOVER, F
                                   WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind, append_errors, armed,
                                   fairness)
 
-from .clients import (CLIENT_VARS, CP, KIND, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,  # noqa: F401
+from .clients import (CLIENT_VARS, CP, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,
                       client_triggers, enabled_by as _enabled_by, initial as _initial)
 from .worlds import WorldConfig
 
