@@ -33,12 +33,13 @@ from groupspec.impl.clock import ManualClock
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.trace import TraceWriter
 from groupspec.spec.assignors import format_partition, range_assign
+from groupspec.spec.concrete import iter_bits
 from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import NONE
-from groupspec.spec.schema import MEMBER, PARTITION
-from groupspec.spec.world import ACTION_BY_NAME, CLIENT, MESSAGES, Kind
+from groupspec.spec.schema import MEMBER
+from groupspec.spec.world import ACTION_BY_NAME, MESSAGES, Kind
 
-from ..clients import CP, KIND, NRQ, PHASE, RQ, RS, ClientRows, client_triggers, initial_client, response_slot
+from ..clients import CP, NRQ, PHASE, RQ, RS, ClientRows, client_triggers, initial_client, response_slot
 from ..worlds import WorldConfig
 from .bugs import BUGS, BuggyCoordinator
 
@@ -51,22 +52,15 @@ PART_INDEX = {format_partition(tp): i for i, tp in enumerate(PARTS)}
 # static member never leaves, spec/world.py LEAVE_TRIGGERS), as they do for the explicit checker.
 SIM_WORLD = WorldConfig(clients=1, crash=True, expiry=True, failover=True, append_failure=True, commits=True,
                         leaves=True, restart=True, leaves_rebalancing=True)
+# the client triggers of a dynamic member and of a static one
+TRIGGERS = {static: frozenset(client_triggers(SIM_WORLD, static)) for static in (False, True)}
 NEVER = 1 << 62
 CLIENTS = ClientRows()
-_BLANK = initial_client({MEMBER: 1, PARTITION: len(PARTS), CLIENT: 1})
+_BLANK = initial_client({MEMBER: 1})      # a leader's assignment grows with the ids it names
 _NO_REQUEST = _BLANK[RQ[0]:RQ[0] + NRQ]
-PH, MEMBER_AT, GEN_AT, OWNED = CP["c_phase"], CP["c_member"], CP["c_gen"], CP["c_owned"]
+PH, OWNED = CP["c_phase"], CP["c_owned"]
 # a runtime request's key for each parameter a world message carries from its request (MESSAGES' fields)
 REQUEST_KEYS = {"generation": "generation", "assignments": "assignments", "commit_parts": "offsets"}
-
-
-def _bits(mask: int):
-    i = 0
-    while mask:
-        if mask & 1:
-            yield i
-        mask >>= 1
-        i += 1
 
 
 class Ids:
@@ -163,7 +157,7 @@ class GroupSim:
 
     def _assign(self, members: int) -> tuple:
         """The leader's assignor over the member set it was given: Range, as the world's."""
-        res = range_assign(TOPICS, {self.ids.id(m): list(TOPICS) for m in _bits(members)})
+        res = range_assign(TOPICS, {self.ids.id(m): list(TOPICS) for m in iter_bits(members)})
         out = [0] * len(self.ids.ids)
         for mid, parts in res.items():
             out[self.ids.slot(mid)] = sum(1 << PART_INDEX[format_partition(p)] for p in parts)
@@ -171,7 +165,7 @@ class GroupSim:
 
     def _fire(self, c: Consumer, trigger: str) -> bool:
         """Fire c's rows of `trigger`; False when none applies (the move is not c's to make now)."""
-        if trigger not in client_triggers(SIM_WORLD, c.instance is not None):
+        if trigger not in TRIGGERS[c.instance is not None]:
             return False
         got = CLIENTS.fire(c.C, trigger, self._assign)
         if not got:
@@ -225,10 +219,10 @@ class GroupSim:
                         "rebalance_timeout_ms": c.rebalance_ms, "protocol_type": "consumer",
                         "protocols": [{"name": "range", "metadata": ",".join(TOPICS)}]})
         values = {"generation": gen,
-                  "assignments": {self.ids.id(m): [format_partition(PARTS[i]) for i in _bits(a)]
+                  "assignments": {self.ids.id(m): [format_partition(PARTS[i]) for i in iter_bits(a)]
                                   for m, a in enumerate(assign) if a},
                   # what a consumer commits is its position: any offset serves
-                  "commit_parts": {format_partition(PARTS[i]): self.rng.randrange(1 << 30) for i in _bits(parts)}}
+                  "commit_parts": {format_partition(PARTS[i]): self.rng.randrange(1 << 30) for i in iter_bits(parts)}}
         for param in msg.fields:
             req[REQUEST_KEYS[param]] = values[param]
         return msg.api, req
@@ -297,7 +291,7 @@ class GroupSim:
 
     def _can(self, c: Consumer, trigger: str) -> bool:
         """Whether one of c's rows of `trigger` applies now (the environment picks among these)."""
-        return trigger in client_triggers(SIM_WORLD, c.instance is not None) and \
+        return trigger in TRIGGERS[c.instance is not None] and \
             bool(CLIENTS.fire(c.C, trigger, self._assign))
 
     # -- the environment ---------------------------------------------------------------------
@@ -311,7 +305,7 @@ class GroupSim:
                 self._add_client(rng.random() < 0.3)
         elif k < 0.32:                                     # a member leaves: a stable one now, or one
             can = [c for c in live if self._can(c, "ClientLeave")]       # during its next rebalance
-            later = [c for c in live if "ClientLeaveRebalancing" in client_triggers(SIM_WORLD, c.instance is not None)]
+            later = [c for c in live if "ClientLeaveRebalancing" in TRIGGERS[c.instance is not None]]
             if can and (not later or rng.random() < 0.5):
                 self._fire(rng.choice(can), "ClientLeave")
             elif later:
