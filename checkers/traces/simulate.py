@@ -355,8 +355,8 @@ class GroupSim:
             t = min([c.next_at for c in self.clients] + [self.next_fault] +
                     [d for _, d, _ in self.coord.timers.schedule()] +
                     [d for d in (self.slow_until, self.write_due) if d is not None])
-            if t > self.clock.now():
-                self._advance(t - self.clock.now())
+            # by 0 too: a timer the coordinator armed to fire now (a zero delay) fires
+            self._advance(max(0, t - self.clock.now()))
             now = self.clock.now()
             if self.write_due is not None and now >= self.write_due:
                 self.write_due = None
