@@ -115,3 +115,14 @@ def test_a_response_no_client_row_reads_is_an_error_not_a_silent_stall(monkeypat
                                                           if r.name != "sync: assignment received"]))
     with pytest.raises(AssertionError, match="no client row reads SyncGroup"):
         S.simulate(1, ListSink(), seed=1, events_per_group=40)
+
+
+def test_a_simulator_that_waits_on_nothing_due_stops_with_an_error(monkeypatch):
+    """A clock that never moves by 0 leaves a timer armed to fire now unfired (group 66 of seed 1 arms
+    one): the group then waits on nothing, which is an error, not a hang."""
+    def run():
+        S.GroupSim("group-1-0000066", hash((1, 66)) & 0xFFFFFFFF, ListSink(), None).run(requests=200)
+    run()
+    monkeypatch.setattr(S.GroupSim, "_advance", lambda self, ms: self.coord.advance(ms) if ms else None)
+    with pytest.raises(AssertionError, match="waits at .* on nothing that is due"):
+        run()

@@ -342,6 +342,7 @@ class GroupSim:
 
     def run(self, requests: int | None = None, until_ms: int | None = None) -> None:
         start = self.clock.now()
+        spins = 0         # rounds in a row in which nothing was due: a simulator that waits on nothing
         while True:
             if requests is not None and self.requests >= requests:
                 break
@@ -352,11 +353,11 @@ class GroupSim:
             # session may have expired
             if self.slow_until is not None and self.coord.appends and self.write_due is None:
                 self.write_due = self.clock.now() + self.latency
-            t = min([c.next_at for c in self.clients] + [self.next_fault] +
-                    [d for _, d, _ in self.coord.timers.schedule()] +
+            armed, before = self.coord.timers.schedule(), self.clock.now()
+            t = min([c.next_at for c in self.clients] + [self.next_fault] + [d for _, d, _ in armed] +
                     [d for d in (self.slow_until, self.write_due) if d is not None])
             # by 0 too: a timer the coordinator armed to fire now (a zero delay) fires
-            self._advance(max(0, t - self.clock.now()))
+            self._advance(max(0, t - before))
             now = self.clock.now()
             if self.write_due is not None and now >= self.write_due:
                 self.write_due = None
@@ -377,6 +378,10 @@ class GroupSim:
                 if c.next_at <= self.clock.now():
                     self._act(c)
                     break
+            else:           # nothing acted: the clock or a timer must have moved
+                spins = spins + 1 if now == before and self.coord.timers.schedule() == armed else 0
+                if spins > 1000:
+                    raise AssertionError(f"simulate: {self.gid} waits at {now} on nothing that is due")
         # the appends still held complete, so the trace ends with nothing in flight
         self.coord.storage_hold(False)
         while self.coord.appends:
