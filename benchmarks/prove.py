@@ -1,10 +1,11 @@
-"""Seconds to prove each invariant by induction, with and without the strengthening search.
+"""Seconds to prove each invariant by induction, with and without the strengthening search,
+and with Spacer (the second engine: Horn clauses, fixed sizes N=2) alone.
 
 Each measurement starts from a fresh prover (the rows read again, no lemma kept from an
 earlier invariant), so "with" includes the whole search for lemmas; exploring the sample
 worlds that sift the candidates is done once, first, and timed apart.  Prints JSON.
 
-    .venv/bin/python benchmarks/prove.py [--invariants a,b] [--no-fallback]
+    .venv/bin/python benchmarks/prove.py [--invariants a,b|all] [--budget S] [--spacer-budget S|0]
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ CARD = ("one-leader-per-generation", "assignment-only-when-stable", "assignments
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--invariants", default=",".join(CARD), help="comma-separated, or 'all'")
-    ap.add_argument("--budget", type=float, default=20.0)
+    ap.add_argument("--budget", type=float, default=60.0)
+    ap.add_argument("--spacer-budget", type=float, default=60.0, help="seconds of Spacer per invariant (0: skip)")
     args = ap.parse_args()
     names = [i.name for i in INVARIANTS] if args.invariants == "all" else args.invariants.split(",")
     # the candidates are sifted by the states of the sample worlds, explored once per process
@@ -36,9 +38,13 @@ def main() -> None:
     for name in names:
         inv = next(i for i in INVARIANTS if i.name == name)
         entry = {"invariant": name}
-        for label, strengthen in (("without_strengthening", False), ("with_strengthening", True)):
+        runs = [("without_strengthening", dict(strengthen=False, engine="houdini")),
+                ("with_strengthening", dict(strengthen=True, engine="houdini"))]
+        if args.spacer_budget > 0:
+            runs.append(("spacer", dict(engine="spacer", spacer_budget_s=args.spacer_budget)))
+        for label, how in runs:
             t0 = time.perf_counter()
-            p = Prover(strengthen=strengthen, presets=(), budget_s=args.budget).prove(inv)
+            p = Prover(presets=(), budget_s=args.budget, **how).prove(inv)
             entry[label] = {"status": p.status if p.bound is None else f"proved up to N={p.bound}",
                             "method": p.method, "lemmas": len(p.lemmas),
                             "seconds": round(time.perf_counter() - t0, 3)}

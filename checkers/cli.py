@@ -245,70 +245,6 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
             out.print(f"wrote {f}", markup=False, highlight=False)
 
 
-@app.command("prove")
-def prove_cmd(
-    invariant: List[str] = typer.Option([], "--invariant", "-i", help="Prove only these invariants (repeatable)."),
-    strengthen: bool = typer.Option(True, "--strengthen/--no-strengthen",
-                                    help="Search auxiliary lemmas when plain induction fails."),
-    bound: int = typer.Option(2, "--bound", help="Members for the fixed-size fallback ('proved up to N')."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per Z3 query (a timeout is "
-                                            "'unknown') [default: 3; with --bmc: none]."),
-    budget: float = typer.Option(20.0, "--budget", help="Seconds of strengthening search per invariant and reading."),
-    check_lemmas: str = typer.Option("tiny,small", "--check-lemmas",
-                                     help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
-    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "
-                                                              "the catalog page `groupspec docs` writes shows it)."),
-    search: str = typer.Option("vocabulary", "--search", help="vocabulary: Houdini over the candidates "
-                               "about the invariant's variables, widened by what its counterexamples to induction "
-                               "break, per invariant; full: Houdini over every candidate (the largest inductive "
-                               "subset), then unsat cores."),
-    bmc: Optional[int] = typer.Option(None, "--bmc", help="Instead: bounded model checking of a closed world, "
-                                      "K steps deep from its initial state (Z3; the same declarations the "
-                                      "explicit checker compiles)."),
-    preset: str = typer.Option("tiny", "--preset", help="The world for --bmc (those of `groupspec check`)."),
-    out_dir: Optional[str] = typer.Option(None, "--out", help="With --bmc: where to write a counterexample (ITF, "
-                                                               "table, Mermaid)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-) -> None:
-    """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3);
-    with --bmc K, search a closed world K steps deep for a state that breaks an invariant."""
-    if bmc is not None:
-        _bmc(bmc, preset, timeout, out_dir, as_json)
-        return
-    if out_dir is not None:
-        fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
-    timeout = 3.0 if timeout is None else timeout
-    from .prove import INVARIANTS
-    from .prove_report import as_json as proofs_json, exit_code, print_table, run_induction
-    known = [i.name for i in INVARIANTS]
-    for name in invariant:
-        if name not in known:
-            fail_input(f"--invariant {name!r}: no such invariant; use one of {', '.join(known)}")
-    if search not in ("vocabulary", "full"):
-        fail_input(f"--search {search!r}: use vocabulary or full")
-    if not 1 <= bound <= 6:
-        fail_input(f"--bound {bound}: give 1 to 6 members (the fixed-size reading grows fast)")
-    if not 0 < timeout <= 600 or not 0 < budget <= 3600:
-        fail_input("--timeout must be in (0, 600] seconds and --budget in (0, 3600]")
-    presets = tuple(p for p in check_lemmas.split(",") if p)
-    if presets:
-        presets = tuple(_preset_list("--check-lemmas", check_lemmas))
-    target = output_path("--save", save, "file") if save else None
-    progress = None if as_json else (lambda what: err.print(f"proving: {what}", markup=False, highlight=False))
-    proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
-                                   search)
-    result = proofs_json(proofs, prover)
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_table(out, proofs, prover)
-    if target is not None:
-        write_outputs("--save", target, lambda: target.write_text(json.dumps(result, indent=2) + "\n",
-                                                                  encoding="utf-8"))
-    if exit_code(proofs):
-        raise typer.Exit(1)
-
-
 # The options that say which closed world: `groupspec check` and `groupspec export tla` take the same.
 _W = dict(
     preset=typer.Option("small", "--preset", help="tiny, twogen, small, faults, static, settle, settle3, "
@@ -343,14 +279,22 @@ _W_TYPES = {"preset": str, **{n: Optional[int] for n in ("clients", "topics", "p
                                                             "member_ids")}}
 
 
-def world_options(fn):
+def world_options(fn=None, **defaults):
     """The command takes the world options (_W) besides its own, and gets them as one dict,
-    `world`, for `_world(**world)`: every command that names a closed world names it alike."""
+    `world`, for `_world(**world)`: every command that names a closed world names it alike.
+    `@world_options(preset="tiny")` gives an option another default for one command."""
+    import copy
     import functools
     import inspect
+    if fn is None:
+        return functools.partial(world_options, **defaults)
+    opts = dict(_W)
+    for name, value in defaults.items():
+        opts[name] = copy.copy(_W[name])
+        opts[name].default = value
     own = [p for n, p in inspect.signature(fn).parameters.items() if n != "world"]
     extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt,
-                               annotation=_W_TYPES.get(n, Optional[bool])) for n, opt in _W.items()]
+                               annotation=_W_TYPES.get(n, Optional[bool])) for n, opt in opts.items()]
 
     @functools.wraps(fn)
     def command(*args, **kwargs):
@@ -374,6 +318,85 @@ def _world(preset: str, **overrides):
     if problem:
         fail_input(problem)
     return cfg
+
+
+@app.command("prove")
+@world_options(preset="tiny")
+def prove_cmd(
+    invariant: List[str] = typer.Option([], "--invariant", "-i", help="Prove only these invariants (repeatable)."),
+    strengthen: bool = typer.Option(True, "--strengthen/--no-strengthen",
+                                    help="Search auxiliary lemmas when plain induction fails."),
+    bound: int = typer.Option(2, "--bound", help="Members for the fixed-size fallback ('proved up to N')."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per Z3 query (a timeout is "
+                                            "'unknown') [default: 3; with --bmc: none]."),
+    budget: float = typer.Option(60.0, "--budget", help="Seconds of strengthening search per invariant and "
+                                 "reading (wall clock: a loaded machine gets less done in it)."),
+    check_lemmas: str = typer.Option("tiny,small", "--check-lemmas",
+                                     help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
+    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "
+                                                              "the catalog page `groupspec docs` writes shows it)."),
+    search: str = typer.Option("vocabulary", "--search", help="vocabulary: Houdini over the candidates "
+                               "about the invariant's variables, widened by what its counterexamples to induction "
+                               "break, per invariant; full: Houdini over every candidate (the largest inductive "
+                               "subset), then unsat cores."),
+    bmc: Optional[int] = typer.Option(None, "--bmc", help="Instead: bounded model checking of a closed world, "
+                                      "K steps deep from its initial state (Z3; the same declarations the "
+                                      "explicit checker compiles)."),
+    out_dir: Optional[str] = typer.Option(None, "--out", help="With --bmc: where to write a counterexample (ITF, "
+                                                               "table, Mermaid)."),
+    engine: str = typer.Option("both", "--engine", help="houdini: induction and Houdini's search over "
+                               "candidate lemmas (for every size, else for fixed sizes); spacer: Z3's Spacer on "
+                               "the rows as constrained Horn clauses (fixed sizes, N=--bound); both: Spacer where "
+                               "Houdini proves nothing."),
+    spacer_budget: float = typer.Option(60.0, "--spacer-budget", help="Seconds of Spacer per invariant (its "
+                                        "clauses built, and every widening of the variables its relation reads)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    world: Optional[dict] = None,
+) -> None:
+    """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3);
+    with --bmc K, search a closed world (--preset and the world flags of `groupspec check`, default tiny)
+    K steps deep for a state that breaks an invariant."""
+    if bmc is not None:
+        _bmc(bmc, world, timeout, out_dir, as_json)
+        return
+    flags = [n for n, v in world.items() if n != "preset" and v is not None]
+    if flags or world["preset"] != "tiny":
+        given = ", ".join("--" + n.replace("_", "-") for n in (flags or ["preset"]))
+        fail_input(f"{given}: a closed world is for --bmc K; the induction proofs are over every group state")
+    if out_dir is not None:
+        fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
+    timeout = 3.0 if timeout is None else timeout
+    from .prove import INVARIANTS
+    from .prove_report import as_json as proofs_json, exit_code, print_table, run_induction
+    known = [i.name for i in INVARIANTS]
+    for name in invariant:
+        if name not in known:
+            fail_input(f"--invariant {name!r}: no such invariant; use one of {', '.join(known)}")
+    if search not in ("vocabulary", "full"):
+        fail_input(f"--search {search!r}: use vocabulary or full")
+    if engine not in ("houdini", "spacer", "both"):
+        fail_input(f"--engine {engine!r}: use houdini, spacer or both")
+    if not 1 <= bound <= 6:
+        fail_input(f"--bound {bound}: give 1 to 6 members (the fixed-size reading grows fast)")
+    if not 0 < timeout <= 600 or not 0 < budget <= 3600 or not 0 < spacer_budget <= 3600:
+        fail_input("--timeout must be in (0, 600] seconds, and --budget and --spacer-budget in (0, 3600]")
+    presets = tuple(p for p in check_lemmas.split(",") if p)
+    if presets:
+        presets = tuple(_preset_list("--check-lemmas", check_lemmas))
+    target = output_path("--save", save, "file") if save else None
+    progress = None if as_json else (lambda what: err.print(f"proving: {what}", markup=False, highlight=False))
+    proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
+                                   search, engine, spacer_budget)
+    result = proofs_json(proofs, prover)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(out, proofs, prover)
+    if target is not None:
+        write_outputs("--save", target, lambda: target.write_text(json.dumps(result, indent=2) + "\n",
+                                                                  encoding="utf-8"))
+    if exit_code(proofs):
+        raise typer.Exit(1)
 
 
 @app.command("check")
@@ -729,18 +752,17 @@ def _conform_cmd():
 app.command("conform")(_conform_cmd())
 
 
-def _bmc(depth: int, preset: str, timeout: float | None, out_dir: str | None, as_json: bool) -> None:
+def _bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None, as_json: bool) -> None:
     """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation (written
     with --out in the three counterexample formats, as `check` writes one), 2 when the
     interpretations disagree or Z3 gives up (the answer cannot be trusted either way)."""
     from .bmc import bmc
     from .counterexample import step_table, to_itf
     from .world_model import WorldModel
-    from .worlds import PRESETS
     if not 0 <= depth <= 64:
         fail_input(f"--bmc {depth}: give a depth from 0 to 64 (each step is a copy of the world's variables)")
-    if preset not in PRESETS:
-        fail_input(f"--preset: unknown preset {preset!r}; use {', '.join(PRESETS)}")
+    cfg = _world(**world)
+    preset = world["preset"]
     if timeout is not None and not 0 < timeout <= 86_400:
         fail_input(f"--timeout {timeout:g}: give seconds in (0, 86400] per Z3 query, or leave it out for none")
     out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
@@ -749,8 +771,8 @@ def _bmc(depth: int, preset: str, timeout: float | None, out_dir: str | None, as
         if not as_json:
             what = "step relation built" if k == 0 else f"depth {k - 1} answered, depth {k} unrolled"
             err.print(f"bmc: {what} ({paths} paths per step) in {secs:.1f} s", markup=False, highlight=False)
-    res = bmc(PRESETS[preset], depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress)
-    model = WorldModel(PRESETS[preset])
+    res = bmc(cfg, depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress)
+    model = WorldModel(cfg)
     doc = {"result": res.result, "preset": preset, "depth": res.depth, "violation": res.violation,
            "detail": res.detail, "paths_per_step": res.paths_per_step, "build_seconds": round(res.build_seconds, 2),
            "seconds_per_depth": [round(x, 2) for x in res.seconds_per_depth]}

@@ -17,8 +17,10 @@ that may be invariants; Houdini then starts from those about the invariant's
 own variables and widens that vocabulary by the variables of the candidates a
 counterexample to induction breaks (`Prover._widening`), keeping the largest
 subset that is inductive as a whole.  The lemmas a proof used are the unsat
-cores of its queries, closed under the lemmas those needed in turn.  (Z3's
-Spacer, a second engine on constrained Horn clauses, is not built yet.)
+cores of its queries, closed under the lemmas those needed in turn.  Where
+Houdini finds no proof, Z3's Spacer, a second engine on constrained Horn
+clauses over the same rows, searches for an inductive relation of its own
+(`chc.py`; for fixed sizes).
 
 What the table leaves to its environment is assumed, in words and as terms
 (`ENVIRONMENT`): a fresh member id is one never issued; a request's member id
@@ -307,6 +309,11 @@ def handed_out(outs: list) -> object:
     return z3.Or(conds) if conds else z3.BoolVal(False)
 
 
+def appends_group_record(row) -> bool:
+    """The row appends to the group-metadata log (not only offsets)."""
+    return any(isinstance(st, Out) and st.kind == "append" and st.api != "offsets" for st in row.steps)
+
+
 def appended_records(outs: list) -> list:
     """(condition, record fields) of each group-record append of a row."""
     res = []
@@ -497,10 +504,12 @@ class Proof:
     cti: CTI | None = None
     bound: int | None = None
     approximated: list = field(default_factory=list)
+    engine: str = "houdini"     # houdini: lemmas are the candidates' names; spacer: Spacer's conjuncts
 
     def as_json(self) -> dict:
         d = {"name": self.name, "status": self.status, "method": self.method, "lemmas": self.lemmas,
-             "seconds": round(self.seconds, 3), "reason": self.reason, "assumptions": self.assumptions}
+             "seconds": round(self.seconds, 3), "reason": self.reason, "assumptions": self.assumptions,
+             "engine": self.engine}
         if self.bound is not None:
             d["bound"] = self.bound
         if self.cti is not None:
@@ -573,6 +582,7 @@ class System:
         self.specs = steps_of(self.rows)
         self.writes = [set().union(*(written(r) for r in sp if not isinstance(r, int))) for sp in self.specs]
         self.unknown: list[str] = []
+        self.cores: dict[int, set] = {}     # the unsat core of each step in the last Houdini run
 
     def row(self, i: int) -> RowCtx:
         """Row i in this reading (built when first asked: a proof that only some rows can
@@ -586,12 +596,21 @@ class System:
     def ctx(self) -> list[RowCtx]:
         return [self.row(i) for i in range(len(self.specs))]
 
-    def touching(self, reads) -> list[RowCtx]:
+    def affecting(self, lemmas) -> list[RowCtx]:
+        """The steps that may break one of `lemmas` (built only now: the others are never read):
+        those that write a variable a lemma reads, and those that append the group record a
+        record lemma speaks of (an append's completion appends nothing more)."""
+        reads = set().union(*(_vars_of(lm.formula) for lm in lemmas if not lm.record))
+        records = any(lm.record for lm in lemmas)
+        return [self.row(i) for i, sp in enumerate(self.specs)
+                if self.writes[i] & reads or (records and len(sp) == 1 and appends_group_record(sp[0]))]
+
+    def touching(self, reads):
         """The rows that write some variable of `reads` (all rows when None; `reads` may also
-        be a predicate on a row)."""
+        be a predicate on a row), each built as it is reached."""
         if callable(reads):
-            return [self.row(i) for i, sp in enumerate(self.specs) if reads(sp[-1])]
-        return [self.row(i) for i, w in enumerate(self.writes) if reads is None or w & reads]
+            return (self.row(i) for i, sp in enumerate(self.specs) if reads(sp[-1]))
+        return (self.row(i) for i, w in enumerate(self.writes) if reads is None or w & reads)
 
     def stutter_invariant(self, inv: Invariant) -> bool:
         """A step invariant holds of every step that leaves the variables it reads unchanged."""
@@ -624,47 +643,61 @@ class System:
         alive = {lm.name: lm for lm in cands if self.initially(lm)}
         dropped = {lm.name: "not true of a group the coordinator does not hold"
                    for lm in cands if lm.name not in alive}
-        changed = True
-        while changed:
-            changed = False
-            for c in self.ctx:
-                while True:
-                    if deadline is not None and time.perf_counter() > deadline:
-                        return None, dropped
-                    obs = [(lm, c.obligation(lm)) for lm in alive.values()]
-                    obs = [(lm, o) for lm, o in obs if o is not None]
-                    if not obs:
-                        break
-                    t0 = time.perf_counter()
-                    # all obligations at once, briefly: on unknown, each on its own with the full time
-                    res, solver, _ = c.ask(list(alive.values()), z3.Or([z3.Not(o) for _, o in obs]),
-                                           timeout_ms=QUICK_MS)
-                    if DEBUG:
-                        print(f"  houdini {self.rd.label} {c.name[:60]:60} {res} {time.perf_counter() - t0:.3f}s "
-                              f"{len(obs)} obligations", flush=True)
-                    if res == z3.unsat:
-                        break
-                    if res == z3.unknown:
+        # a worklist of steps: a step shown to keep every obligation is asked again only when a
+        # lemma its proof used (the query's unsat core) is dropped later
+        core: dict[int, set] = {}
+        self.cores = core
+        todo = [c for c in self.affecting(alive.values())]
+        while todo:
+            c = todo.pop(0)
+            if c.i in core:
+                continue
+            while True:
+                if deadline is not None and time.perf_counter() > deadline:
+                    return None, dropped
+                obs = [(lm, c.obligation(lm)) for lm in alive.values()]
+                obs = [(lm, o) for lm, o in obs if o is not None]
+                if not obs:
+                    core[c.i] = set()
+                    break
+                t0 = time.perf_counter()
+                # all obligations at once, briefly: on unknown, each on its own with the full time
+                res, solver, lits = c.ask([], z3.Or([z3.Not(o) for _, o in obs]), list(alive.values()),
+                                          timeout_ms=QUICK_MS)
+                if DEBUG:
+                    print(f"  houdini {self.rd.label} {c.name[:60]:60} {res} {time.perf_counter() - t0:.3f}s "
+                          f"{len(obs)} obligations", flush=True)
+                if res == z3.unsat:
+                    core[c.i] = {lits[x].name for x in solver.unsat_core() if x in lits}
+                    break
+                if res == z3.unknown:
+                    bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
+                else:
+                    m = solver.model()
+                    bad = [lm for lm, o in obs if model_value(m, o) is False]
+                    if not bad:     # the model left some obligation undecided: ask one at a time
                         bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
-                    else:
-                        m = solver.model()
-                        bad = [lm for lm, o in obs if model_value(m, o) is False]
-                        if not bad:     # the model left some obligation undecided: ask one at a time
-                            bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
-                    for lm in bad:
-                        dropped[lm.name] = c.name
-                        del alive[lm.name]
-                    changed = changed or bool(bad)
-                    if not bad:
-                        break
+                if not bad:     # each obligation alone is kept: the step keeps them all
+                    core[c.i] = {lm.name for lm in alive.values()}
+                    break
+                names = {lm.name for lm in bad}
+                for lm in bad:
+                    dropped[lm.name] = c.name
+                    del alive[lm.name]
+                for i in [i for i, used in core.items() if used & names]:
+                    del core[i]
+                    todo.append(self.row(i))
         return list(alive.values()), dropped
 
     def check_goal(self, goal_of: Callable[[RowCtx], object], lemmas: list[Lemma], reads: set[str] | None = None,
-                   timeout_ms: int | None = None):
+                   timeout_ms: int | None = None, first: bool = False):
         """For every row (that writes a variable of `reads`): lemmas before ∧ row ⇒ goal.
-        Returns (failures [(ctx, model)], unknown rows, the lemmas the unsat cores used)."""
+        Returns (failures [(ctx, model)], unknown rows, the lemmas the unsat cores used);
+        `first`: stop at the first row that fails or is unknown."""
         fails, unknown, used = [], [], set()
         for c in self.touching(reads):
+            if first and (fails or unknown):
+                break
             o = goal_of(c)
             if o is None or z3.is_true(z3.simplify(o)):
                 continue
@@ -677,6 +710,20 @@ class System:
                 unknown.append(c.name)
         return fails, unknown, used
 
+    def closure_by_cores(self, direct: set[str], lemmas: list[Lemma]) -> list[str]:
+        """As `closure`, from the unsat cores of the last Houdini run instead of new queries:
+        a lemma needs what the steps that may break it used (all their obligations at once: a
+        superset of its own needs, still inductive as a whole)."""
+        by = {lm.name: lm for lm in lemmas}
+        need, todo = set(direct), list(direct)
+        while todo:
+            for c in self.affecting([by[todo.pop()]]):
+                for n in self.cores.get(c.i, ()):
+                    if n not in need:
+                        need.add(n)
+                        todo.append(n)
+        return sorted(need)
+
     def closure(self, direct: set[str], lemmas: list[Lemma]) -> list[str]:
         """The lemmas `direct` needs, with the lemmas each of those needs to stay true, and so on."""
         by = {lm.name: lm for lm in lemmas}
@@ -684,7 +731,7 @@ class System:
         while todo:
             lm = by[todo.pop()]
             _, _, used = self.check_goal(lambda c, lm=lm: c.obligation(lm), lemmas,
-                                         None if lm.record else _vars_of(lm.formula))
+                                         appends_group_record if lm.record else _vars_of(lm.formula))
             for n in used - need:
                 need.add(n)
                 todo.append(n)
@@ -711,11 +758,13 @@ class Prover:
     """Proves the catalog's invariants; the strengthening found is kept for every invariant."""
 
     def __init__(self, rows=None, timeout_ms: int = TIMEOUT_MS, strengthen: bool = True,
-                 bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 20.0,
-                 presets: tuple[str, ...] = ("tiny", "small"), search: str = "vocabulary"):
+                 bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 60.0,
+                 presets: tuple[str, ...] = ("tiny", "small"), search: str = "vocabulary", engine: str = "both",
+                 spacer_budget_s: float = 60.0):
         self.rows = list(ROWS if rows is None else rows)
         self.timeout_ms, self.strengthen, self.bound = timeout_ms, strengthen, bound
-        self.budget_s, self.search = budget_s, search
+        self.budget_s, self.search, self.engine = budget_s, search, engine
+        self.spacer_budget_s = spacer_budget_s
         self.presets = tuple(presets)
         self.rows_arg = rows
         self.progress = progress or (lambda s: None)
@@ -794,6 +843,46 @@ class Prover:
         if inv.scope == "closed-world" and inv.name not in CLOSED_WORLD:
             return Proof(inv.name, "unknown", "none", reason="a closed-world invariant without a declared "
                          "assumption about the clients (CLOSED_WORLD)", assumptions=asm)
+        if self.engine == "spacer":
+            p = self._spacer(inv)
+            p.assumptions = asm
+            return p
+        p = self._houdini(inv, asm)
+        if self.engine == "both" and p.status == "unknown":
+            sp = self._spacer(inv)
+            if sp.status == "proved up to N":
+                sp.assumptions, sp.reason = asm, f"Houdini: {p.reason}; {sp.reason}"
+                return sp
+            p.reason += f"; Spacer (N={self.bound}): {sp.reason}"
+        return p
+
+    def _spacer(self, inv: Invariant) -> Proof:
+        """The second engine: Spacer on the table's Horn clauses, for fixed sizes (`chc.py`).
+        Its lemmas are checked against the reachable states that fit those sizes."""
+        from .chc import refuted, spacer
+        sizes = fixed_sizes(self.bound)
+        system = self.system(inv.scope, sizes)
+        r = spacer(system, inv, budget_s=self.spacer_budget_s)
+        method = f"Spacer, constrained Horn clauses (fixed sizes, N={self.bound}; Inv over {len(r.keep)} variables)"
+        if r.status != "proved":
+            return Proof(inv.name, "unknown", method, reason=r.reason, engine="spacer")
+        p = Proof(inv.name, "proved up to N", method, [f"spacer N={self.bound}: {t}" for t in r.lemmas],
+                  bound=self.bound, engine="spacer",
+                  reason=f"Spacer found an inductive relation for {_sizes_words(sizes)} (Horn clauses need a "
+                         f"decidable theory: member sets as bit-vectors of N, so the sizes are fixed)")
+        if self.presets:
+            bad, checked = refuted(r, system, self.presets, self.rows_arg)
+            if bad:     # a lemma some reachable state breaks: the prover is wrong, say so loudly
+                p.status, p.reason = "unknown", ("PROVER BUG: Spacer's lemmas are false in reachable states: "
+                                                 + ", ".join(f"{n} (world {w})" for n, w in bad.items()))
+            else:
+                p.reason += f"; its {len(r.lemmas)} lemmas hold in the {checked:,} reachable states with at " \
+                            f"most {self.bound} member ids"
+        return p
+
+    def _houdini(self, inv: Invariant, asm: list[str]) -> Proof:
+        """The first engine: induction, then Houdini's strengthening, for every size; where
+        that fails, for fixed sizes."""
         attempt = self._attempt(inv, None)
         if attempt.status in ("proved", "violated"):
             attempt.assumptions = asm
@@ -853,7 +942,9 @@ class Prover:
             return Proof(inv.name, "unknown", "induction", reason="not true of a group the coordinator does not hold")
         reads = self._reads(inv, system)
         # plain induction, briefly when a strengthening search follows (an unknown leads to it)
-        fails, unknown, _ = system.check_goal(goal, own, reads, QUICK_MS if self.strengthen else None)
+        # (a search follows any failure: the first one is enough to know it is needed)
+        fails, unknown, _ = system.check_goal(goal, own, reads, QUICK_MS if self.strengthen else None,
+                                              first=self.strengthen)
         if not fails and not unknown:
             return Proof(inv.name, "proved", f"induction ({where})")
         plain = fails[0] if fails else (None, None)
@@ -905,7 +996,12 @@ class Prover:
             if alive is None:
                 return cex, [f"the strengthening search (its {self.budget_s:g} s budget spent)"]
             kept = [lm for lm in alive if lm.name != inv.name]
-            if not own or len(kept) < len(alive):
+            if own and len(kept) < len(alive):
+                # the invariant survived: Houdini's own queries proved it, from their cores
+                names = system.closure_by_cores({inv.name}, alive)
+                return Proof(inv.name, "proved", f"induction with Houdini strengthening over the "
+                             f"invariant's vocabulary ({where})", [n for n in names if n != inv.name])
+            if not own:
                 fails, unknown, used = system.check_goal(goal, alive, reads)
                 if not fails and not unknown:
                     names = system.closure(used - {inv.name}, kept)
@@ -1017,7 +1113,18 @@ def reachable(preset: str, rows=None) -> tuple[set, set, dict]:
         groups = {model.flat(s)[:n] for s in seen}
         records = {s[0][LOG] for s in seen if s[0][LOG_HAS]}
         _REACHED[key] = (groups, records, broken)
+        _PAIRS[key] = (model.sizes, {(model.flat(s)[:n], s[0][LOG] if s[0][LOG_HAS] else None) for s in seen})
     return _REACHED[key]
+
+
+_PAIRS: dict = {}
+
+
+def reached_with_record(preset: str, rows=None) -> tuple[dict, set]:
+    """The world's domain sizes, and each reachable (group state, the log's last group record
+    or None) together: what a lemma over both must hold of."""
+    reachable(preset, rows)
+    return _PAIRS[(preset, None if rows is None else id(rows))]
 
 
 def refuted_by(lemmas: list[Lemma], presets: tuple[str, ...], rows=None) -> dict[str, str]:

@@ -204,12 +204,13 @@ def state_name(i: int) -> str:
 # -- the command's result ----------------------------------------------------------------
 
 def run_induction(names: list[str] | None, strengthen: bool = True, bound: int = 2, timeout_s: float = 3.0,
-                  budget_s: float = 20.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None,
-                  search: str = "vocabulary"):
+                  budget_s: float = 60.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None,
+                  search: str = "vocabulary", engine: str = "both", spacer_budget_s: float = 60.0):
     """Prove the invariants named (all when None).  Returns (proofs, prover)."""
     from .prove import INVARIANTS, Prover
     prover = Prover(timeout_ms=int(timeout_s * 1000), strengthen=strengthen, bound=bound, budget_s=budget_s,
-                    presets=presets, progress=progress, search=search)
+                    presets=presets, progress=progress, search=search, engine=engine,
+                    spacer_budget_s=spacer_budget_s)
     invs = [i for i in INVARIANTS if names is None or i.name in names]
     return [prover.prove(i) for i in invs], prover
 

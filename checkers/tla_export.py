@@ -33,8 +33,9 @@ import re
 from dataclasses import dataclass, field
 
 from groupspec.spec.handling import REC, RECORD_FIELDS, handle, leave, require_known_member_id
-from groupspec.spec.kafka import NEWEST_VERSION
-from groupspec.spec.lang import NONE, Term, choices_in
+from groupspec.spec.invariants import CHECKED_AFTER_ROW, HANDS_OUT
+from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
+from groupspec.spec.lang import NONE, Term, choices_in, default_of, walk
 from groupspec.spec.rows import ECHO, Out, Set_
 from groupspec.spec.schema import PARAM_TYPES, STATES, TRIGGER_BY_NAME
 from groupspec.spec.table import ROWS
@@ -55,6 +56,10 @@ FUNCTIONS = {"proto_names": "ProtoNames", "vote": "Vote", "assign": "Assign", "s
 REQUEST = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")
 LATE = ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")
 VAR_TYPE = {v.name: v.type for v in ALL_VARS}
+# the value of `broken_in_step` when every check after every row of a step held
+NOT_BROKEN = '"none"'
+# the parameters the checks after a row read (the step invariants' P.<name>)
+CHECK_PARAMS = sorted({n.data for inv in CHECKED_AFTER_ROW for n in walk(inv.formula) if n.op == "param"})
 
 
 class ExportError(ValueError):
@@ -90,6 +95,7 @@ class RowOp:
     chooses: bool
     outputs: list
     text: str
+    own: str          # its own condition over (w, p), with the states it applies in: what dispatch tests
 
 
 def _param_text(name: str) -> str:
@@ -115,10 +121,12 @@ def row_operator(row, sizes: dict, client: bool, names: list) -> RowOp:
                 env.elements.discard(key)
     states = "" if set(row.states) == set(STATES) else \
         f"w.state \\in {{{', '.join(literal(STATES.index(s), _STATE_T) for s in row.states)}}}"
-    guard = show(row.guard, "w")
-    when = " /\\ ".join(x for x in (states, guard) if x and x != "TRUE") or "TRUE"
-    lines = [f"\\* {row.name}", f"\\* source: {_one_line(row.source)}",
-             f"{name}_when(w, {arg}) == {when}"]
+    # what first-match dispatch tests (spec/engine.py select): the row's own condition, not its
+    # full guard, so that a table whose own conditions were changed (a mutant) is exported as the
+    # engine runs it; for the spec's table the two agree (lint)
+    own = show(row.own if row.own is not None else row.guard, "w")
+    own = " /\\ ".join(x for x in (states, own) if x and x != "TRUE") or "TRUE"
+    lines = [f"\\* {row.name}", f"\\* source: {_one_line(row.source)}"]
     # the effect: its steps in order, each a LET over the state the previous one left; a
     # choice is made over the state of the step that first needs it
     body, outs, chosen, cur, k = [], [], set(), "w", 0
@@ -160,7 +168,7 @@ def row_operator(row, sizes: dict, client: bool, names: list) -> RowOp:
         else:
             text = f"UNION {{ {text}\n    : {rest[0]} }}"
     lines.append(f"{name}(w, {arg}) ==\n    {text}")
-    return RowOp(name, bool(opens), outs, "\n".join(lines))
+    return RowOp(name, bool(opens), outs, "\n".join(lines), own)
 
 
 _STATE_T = next(v.type for v in ALL_VARS if v.name == "state")
@@ -227,9 +235,10 @@ class Path:
     echo: object = NONE
     known: frozenset | None = None     # the states the group may be in on this path (None: any)
     eager: int = 0
+    broken: str = NOT_BROKEN           # the first check that failed after a row on this path (spec/invariants.py)
 
     def copy(self) -> "Path":
-        return Path(list(self.frames), self.w, self.n, self.sender, self.echo, self.known, self.eager)
+        return Path(list(self.frames), self.w, self.n, self.sender, self.echo, self.known, self.eager, self.broken)
 
     def name(self, hint: str) -> str:
         self.n += 1
@@ -243,6 +252,7 @@ class _Outcome:
     op: RowOp | None = None
     p: str = ""
     outputs: list = field(default_factory=list)
+    given: frozenset = frozenset()     # the parameters the record `p` holds
 
 
 @dataclass
@@ -268,6 +278,7 @@ class TlaWorld:
         for r in rows:
             self.rows.setdefault(r.trigger, []).append(r)
         self.ops: dict = {}           # id(row) -> RowOp
+        self.dispatch: dict = {}      # trigger -> its First_<trigger> operator
         self.used_rows: list = []     # in the order they are first used
         self.base = {k: v for k, v in self.model.base.items() if not callable(v)}
 
@@ -299,17 +310,31 @@ class TlaWorld:
             fields.append(f"{n} |-> {_text(given[n], t)}")
         p = ctx.name("p")
         ctx.frames.append(("let", p, "[" + ", ".join(fields) + "]"))
-        res, guards = [], []
+        first = self.first(trigger, self.rows.get(trigger, ()))
+        f = ctx.name("f")
+        ctx.frames.append(("let", f, f"{first}({ctx.w}, {p})"))
+        res = []
+        held = frozenset(n for n in trig.params if PARAM_TYPES[n].kind != "fun" and n in given)
         for r in self.rows.get(trigger, ()):
             if ctx.known is not None and not (set(STATES.index(s) for s in r.states) & ctx.known):
                 continue
             op = self.op(r)
-            g = f"{op.name}_when({ctx.w}, {p})"
-            guards.append(g)
-            res.append(_Outcome(r, g, op, p))
+            res.append(_Outcome(r, f'{f} = "{op.name}"', op, p, given=held))
         if not trig.total:
-            res.append(_Outcome(None, "~(" + " \\/ ".join(guards) + ")" if guards else "TRUE"))
+            res.append(_Outcome(None, f'{f} = "none"'))
         return res
+
+    def first(self, trigger: str, rows, client: bool = False) -> str:
+        """The operator naming the row of `trigger` that fires, as the engine dispatches: the first
+        of the trigger's rows, in the table's order, whose own condition holds ("none" if none)."""
+        name = f"First_{tla_name(trigger)}"
+        if trigger not in self.dispatch:
+            ops = [self.op(r, client) for r in rows if r.trigger == trigger]
+            body = "".join(f'IF {op.own} THEN "{op.name}"\n    ELSE ' for op in ops)
+            self.dispatch[trigger] = (f"\\* {trigger}: the first of its rows, in the table's order, whose own condition "
+                                      f"holds (the engine's\n\\* first-match dispatch, spec/engine.py select), or "
+                                      f'"none"\n{name}(w, {"c" if client else "p"}) ==\n    {body}"none"')
+        return name
 
     def fork(self, ctx: Path) -> Path:
         return ctx.copy()
@@ -323,17 +348,35 @@ class TlaWorld:
         r = ctx.name("r")
         call = f"{o.op.name}({ctx.w}, {o.p})"
         ctx.frames.append(("exists", r, call) if o.op.chooses else ("let", r, call))
-        ctx.w = f"{r}.w"
+        prev, ctx.w = ctx.w, f"{r}.w"
         o.outputs = [_Output(d["kind"], d["api"], {k: (Tx(v.format(r=r)) if isinstance(v, Tx) else v)
                                                    for k, v in d["fields"].items()},
                              Tx(d["member"].format(r=r)) if isinstance(d["member"], Tx) else d["member"],
                              d["on"].format(r=r) if isinstance(d["on"], Tx) else d["on"]) for d in o.op.outputs]
+        # the checks after every row (spec/invariants.py CHECKED_AFTER_ROW), as the explicit
+        # checker makes them: the first that fails on this path is what the step broke
+        q = "[" + ", ".join(f"{n} |-> {self._check_param(o, n)}" for n in CHECK_PARAMS) + "]"
+        check = f"AfterRow({prev}, {ctx.w}, {q}, {_handed(o.outputs)})"
+        b = ctx.name("b")
+        ctx.frames.append(("let", b, check if ctx.broken == NOT_BROKEN else f"Then({ctx.broken}, {check})"))
+        ctx.broken = b
         row = o.row
         if row.target is not None:
             ctx.known = frozenset({STATES.index(row.target)})
         else:
             own = frozenset(STATES.index(s) for s in row.states)
             ctx.known = own if ctx.known is None else ctx.known & own
+
+    def _check_param(self, o: _Outcome, n: str) -> str:
+        """A parameter a check after a row reads: the trigger's, else the world's base value; a
+        trigger without it leaves it unset in the explicit checker too, where no check's premise
+        reads it (commit-fenced reads the member only of a step that appends offsets)."""
+        t = PARAM_TYPES[n]
+        if n in o.given:
+            return f"{o.p}.{n}"
+        if n in self.base:
+            return _text(self.base[n], t)
+        return literal(default_of(t), t)
 
     def _effect(self, ctx: Path, effect, cond: str, fields: dict, echo, member, extra: dict | None = None) -> None:
         params = {"sender": ctx.sender, "at": NONE if member is None else member, **(extra or {})}
@@ -402,11 +445,10 @@ class TlaWorld:
         return self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
 
     def end(self, paths: list) -> list:
-        """Each way through ends in the next state, within the generation bound."""
+        """Each way through ends in the next state (the module's Finish: a step past the generation
+        bound stutters, unless it broke a check, which the explicit checker reports before it cuts)."""
         for q in paths:
-            q.frames.append(("if", f"{q.w}.generation <= MaxGeneration" +
-                             (" + 1" if self.cfg.rebalance_budget else "")))
-            q.frames.append(("goto", q.w))
+            q.frames.append(("finish", q.w, q.broken))
         return paths
 
     def delivery(self, kind: str, late: bool, duplicate: bool) -> list:
@@ -434,14 +476,18 @@ class TlaWorld:
             start.frames.append(("let", "fresh", fresh))
             params["fresh"] = Tx("fresh")
             params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
-            # the world's member-id budget is spent: a bound, not a behaviour
-            start.frames.append(("if", f"~({names[1]}[c] = None /\\ fresh = None)"))
+            # the world's member-id budget is spent: a bound of the search, not a behaviour, so
+            # the step stutters (a state it leaves without a successor is no deadlock)
+            spent = f"{names[1]}[c] = None /\\ fresh = None"
+            cut = start.copy()
+            cut.frames += [("if", spent), ("stutter",)]
+            start.frames.append(("if", f"~({spent})"))
         if msg.api == "LeaveGroup":
             who = {k: params[k] for k in ("member", "member_empty", "instance")}
             ends = [b for b, _, _ in leave(self, start, {}, [who])]
         else:
             ends = [b for b, _ in handle(self, start, msg.api, params)]
-        return self.end(ends)
+        return self.end(ends) + ([cut] if msg.api == "JoinGroup" else [])
 
     def timer(self, trigger: str, per_member: bool) -> list:
         conds = armed(trigger, self.cfg.timely)
@@ -480,6 +526,26 @@ class TlaWorld:
     def _blank(self, name: str):
         flat = dict(zip((v.name for v in ALL_VARS), self.model.flat(self.model.init_states()[0])))
         return flat[name][0]
+
+
+def _handed(outputs: list) -> str:
+    """Whether a row's outputs hand out an assignment (spec/invariants.py HANDS_OUT), as TLA+."""
+    ways = []
+    for o in outputs:
+        if o.kind not in HANDS_OUT.kinds or o.api != HANDS_OUT.api:
+            continue
+        err = o.fields.get("error")
+        if isinstance(err, Tx):
+            is_none = f'{err} = "{HANDS_OUT.error}"'
+        elif err == ERRORS.index(HANDS_OUT.error):
+            is_none = "TRUE"
+        else:
+            continue
+        way = " /\\ ".join(x for x in (o.on, is_none) if x != "TRUE") or "TRUE"
+        if way == "TRUE":
+            return "TRUE"
+        ways.append(f"({way})")
+    return " \\/ ".join(ways) or "FALSE"
 
 
 def _present(v) -> bool:

@@ -3,26 +3,45 @@
 `export(cfg)` asks `tla_export.TlaWorld` for every action of the world (each a
 tree of ways through the step) and lays the module out as the tlaplus/Examples
 specifications are laid out: constants (the bounds), variables with their
-meanings, TypeOK first, Init, the row operators, the actions, Next, Spec with
-its fairness, the invariants, and the symmetry; the .cfg picks the model's
-values apart from the module.
+meanings, TypeOK first, Init, the checks after every row, the row operators,
+the parts of steps several ways through share (`_Layout`: the eager re-check
+after each row, a trigger's rows, a write's completion, each written once and
+called where it recurs), the actions, Next, Spec with its fairness, the
+invariants, and the symmetry; the .cfg picks the model's values apart from the
+module.  Every constant and variable carries its Apalache type (`@type:`).
 """
 from __future__ import annotations
 
 import itertools
+import re
+from collections import Counter
 from dataclasses import dataclass
 
-from groupspec.spec.invariants import INVARIANTS
+from groupspec.spec.invariants import CHECKED_AFTER_ROW, INVARIANTS
 from groupspec.spec.lang import NONE
 from groupspec.spec.schema import PARAM_TYPES
-from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, client_name, literal, to_tla, type_set
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLIENT_ROWS, FORGOTTEN, MESSAGES,
+from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, apalache_type, client_name, literal, to_tla, type_set
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLIENT_ROWS, ENDED, FORGOTTEN, MESSAGES,
                                   RESPONSE_VARS, UNFAIR, WEAK, Kind, armed, fairness)
 from groupspec.spec.handling import SELECTED_ONLY
 
-from .tla_export import FUNCTIONS, MODULE, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx, camel
+from .tla_export import (FUNCTIONS, MODULE, NOT_BROKEN, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx,
+                         camel, tla_name)
 from .world_model import WorldModel, _enabled_by, world_invariants
 from .worlds import WorldConfig
+
+
+# the variable only the module has: what the last step broke inside itself
+BROKEN = "broken_in_step"
+# the module's constants: name, Apalache type, meaning (the bounds of the world)
+CONSTANTS = (("Clients", "Set(Int)", "the consumer clients (model values for TLC, so that it may permute them)"),
+             ("Members", "Set(Int)", "the member ids the coordinator may issue"),
+             ("Instances", "Set(Int)", "group.instance.ids"),
+             ("Partitions", "Set(Int)", "the topic partitions"),
+             ("Protocols", "Set(Int)", "assignment protocol names"),
+             ("ProtoLists", "Set(Int)", "protocol lists a member may send"),
+             ("ProtocolTypes", "Set(Int)", "protocol types"),
+             ("MaxGeneration", "Int", "the generation bound of the search"))
 
 
 @dataclass
@@ -44,46 +63,212 @@ def _trie(paths: list) -> dict:
     return root
 
 
-def _render(node: dict, col: int) -> list[str]:
-    """The conjunction a chain of frames is, branching into a disjunction where ways part."""
-    pad = " " * col
-    lines: list[str] = []
-    while True:
-        items = list(node.items())
-        if not items:
-            return lines
-        if len(items) > 1:
-            for i, (frame, child) in enumerate(items):
-                sub = _render({frame: child}, col + 6)
-                lines.append(pad + ("/\\ \\/ " if i == 0 else "   \\/ ") + sub[0][col + 6:])
-                lines += sub[1:]
-            return lines
-        (frame, child), = items
-        kind = frame[0]
-        if kind == "comment":
-            lines.append(f"{pad}\\* {frame[1]}")
-        elif kind == "if":
-            lines.append(f"{pad}/\\ {frame[1]}")
-        elif kind == "goto":
-            lines.append(f"{pad}/\\ Goto({frame[1]})")
-        elif kind == "let":
-            # bound as the one element of a set, not with LET: TLC re-evaluates a LET definition
-            # each time an action's successors are enumerated, and these chains refer to their
-            # predecessor several times each (tiny: 100 ms a state with LET, 5 ms with this)
-            lines.append(f"{pad}/\\ \\E {frame[1]} \\in {{{frame[2]}}} :")
-            lines += _render(child, col + 6)
-            return lines
-        elif kind == "exists":
-            lines.append(f"{pad}/\\ \\E {frame[1]} \\in {frame[2]} :")
-            lines += _render(child, col + 6)
-            return lines
-        node = child
+# the names a step binds as it goes (worlds, breakages, parameter records, row results; the
+# printer's bound variables of set and map expressions; the fresh member id): what differs between
+# two ways through that are otherwise the same
+_BOUND_NAME = re.compile(r"\b(?:[wbprfkx]\d+|fresh)\b")
+# the action's own parameter (a client, a member), free in any part of it
+_ACTION_ARG = re.compile(r"\b[cm]\b")
+# a part of an action shared by several ways through becomes an operator if it is at least this long
+_SHARED_MIN_LINES = 6
 
 
-def _action(name: str, args: str, paths: list, meaning: str) -> str:
-    head = f"{name}({args})" if args else name
-    body = _render(_trie(paths), 4)
-    return f"\\* {meaning}\n{head} ==\n" + "\n".join(body)
+def _frame_line(frame) -> tuple[str, bool]:
+    """A frame as a line of TLA+ (without its indent), and whether what follows it is nested."""
+    kind = frame[0]
+    if kind == "comment":
+        return f"\\* {frame[1]}", False
+    if kind == "if":
+        return f"/\\ {frame[1]}", False
+    if kind == "finish":
+        return f"/\\ Finish({frame[1]}, {frame[2]})", False
+    if kind == "stutter":
+        return "/\\ UNCHANGED vars", False
+    if kind == "goto":
+        return f"/\\ Goto({frame[1]}, {frame[2]})", False
+    if kind == "let":
+        # bound as the one element of a set, not with LET: TLC re-evaluates a LET definition
+        # each time an action's successors are enumerated, and these chains refer to their
+        # predecessor several times each (tiny: 100 ms a state with LET, 5 ms with this)
+        return f"/\\ \\E {frame[1]} \\in {{{frame[2]}}} :", True
+    if kind == "exists":
+        return f"/\\ \\E {frame[1]} \\in {frame[2]} :", True
+    raise ValueError(f"no TLA+ for frame {kind}")
+
+
+class _Layout:
+    """Lays the trees of ways through the world's actions out as TLA+.  A part of a tree that
+    recurs (the same frames up to the names bound before it: the eager re-check after each row,
+    an append's completion) is written once, as an operator of the names it reads from before it,
+    and called where it recurs: one definition per step of the protocol, not one per way into it."""
+
+    def __init__(self, roots: list):
+        self.plain: dict = {}          # a node's key -> its lines at column 0, unshared
+        self.counts: Counter = Counter()
+        self.banned: set = set()       # canonical texts written inline (an operator called once)
+        self.shared: dict = {}         # canonical text -> (operator name, its parameters, definition)
+        self.used: Counter = Counter()
+        for root in roots:
+            self._count(root)
+
+    @staticmethod
+    def _key(node: dict) -> tuple:
+        return tuple((f, id(c)) for f, c in node.items())
+
+    def _plain(self, node: dict) -> list[str]:
+        key = self._key(node)
+        got = self.plain.get(key)
+        if got is None:
+            got = self.plain[key] = self._lines(node, 0, shared=False)
+        return got
+
+    def _canon(self, node: dict) -> tuple[str, list[str]]:
+        """The node's text with the names it binds or reads renamed in order of appearance (two
+        nodes alike up to names have one), and the names it reads from before it, in order."""
+        lines = self._plain(node)
+        text = "\n".join(lines)
+        bound_here = {f[1] for f, _ in _walk_frames(node) if f[0] in ("let", "exists")}
+        order: dict = {}
+        canon = _BOUND_NAME.sub(lambda m: "#" + str(order.setdefault(m.group(0), len(order))), text)
+        free = [n for n in order if n not in bound_here and not n[0] in "kx"]
+        free += sorted(set(_ACTION_ARG.findall(text)))
+        return canon, free
+
+    def _count(self, node: dict) -> None:
+        if not node:
+            return
+        if len(node) > 1:
+            self.counts[self._canon(node)[0]] += 1
+            for frame, child in node.items():
+                self._count({frame: child})
+            return
+        self.counts[self._canon(node)[0]] += 1
+        (frame, child), = node.items()
+        self._count(child)
+
+    def _lines(self, node: dict, col: int, shared: bool = True, inline: bool = False) -> list[str]:
+        """The conjunction a chain of frames is, branching into a disjunction where ways part
+        (`inline`: this node itself is written out, as a shared operator's body)."""
+        pad = " " * col
+        lines: list[str] = []
+        while node:
+            if shared and not inline:
+                call = self._call(node)
+                if call:
+                    lines.append(f"{pad}/\\ {call}")
+                    return lines
+            items = list(node.items())
+            if len(items) > 1:
+                for i, (frame, child) in enumerate(items):
+                    sub = self._lines({frame: child}, col + 6, shared)
+                    lines.append(pad + ("/\\ \\/ " if i == 0 else "   \\/ ") + sub[0][col + 6:])
+                    lines += sub[1:]
+                return lines
+            (frame, child), = items
+            text, nested = _frame_line(frame)
+            inline = False
+            lines.append(pad + text)
+            if nested:
+                lines += self._lines(child, col + 6, shared)
+                return lines
+            node = child
+        return lines
+
+    def _call(self, node: dict) -> str | None:
+        """A call of the shared operator this node is, or None where it is written inline."""
+        canon, free = self._canon(node)
+        if self.counts[canon] < 2 or canon in self.banned or canon.count("\n") + 1 < _SHARED_MIN_LINES:
+            return None
+        got = self.shared.get(canon)
+        if got is None:
+            params, seen = [], set()
+            for n in free:
+                p = n.rstrip("0123456789") or n
+                while p in seen:
+                    p += "_"
+                seen.add(p)
+                params.append(p)
+            rename = dict(zip(free, params))
+            order: dict = {}
+
+            def local(m):
+                n = m.group(0)
+                if n in rename:
+                    return rename[n]
+                return n.rstrip("0123456789") + str(order.setdefault(n, len(order) + 1))
+            body = "\n".join(self._lines(node, 4, inline=True))
+            body = _BOUND_NAME.sub(local, body)
+            name = base = _shared_name(node)
+            taken = {n for n, _, _ in self.shared.values()}
+            k = 1
+            while name in taken:
+                k += 1
+                name = f"{base}{k}"
+            head = f"{name}({', '.join(params)})" if params else name
+            got = self.shared[canon] = (name, params, f"{head} ==\n{body}")
+        self.used[canon] += 1
+        return f"{got[0]}({', '.join(free)})" if free else got[0]
+
+    def lay_out(self, actions: list) -> tuple[list[str], list[str]]:
+        """(the shared operators' definitions, each action's text); an operator that would be
+        called once is written inline instead."""
+        while True:
+            self.shared, self.used = {}, Counter()
+            texts = []
+            for name, args, root, meaning in actions:
+                head = f"{name}({args})" if args else name
+                texts.append(f"\\* {meaning}\n{head} ==\n" + "\n".join(self._lines(root, 4)))
+            once = {c for c in self.shared if self.used[c] < 2}
+            if not once:
+                return [d for _, _, d in self.shared.values()], texts
+            self.banned |= once
+
+
+def _walk_frames(node: dict):
+    for frame, child in node.items():
+        yield frame, child
+        yield from _walk_frames(child)
+
+
+def _shared_name(node: dict) -> str:
+    """A shared part's name, after what it begins with: the handling of a trigger (its parameters,
+    then its rows), the rows of a trigger, one row fired and its outputs routed, the eager re-check
+    (spec/handling.py settle), what follows a row's outputs (routed: member ids recorded, then the
+    re-check), the checks after a row, a route's effect."""
+    items = list(node.items())
+    frame, child = items[0]
+    if len(items) == 1 and frame[0] == "let" and re.fullmatch(r"p\d+", frame[1]):
+        (frame2, child2), = list(child.items())[:1] or [((None,), {})]
+        if frame2[0] == "let" and frame2[2].startswith("First_"):
+            return f"Handle{frame2[2][6:].split('(')[0]}"
+    if len(items) == 1 and frame[0] == "let" and frame[2].startswith("First_"):
+        return f"Rows{frame[2][6:].split('(')[0]}"
+    trigger = _trigger_of(items)
+    if trigger:
+        return f"Rows{trigger}"
+    if len(items) > 1 and any(f[0] == "if" and f[1].endswith('.state = "PreparingRebalance"') for f, _ in items):
+        return "EagerCompleteJoin"
+    if len(items) == 1 and frame[0] == "comment":
+        return "Fire_" + tla_name(frame[1])
+    if len(items) == 1 and frame[0] == "let" and frame[1].startswith("w"):
+        return "Routed" if ".used_ids = " in frame[2] else "Route"
+    if len(items) == 1 and frame[0] == "let" and frame[1].startswith("b"):
+        return "Checked"
+    return "Continue"
+
+
+def _trigger_of(items: list) -> str | None:
+    """The trigger whose rows the branches are (each a row's comment, or the branch where none fires)."""
+    names = {f[1].split(":")[0] for f, _ in items if f[0] == "comment"}
+    rest = [f for f, _ in items if f[0] != "comment"]
+    if len(items) > 1 and len(names) == 1 and all(f[0] == "if" and f[1].endswith('= "none"') for f in rest):
+        return names.pop()
+    return None
+
+
+def _action(name: str, args: str, paths: list, meaning: str) -> tuple:
+    """An action to lay out: its name, argument, tree of ways through, meaning."""
+    return (name, args, _trie(paths), meaning)
 
 
 # -- tables of the world's functions --------------------------------------------------------
@@ -123,17 +308,19 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
     for trig in model.triggers[0]:
         a = ACTION_BY_NAME[trig]
         paths = []
+        first = world.first(trig, client_rows, client=True)
         for r in client_rows:
             if r.trigger != trig:
                 continue
             op = world.op(r, client=True)
             q = Path()
-            q.frames += [("comment", r.name), ("if", f"{op.name}_when(World, c)"), ("let", "w1", f"{op.name}(World, c).w")]
+            q.frames += [("let", "f1", f"{first}(World, c)"), ("comment", r.name), ("if", f'f1 = "{op.name}"'),
+                         ("let", "w1", f"{op.name}(World, c).w")]
             q.w = "w1"
             q.n = 1
             if a.forgets:
                 world._effect(q, FORGOTTEN, "TRUE", {}, NONE, NONE, extra={"client": Tx("c")})
-            q.frames.append(("goto", q.w))
+            q.frames.append(("goto", q.w, NOT_BROKEN))
             paths.append(q)
         actions.append((a.name, a.name, "c", _action(a.name, "c", paths, a.meaning)))
     for lose, names in (("LoseRequest", REQUEST), ("LoseResponse", RESPONSE_VARS)):
@@ -142,7 +329,7 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
             q.frames.append(("if", f"{names[0]}[c] # {literal(0, Kind)}"))
             clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(world._blank(n), VAR_TYPE[n].value)}]"
                               for n in names)
-            q.frames.append(("goto", f"[World EXCEPT {clear}]"))
+            q.frames.append(("goto", f"[World EXCEPT {clear}]", NOT_BROKEN))
             actions.append((lose, lose, "c", _action(lose, "c", [q], ACTION_BY_NAME[lose].meaning)))
     # the network: a request of each kind delivered (late, or leaving a copy in flight)
     for act, late, dup in (("Deliver", False, False), ("DeliverLate", True, False), ("Duplicate", False, True)):
@@ -167,6 +354,11 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
 
     invs = [(camel(i.name), i) for i in INVARIANTS if i.kind == "state"] + \
         [(camel(i.name), i) for i in world_invariants(cfg)]
+    # one invariant of broken_in_step per check after a row: TLC names the check that failed
+    invs += [(camel(i.name) + "AfterEveryRow", i) for i in CHECKED_AFTER_ROW]
+    shared, texts = _Layout([a[3][2] for a in actions]).lay_out([a[3] for a in actions])
+    actions = [(act, tname, args, text) for (act, tname, args, _), text in zip(actions, texts)]
+    world.shared = shared
     return Exported(_module(name, cfg, world, actions, invs, symmetry, liveness),
                     _config(name, cfg, sizes, invs, symmetry, liveness), name, [(n, i.name) for n, i in invs])
 
@@ -181,20 +373,24 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
            "   declarations (spec/table.py, spec/handling.py, spec/world.py, spec/invariants.py); do not edit.",
            f"   World: {_describe(cfg)} *)",
            "EXTENDS Integers, FiniteSets, TLC", "",
-           "CONSTANTS",
-           "    Clients,        \\* the consumer clients (model values, so that TLC may permute them)",
-           "    Members,        \\* the member ids the coordinator may issue",
-           "    Instances,      \\* group.instance.ids",
-           "    Partitions,     \\* the topic partitions",
-           "    Protocols,      \\* assignment protocol names",
-           "    ProtoLists,     \\* protocol lists a member may send",
-           "    ProtocolTypes,  \\* protocol types",
-           "    MaxGeneration   \\* the generation bound of the search", ""]
+           "\\* Types (the @type annotations) are Apalache's: its type checker reads them, TLC ignores them.",
+           "CONSTANTS"]
+    for i, (cname, ctype, meaning) in enumerate(CONSTANTS):
+        out += [f"    \\* @type: {ctype};", f"    {cname}{',' if i < len(CONSTANTS) - 1 else ''}  \\* {meaning}"]
+    out.append("")
     out.append(f"ASSUME \\* the world's functions below are tabulated for these bounds")
     out.append("    /\\ " + "\n    /\\ ".join(
         f"{DOMAIN_SETS[d]} = 0..{sizes[d] - 1}" for d in ("Member", "Instance", "Partition", "Protocol",
                                                           "ProtoList", "ProtocolType")))
     out.append(f"    /\\ Cardinality(Clients) = {cfg.clients}")
+    out.append("")
+    out.append("\\* Apalache: the constants as this world fixes them (apalache-mc check --cinit=ConstInit), clients as")
+    out.append("\\* integers where TLC's configuration gives model values (for its symmetry)")
+    out.append("ConstInit ==\n    " + "\n    ".join(
+        [f"/\\ Clients = 0..{cfg.clients - 1}"]
+        + [f"/\\ {DOMAIN_SETS[d]} = 0..{sizes[d] - 1}" for d in ("Member", "Instance", "Partition", "Protocol",
+                                                                "ProtoList", "ProtocolType")]
+        + [f"/\\ MaxGeneration = {cfg.max_generation}"]))
     out += ["", HELPERS, ""]
     out.append("\\* The functions this world supplies, tabulated from the explicit checker's (world_model.py)")
     base = {**model.base, "selected_only": model._route_base[model._route_index["selected_only"]]}
@@ -204,29 +400,59 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
         out.append(f"{tname} ==\n    {_table(base[k], fun_t[k], sizes)}")
     out.append("")
     out.append("VARIABLES")
-    decls = [f"    {v.name}{',' if i < len(ALL_VARS) - 1 else ''}  \\* {v.meaning}" for i, v in enumerate(ALL_VARS)]
+    decls = [x for v in ALL_VARS for x in (f"    \\* @type: {apalache_type(v.type)};", f"    {v.name},  \\* {v.meaning}")]
+    decls += ["    \\* @type: Str;",
+              f"    {BROKEN}  \\* the first check after a row (spec/invariants.py CHECKED_AFTER_ROW) that the last "
+              "step broke, or \"none\""]
     out += decls
     out.append("")
-    out.append("vars == <<" + ", ".join(v.name for v in ALL_VARS) + ">>")
+    out.append("vars == <<" + ", ".join([v.name for v in ALL_VARS] + [BROKEN]) + ">>")
     out.append("")
-    out.append("TypeOK ==\n    " + "\n    ".join(f"/\\ {v.name} \\in {type_set(v.type)}" for v in ALL_VARS))
+    checks = "{" + ", ".join([NOT_BROKEN] + [f'"{i.name}"' for i in CHECKED_AFTER_ROW]) + "}"
+    out.append("TypeOK ==\n    " + "\n    ".join([f"/\\ {v.name} \\in {type_set(v.type)}" for v in ALL_VARS]
+                                                 + [f"/\\ {BROKEN} \\in {checks}"]))
     out.append("")
     init = model.flat(model.init_states()[0])
-    out.append("Init ==\n    " + "\n    ".join(f"/\\ {v.name} = {literal(x, v.type)}" for v, x in zip(ALL_VARS, init)))
+    out.append("Init ==\n    " + "\n    ".join([f"/\\ {v.name} = {literal(x, v.type)}" for v, x in zip(ALL_VARS, init)]
+                                               + [f"/\\ {BROKEN} = {NOT_BROKEN}"]))
     out.append("")
     out.append("\\* The whole world as one record: rows and routes read and rewrite it (w.<variable>).")
     out.append("World == [" + ", ".join(f"{v.name} |-> {v.name}" for v in ALL_VARS) + "]")
-    out.append("Goto(w) ==\n    " + "\n    ".join(f"/\\ {v.name}' = w.{v.name}" for v in ALL_VARS))
+    out.append("\\* The step ends in world w, having broken the check b (\"none\": every check held).")
+    out.append("Goto(w, b) ==\n    " + "\n    ".join([f"/\\ {v.name}' = w.{v.name}" for v in ALL_VARS]
+                                                    + [f"/\\ {BROKEN}' = b"]))
+    bound = "MaxGeneration + 1" if cfg.rebalance_budget else "MaxGeneration"
+    out.append("\\* A coordinator's step ends in world w, having broken the check b; past the generation bound of")
+    out.append("\\* the search it stutters instead (a bound, not a behaviour: the state is no deadlock), unless it")
+    out.append("\\* broke a check (the explicit checker reports a broken check before it cuts)." +
+               (" A world with a rebalance\n\\* budget keeps one generation more, for rebalance-budget to report." if cfg.rebalance_budget else ""))
+    out.append(f"Finish(w, b) == IF w.generation <= {bound} \\/ b # {NOT_BROKEN} THEN Goto(w, b) ELSE UNCHANGED vars")
     out.append("")
-    out.append("\\* ---- The rows: each row's guard (<Row>_when) and effect (<Row>: the world after its steps, and")
-    out.append("\\* its outputs o<step>), printed from its terms ----")
+    out += _checks(world)
+    out.append("")
+    out.append("\\* ---- The rows: each row's effect (<Row>: the world after its steps, and its outputs o<step>),")
+    out.append("\\* printed from its terms; then, per trigger, which row fires (First_<trigger>) ----")
     for r, op in world.used_rows:
         out.append(op.text)
         out.append("")
+    for text in world.dispatch.values():
+        out.append(text)
+        out.append("")
+    if world.shared:
+        out.append("\\* ---- Parts of steps that several ways through share (the eager re-check after a row, a")
+        out.append("\\* write's completion, ...): each the rest of a step from the world and breakage it is given ----")
+        for text in world.shared:
+            out.append(text)
+            out.append("")
     out.append("\\* ---- The closed world's actions (spec/world.py ACTIONS) ----")
     for _, _, _, text in actions:
         out.append(text)
         out.append("")
+    out.append("\\* The world has ended (spec/world.py ENDED): nothing is owed to anyone, so it may stop here;")
+    out.append("\\* anywhere else a state without a successor is a deadlock.")
+    out.append(f"Ended == {to_tla(ENDED, TlaEnv(var=lambda v: v, param=lambda n: n, names=world.names))}")
+    out.append("Stop == Ended /\\ UNCHANGED vars")
+    out.append("")
     out.append("Next ==")
     for _, tname, args, _ in actions:
         if args == "c":
@@ -235,6 +461,7 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
             out.append(f"    \\/ \\E m \\in Members : {tname}(m)")
         else:
             out.append(f"    \\/ {tname}")
+    out.append("    \\/ Stop")
     out.append("")
     out.append("\\* Fairness, as spec/world.py ACTIONS declares it (per client, message, member or the group)")
     out.append("Fairness ==\n    " + "\n    ".join(_fairness(cfg, actions)))
@@ -243,9 +470,15 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     out.append("")
     out.append("\\* ---- Invariants (spec/invariants.py and the closed world's, spec/world.py) ----")
     env = TlaEnv(var=lambda v: v, param=lambda n: "MaxGeneration", names=world.names)
+    after_row = {i.name for i in CHECKED_AFTER_ROW}
     for tname, inv in invs:
-        out.append(f"\\* {inv.name}: {inv.description if hasattr(inv, 'description') else ''}".rstrip())
-        out.append(f"{tname} == {to_tla(inv.formula, env)}")
+        if tname.endswith("AfterEveryRow"):
+            out.append(f"{tname} == {BROKEN} # \"{inv.name}\"")
+        elif inv.name in after_row:       # the state invariant of the catalog, over this state
+            out.append(f"{tname} == {tname}In(World)")
+        else:
+            out.append(f"\\* {inv.name}: {inv.meaning}")
+            out.append(f"{tname} == {to_tla(inv.formula, env)}")
     out.append("")
     out.append("\\* ---- Liveness (checked with the fair Spec and without symmetry) ----")
     out.append('InRebalance == state \\in {"PreparingRebalance", "CompletingRebalance"}')
@@ -254,6 +487,35 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     out.append("Symmetry == Permutations(Clients)")
     out.append("====")
     return "\n".join(out) + "\n"
+
+
+def _checks(world) -> list[str]:
+    """The catalog's invariants that are checked after every row, as operators over the world
+    before the row (prev), after it (w) and the trigger's parameters (q); and AfterRow, which
+    names the first that fails in CHECKED_AFTER_ROW's order, as the explicit checker does."""
+    out = ["\\* ---- The checks after every row (spec/invariants.py CHECKED_AFTER_ROW), in their order ----"]
+    calls = []
+    for inv in CHECKED_AFTER_ROW:
+        env = TlaEnv(var=lambda v: f"prev.{v[5:]}" if v.startswith("prev:") else f"w.{v}",
+                     param=lambda n: f"q.{n}", names=world.names)
+        name = camel(inv.name)
+        out.append(f"\\* {inv.name}: {inv.meaning}")
+        if inv.kind == "step":
+            out.append(f"{name}Step(prev, w, q) == {to_tla(inv.formula, env)}")
+            calls.append((f"~{name}Step(prev, w, q)", inv.name))
+        elif inv.kind == "output":
+            out.append(f"{name}In(w) == {to_tla(inv.formula, env)}")
+            calls.append((f"handed /\\ ~{name}In(w)", inv.name))
+        else:
+            out.append(f"{name}In(w) == {to_tla(inv.formula, env)}")
+            calls.append((f"~{name}In(w)", inv.name))
+    out.append("\\* The first check that fails after a row (the world before it prev, after it w, the trigger's")
+    out.append("\\* parameters q; handed: the row hands out an assignment), or \"none\"")
+    body = "".join(f"IF {cond} THEN \"{n}\"\n    ELSE " for cond, n in calls)
+    out.append(f"AfterRow(prev, w, q, handed) ==\n    {body}{NOT_BROKEN}")
+    out.append(f"\\* b, unless it names a broken check: then the first one broken stays")
+    out.append(f"Then(b, c) == IF b = {NOT_BROKEN} THEN c ELSE b")
+    return out
 
 
 def _fairness(cfg, actions) -> list[str]:

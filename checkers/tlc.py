@@ -53,11 +53,12 @@ class TlcResult:
     output: str = ""
 
 
-def run_tlc(folder: Path, module: str, workers: int = 2, jar: Path | None = None, deadlock: bool = False,
+def run_tlc(folder: Path, module: str, workers: int = 2, jar: Path | None = None, deadlock: bool = True,
             timeout: float | None = None) -> TlcResult:
-    """TLC on `folder/module.tla` with `folder/module.cfg`.  Deadlock is not checked unless asked
-    (`deadlock`): the exported world cuts successors at its bounds, which TLC cannot tell from a
-    deadlock."""
+    """TLC on `folder/module.tla` with `folder/module.cfg`, deadlock checked unless `deadlock` is
+    false: in the exported world a step cut by a bound of the search stutters and an ended world
+    (spec/world.py ENDED) may stop, so a state without a successor is a deadlock, as our checker
+    reports one."""
     jar = jar or find_jar()[0]
     if jar is None:
         raise FileNotFoundError(find_jar()[1])

@@ -48,7 +48,7 @@ from math import factorial
 
 from groupspec.spec import engine as E
 from groupspec.spec.assignors import range_assign
-from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_state, check_step,
+from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_after_row,
                                        compiled as compiled_invariants)
 from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
 from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, require_known_member_id, vote
@@ -57,10 +57,10 @@ from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, FAILOVER, FORGOTTEN, FRESH, ISSUED, MESSAGES,
-                                  N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, WHO, WORLD_INDEX,
-                                  WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind, append_errors, armed,
-                                  fairness)
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ENDED, FAILOVER, FORGOTTEN, FRESH, ISSUED,
+                                  MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, WHO,
+                                  WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
+                                  append_errors, armed, fairness)
 
 from .clients import (CLIENT_VARS, CP, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,
                       client_triggers, enabled_by as _enabled_by, initial as _initial)
@@ -208,6 +208,7 @@ class WorldModel:
         self._forgotten = [(WIDE_INDEX[v], compile_term(t, Layout(WIDE_INDEX, {"client": 0})))
                            for v, t in FORGOTTEN.updates.items()]
         self._fresh = compile_term(FRESH, lay)
+        self._ended = compile_term(ENDED, Layout(WORLD_INDEX, {}))
         self._failover_record = compile_term(FAILOVER.record, lay)
         # what a request is to the coordinator (spec/world.py WHO, MESSAGES): terms over the request
         # and the group's variables (which G holds at their places in the flat view)
@@ -428,8 +429,7 @@ class WorldModel:
             # after every row, as the runtime checks them: a world step may chain rows
             # (unload then load, an append and its completion), and a row's broken state
             # must not hide behind the next row's
-            check_step(b.g, o.state, b.p, o.outputs, where=f"after row {o.row.name!r}")
-            check_state(o.state, where=f"after row {o.row.name!r}")
+            check_after_row(b.g, o.state, b.p, o.outputs, where=f"after row {o.row.name!r}")
         except InvariantViolation as e:
             e.row = o.row.name      # the counterexample's last step names the row that broke it
             raise
@@ -597,9 +597,9 @@ class WorldModel:
         return s[0][E.STATE_I] in IN_REBALANCE
 
     def is_end(self, s: tuple) -> bool:
-        """A legitimate end: every client has left, crashed or hangs (a hung poll loop gets no
-        assignment whatever the coordinator does)."""
-        return all(C[C_PHASE] in (PHASE["left"], PHASE["crashed"], PHASE["hung"]) for C in s[1:])
+        """A legitimate end: the world has ended (spec/world.py ENDED: every client has left,
+        crashed or hangs)."""
+        return self._ended(self.flat(s), (), ())
 
     # -- fairness, as the world's actions declare it (spec/world.py ACTIONS) ----------------
 

@@ -29,15 +29,23 @@ from .lang import NONE, Term, Type, default_of
 DOMAIN_SETS = {"Member": "Members", "Instance": "Instances", "Partition": "Partitions", "Protocol": "Protocols",
                "ProtoList": "ProtoLists", "ProtocolType": "ProtocolTypes", "Client": "Clients"}
 # the helper operators every module that prints terms defines (the language's partial operations made total)
-HELPERS = r"""None == -1  \* the absent element of every domain
+# (each with its Apalache type: a domain's elements, None among them, are integers)
+HELPERS = r"""\* @type: Int;
+None == -1  \* the absent element of every domain
 
 \* A map looked up with an absent key gives the default d; an update at an absent key changes nothing.
+\* @type: (a -> b, a, b) => b;
 Get(f, k, d) == IF k \in DOMAIN f THEN f[k] ELSE d
+\* @type: (a -> b, a, b) => (a -> b);
 Put(f, k, v) == IF k \in DOMAIN f THEN [f EXCEPT ![k] = v] ELSE f
+\* @type: (Int) => Set(Int);
 Single(e) == IF e = None THEN {} ELSE {e}
+\* @type: (Set(Int)) => Int;
 Lowest(S) == IF S = {} THEN None ELSE CHOOSE x \in S : \A y \in S : x <= y
+\* @type: (Set(Int)) => Int;
 MaxOf(S) == CHOOSE x \in S : \A y \in S : y <= x
 \* a nondeterministic choice of one element of S (None when S is empty)
+\* @type: (Set(Int)) => Set(Int);
 Options(S) == IF S = {} THEN {None} ELSE S"""
 
 
@@ -106,6 +114,28 @@ def type_set(t: Type) -> str:
     if k == "record":
         return "[" + ", ".join(f"{f}: {type_set(ft)}" for f, ft in zip(t.values, t.args)) + "]"
     raise TypeError(f"no TLA+ set for {t!r}")
+
+
+def apalache_type(t: Type) -> str:
+    """Apalache's type of a value of type t, as written in a `@type:` annotation: an enum value is a
+    string, a domain element an integer (None is -1), a set of elements Set(Int), a map a
+    function, a record a record."""
+    k = t.kind
+    if k == "bool":
+        return "Bool"
+    if k == "int":
+        return "Int"
+    if k == "enum":
+        return "Str"
+    if k == "dom":
+        return "Int"
+    if k == "set":
+        return "Set(Int)"
+    if k == "map":
+        return f"(Int -> {apalache_type(t.value)})"
+    if k == "record":
+        return "{" + ", ".join(f"{f}: {apalache_type(ft)}" for f, ft in zip(t.values, t.args)) + "}"
+    raise TypeError(f"no Apalache type for {t!r}")
 
 
 def to_tla(t: Term, env: TlaEnv) -> str:

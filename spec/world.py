@@ -711,3 +711,12 @@ WORLD_INVARIANTS: tuple[Invariant, ...] = (
                 W.c_phase[b] == ph("crashed"), W.c_phase[b] == ph("left")))),
         "GM.generateMemberId (clientId-UUID: every id is new)", scope="closed-world"),
 )
+
+
+# -- where a behaviour may end -------------------------------------------------------------
+# The world has ended when every client has left, crashed or hangs (a hung poll loop gets no
+# assignment whatever the coordinator does): nothing is owed to anyone, and the world may stop
+# there.  Anywhere else a state without a successor is a deadlock, unless a bound of the search
+# (the generation bound, the member-id budget) cut its successors off: those steps are the
+# search's, not the protocol's (the TLA+ export lets them stutter, and lets an ended world stop).
+ENDED = W.c_phase.keys_where(lambda p: Not(Or(p == ph("left"), p == ph("crashed"), p == ph("hung")))).is_empty()

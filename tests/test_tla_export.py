@@ -9,7 +9,9 @@ found (checkers/tlc.py find_jar: GROUPSPEC_TLC_JAR, or ../shared/tools).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +21,13 @@ import pytest
 from groupspec.checkers.counterexample import to_itf
 from groupspec.checkers.explicit import check
 from groupspec.checkers.replay import load_trace, replay
+from groupspec.checkers.tla_export import camel
 from groupspec.checkers.tla_module import export
 from groupspec.checkers.tlc import find_jar, java, run_tlc
 from groupspec.checkers.world_model import WorldModel, _enabled_by
 from groupspec.checkers.worlds import PRESETS
-from groupspec.spec.lang import If, Lowest
+from groupspec.spec.invariants import CHECKED_AFTER_ROW
+from groupspec.spec.lang import FALSE, If, Lowest
 from groupspec.spec.schema import P, V
 from groupspec.spec.table import ROWS
 from groupspec.spec.world import ALL_VARS, ACTIONS
@@ -41,6 +45,15 @@ def _write(tmp_path: Path, cfg, model=None, symmetry=True):
     (tmp_path / f"{e.name}.tla").write_text(e.module)
     (tmp_path / f"{e.name}.cfg").write_text(e.config)
     return e
+
+
+def _both(tmp_path: Path, cfg, rows):
+    """Our check and TLC's of one world with table `rows`, without symmetry: (ours, the export,
+    TLC's result).  TLC runs one worker: then its counterexample is a shortest one (with two it
+    may report a longer one), as ours is."""
+    ours = check(WorldModel(cfg, rows), symmetry=False)
+    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
+    return ours, e, run_tlc(tmp_path, e.name, workers=1)
 
 
 def _member_id_bug():
@@ -70,6 +83,43 @@ def test_the_module_is_generated_from_the_declarations():
             assert f"\\* {r.name}\n\\* source: " in text, r.name
 
 
+def test_every_variable_and_constant_carries_an_apalache_type():
+    # Apalache's type checker needs a `@type:` annotation on each VARIABLE and CONSTANT (and on the
+    # helper operators whose types it cannot infer alone); Apalache itself is not installable here
+    # (PyPI has only an RPC client for it), so the annotations are checked for presence and form,
+    # and the module for SANY parsing (below)
+    text = export(PRESETS["faults"], symmetry=True).module
+    for block, end in (("CONSTANTS", "\n\n"), ("VARIABLES", "\n\n")):
+        lines = text.split(f"\n{block}\n")[1].split(end)[0].splitlines()
+        assert len(lines) % 2 == 0 and len(lines) >= 16, block
+        for note, decl in zip(lines[::2], lines[1::2]):
+            assert re.fullmatch(r"    \\\* @type: .+;", note), (block, note, decl)
+            assert re.match(r"    [A-Za-z_]+,?  \\\* ", decl), (block, decl)
+    declared = re.findall(r"^    ([a-z_]+),?  \\\*", text.split("\nVARIABLES\n")[1].split("\n\n")[0], re.M)
+    assert declared == [v.name for v in ALL_VARS] + ["broken_in_step"]
+    for helper in ("None ==", "Get(f, k, d) ==", "Put(f, k, v) ==", "Lowest(S) ==", "Options(S) =="):
+        before = text.split("\n" + helper)[0].splitlines()[-1]
+        assert before.startswith("\\* @type: "), helper
+    assert "ConstInit ==" in text        # Apalache's --cinit: the world's constants, clients as integers
+
+
+def test_a_part_shared_by_several_ways_through_is_written_once():
+    # the eager re-check after a row, a trigger's rows, an append's completion: each recurring part
+    # of a step is one operator, defined before its first use and called at least twice (a part
+    # called once is written inline); the tiny world's module was 6,484 lines with every way through
+    # written out
+    text = export(PRESETS["tiny"], symmetry=False).module
+    shared = text.split("\\* ---- Parts of steps")[1].split("\\* ---- The closed world's actions")[0]
+    names = re.findall(r"^([A-Za-z_0-9]+)(?:\(.*\))? ==$", shared, re.M)
+    assert {"EagerCompleteJoin", "HandleCompleteJoin"} <= set(names) and len(names) > 10
+    for name in names:
+        uses = [m.start() for m in re.finditer(rf"\b{name}\b", text)]
+        first_line = text[uses[0]:].split("\n")[0]
+        assert text[uses[0] - 1] == "\n" and first_line.endswith(" =="), (name, first_line)   # defined first
+        assert len(uses) - 1 >= 2, name
+    assert text.count("\n") < 3500
+
+
 @needs_tlc
 def test_the_module_parses_with_sany(tmp_path):
     e = _write(tmp_path, PRESETS["faults"])
@@ -95,9 +145,7 @@ def test_tlc_and_ours_find_the_same_states(tmp_path, symmetry):
 def test_a_planted_bug_is_found_alike_and_tlcs_trace_replays(tmp_path):
     cfg = PRESETS["tiny"]
     rows = _member_id_bug()
-    ours = check(WorldModel(cfg, rows), symmetry=False)
-    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
-    t = run_tlc(tmp_path, e.name)
+    ours, e, t = _both(tmp_path, cfg, rows)
     names = dict(e.invariants)
     # breadth-first, both stop at the shallowest violation; which of two broken at that depth each
     # sees first depends on the order of actions (and TLC's workers)
@@ -113,6 +161,71 @@ def test_a_planted_bug_is_found_alike_and_tlcs_trace_replays(tmp_path):
     assert fmt == "tlc" and r.departs == -1 and r.violation in either
     # and the correct table does not take the same path: the trace leaves its world at some step
     assert replay(WorldModel(cfg), fmt, states).departs > 0
+
+
+@needs_tlc
+def test_a_check_inside_a_step_is_found_alike(tmp_path):
+    # StoreGroupDone answering the leader's assignment without moving the group to Stable
+    # (tests/test_explicit.py): only the output invariant assignment-only-when-stable, checked after
+    # the row that answers (spec/invariants.py CHECKED_AFTER_ROW), sees it; no state does
+    cfg = PRESETS["tiny"]
+    rows = [dataclasses.replace(r, target=None) if r.name == "StoreGroupDone: assignment stored" else r for r in ROWS]
+    ours, e, t = _both(tmp_path, cfg, rows)
+    assert ours.result == t.result == "violation"
+    assert ours.violation == dict(e.invariants)[t.violation] == "assignment-only-when-stable"
+    assert t.violation == "AssignmentOnlyWhenStableAfterEveryRow"     # found by broken_in_step
+    assert len(t.trace) - 1 == ours.depth
+    assert t.trace[-1]["broken_in_step"] == "assignment-only-when-stable"
+
+
+@needs_tlc
+def test_a_mutant_of_the_own_conditions_is_exported_as_the_engine_runs_it(tmp_path):
+    # DelayedJoin.tryComplete always false (tests/test_planted_bugs.py): the mutant changes the
+    # CompleteJoin rows' own conditions, which first-match dispatch tests (spec/engine.py select),
+    # not their full guards; the module dispatches as the engine does (First_<trigger>), so TLC
+    # finds the same violation at the same depth (printing the guards, it found none)
+    cfg = PRESETS["tiny"]
+    rows = [dataclasses.replace(r, own=FALSE()) if r.name.startswith("CompleteJoin:") else r for r in ROWS]
+    ours, e, t = _both(tmp_path, cfg, rows)
+    assert ours.result == t.result == "violation"
+    assert ours.violation == dict(e.invariants)[t.violation] == "join-completes-once-all-rejoined"
+    assert len(t.trace) - 1 == ours.depth
+
+
+def _no_delayed_join():
+    """A pending member's rejoin in Stable that starts a rebalance without arming its DelayedJoin
+    (tests/test_explicit.py): the clients wait for JoinGroup answers no timer will ever give."""
+    name = "JoinGroup: pending member rejoins and starts a rebalance (Stable)"
+    return [dataclasses.replace(r, steps=[dataclasses.replace(st, updates={k: v for k, v in st.updates.items()
+                                                                            if k != "join_timer"})
+                                          if hasattr(st, "updates") else st for st in r.steps])
+            if r.name == name else r for r in ROWS]
+
+
+@needs_tlc
+def test_a_deadlock_is_found_alike(tmp_path):
+    # a state without a successor that is neither cut by a bound (those steps stutter) nor an ended
+    # world (spec/world.py ENDED, where the module may Stop) is a deadlock to TLC as to us
+    cfg = PRESETS["tiny"]
+    rows = _no_delayed_join()
+    ours, e, t = _both(tmp_path, cfg, rows)
+    assert ours.result == t.result == "deadlock"
+    assert len(t.trace) - 1 == ours.depth
+    # and TLC, told not to look for deadlocks, finds the same states as we do when not looking
+    t = run_tlc(tmp_path, e.name, deadlock=False)
+    assert t.result == "ok" and t.distinct_states == check(WorldModel(cfg, rows), symmetry=False,
+                                                           deadlock=False).distinct_states
+
+
+def test_the_checks_after_a_row_are_the_explicit_checkers_in_its_order():
+    # the module's AfterRow names the checks of spec/invariants.py CHECKED_AFTER_ROW in that order,
+    # the order world_model.py checks them in (check_after_row), so both report the same one first
+    e = export(PRESETS["tiny"], symmetry=False)
+    after_row = e.module.split("AfterRow(prev, w, q, handed) ==")[1].split("\n\\*")[0]
+    named = re.findall(r'THEN "([a-z-]+)"', after_row)
+    assert named == [i.name for i in CHECKED_AFTER_ROW] and len(named) > 10
+    assert [n for n, _ in e.invariants if n.endswith("AfterEveryRow")] == \
+        [camel(i.name) + "AfterEveryRow" for i in CHECKED_AFTER_ROW]
 
 
 def test_our_counterexample_is_itf_and_replays():

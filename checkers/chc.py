@@ -1,0 +1,346 @@
+"""Z3's Spacer on constrained Horn clauses: the second engine of `groupspec prove`.
+
+Houdini (`prove.py`) can only keep or drop the candidate lemmas it is given; Spacer
+finds its own.  The same steps Houdini goes over (`prove.steps_of`: every row, and each
+append with each row of its completion) become Horn clauses over one unknown relation
+Inv, read through the same `RowCtx` (the row's guard, post-state, outputs and the
+environment's assumptions, as `symbolic.row_relation` gives them):
+
+    Inv(blank group, blank record)
+    Inv(s, rec) ∧ step(s, p, s')          ⇒ Inv(s', rec')
+    Inv(s, rec) ∧ ¬goal                    ⇒ false
+
+The group's state and the last group record in the log (what a Load reads) are Inv's
+arguments; a step that appends a group record may leave the log's record as it was or
+replace it with the one it captured (what the record lemmas of Houdini say, as state).
+
+Horn clauses need a decidable background theory, so the fixed-size reading is used
+(member sets as bit-vectors, maps as one value per member): a proof holds for up to N
+members.  Spacer does not take uninterpreted functions; the table's few (the vote over
+protocols, a protocol's name) are parameters of a step, so each application becomes a
+fresh value, with Ackermann's constraints that equal arguments give equal values.
+
+All of the group's variables at once is a large relation (Spacer took ten minutes on
+leader-is-member at N=2); the search localizes instead: Inv first speaks only of the
+invariant's variables, every other one free in every state, and is widened by the cone
+of influence (the variables the rows that write Inv's variables read) until Spacer
+proves it or Inv speaks of everything.  A proof over fewer variables is a proof (the
+others were left free, an over-approximation); a counterexample is trusted only when
+Inv spoke of every variable.  The relation Spacer finds is returned as lemmas: the
+conjuncts of its interpretation, over the named variables.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from groupspec.spec.invariants import Invariant
+from groupspec.spec.lang import walk
+from groupspec.spec.schema import STATE_VARS, GroupRecord
+from groupspec.spec.table import ROWS
+
+RECORD = "record"
+
+
+@dataclass
+class SpacerResult:
+    status: str                        # proved | counterexample | unknown
+    keep: list[str]                    # the variables Inv spoke of in the last attempt
+    lemmas: list[str] = field(default_factory=list)
+    reason: str = ""
+    seconds: float = 0.0
+    attempts: list[dict] = field(default_factory=list)
+    formulas: list = field(default_factory=list)    # the lemmas as Z3 terms over `names`
+    names: dict = field(default_factory=dict)        # flattened position -> named constant
+
+
+def _flat(value, name: str) -> list[tuple[str, object]]:
+    """A symbolic value (a Z3 term, a list for a map, a tuple for a record) as named leaves."""
+    if isinstance(value, (list, tuple)):
+        return [leaf for i, v in enumerate(value) for leaf in _flat(v, f"{name}[{i}]")]
+    return [(name, value)]
+
+
+def _record_fields(rec) -> dict:
+    return {f: rec[i] for i, f in enumerate(GroupRecord.values)}
+
+
+def _uninterpreted(exprs: list, keep: str) -> tuple[list, list]:
+    """The free constants and the applications of uninterpreted functions in `exprs` (but not
+    of the relation named `keep`)."""
+    consts, apps, seen = {}, {}, set()
+    todo = list(exprs)
+    while todo:
+        e = todo.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_quantifier(e):
+            todo.append(e.body())
+            continue
+        if z3.is_app(e):
+            d = e.decl()
+            if d.kind() == z3.Z3_OP_UNINTERPRETED and d.name() != keep:
+                (consts if d.arity() == 0 else apps)[e.get_id()] = e
+            todo.extend(e.children())
+    return list(consts.values()), list(apps.values())
+
+
+def ackermannize(exprs: list, keep: str) -> tuple[list, list]:
+    """`exprs` with every application of an uninterpreted function (but `keep`) replaced by a
+    fresh value, and the constraints that make those values a function (equal arguments,
+    equal values)."""
+    _, apps = _uninterpreted(exprs, keep)
+    if not apps:
+        return exprs, []
+    subst, by_fn = [], {}
+    for k, a in enumerate(apps):
+        v = z3.Const(f"ack{k}!{a.decl().name()}", a.sort())
+        subst.append((a, v))
+        by_fn.setdefault(a.decl().name(), []).append((a, v))
+    out = [z3.substitute(e, *subst) for e in exprs]
+    same_fn = []
+    for uses in by_fn.values():
+        for i in range(len(uses)):
+            for j in range(i + 1, len(uses)):
+                (a, va), (b, vb) = uses[i], uses[j]
+                same = z3.And([z3.substitute(x == y, *subst) for x, y in zip(a.children(), b.children())])
+                same_fn.append(z3.Implies(same, va == vb))
+    return out, same_fn
+
+
+class Horn:
+    """The table's steps as Horn clauses over Inv(kept variables) in one fixed-size system."""
+
+    def __init__(self, system, keep: set[str]):
+        self.system, self.keep = system, keep
+        rd, sh = system.rd, system.shared
+        self.rec = sh.params[RECORD]
+        self.pre = self._leaves(sh.state, self.rec)
+        self.names = {n: z3.Const(n, e.sort()) for n, e in self.pre}
+        self.inv = z3.Function("Inv", *[e.sort() for _, e in self.pre], z3.BoolSort())
+        self.clauses: list = []
+        self.clauses.append(self._clause([], self.inv(*[e for _, e in self._leaves(rd.blank_state(),
+                                                                                        rd.blank_record())])))
+
+    def _leaves(self, state: dict, rec) -> list[tuple[str, object]]:
+        out = [leaf for v in STATE_VARS if v.name in self.keep for leaf in _flat(state[v.name], v.name)]
+        if RECORD in self.keep:
+            fields = _record_fields(rec)
+            from .prove import RECORD_VARS
+            # the record's fields of the kept variables (the others are free: a Load may read anything)
+            out += [leaf for f in GroupRecord.values if f in RECORD_VARS and f in self.keep
+                    for leaf in _flat(fields[f], f"{RECORD}.{f}")]
+        return out
+
+    def inv_of(self, state: dict, rec):
+        return self.inv(*[e for _, e in self._leaves(state, rec)])
+
+    def _clause(self, body: list, head):
+        """∀ free constants: body ⇒ head, with the table's functions made values."""
+        name = self.inv.name()
+        (*body, head), same_fn = ackermannize([*body, head], name)
+        consts, _ = _uninterpreted([*body, *same_fn, head], name)
+        matrix = z3.Implies(z3.And(*body, *same_fn), head)
+        return z3.ForAll(consts, matrix) if consts else matrix
+
+    def step(self, c) -> None:
+        """The clauses of one step (RowCtx `c`): from Inv before to Inv after.  A step that
+        appends a group record leaves the log's record as it was (the append fails, or is not
+        the last) or, once stored, replaces it with the record it captured."""
+        body = [self.inv_of(c.shared.state, self.rec), *c.base]
+        self.clauses.append(self._clause(body, self.inv_of(c.post, self.rec)))
+        if RECORD not in self.keep:
+            return
+        blank = c.rd.blank_record()
+        for cond, fields in c.appends:
+            rec = tuple(fields.get(name, blank[i]) for i, name in enumerate(GroupRecord.values))
+            self.clauses.append(self._clause(body + [cond], self.inv_of(c.post, rec)))
+
+    def query(self, body: list) -> None:
+        """Inv ∧ body ⇒ false (body: what breaks the invariant)."""
+        self.clauses.append(self._clause([self.inv_of(self.system.shared.state, self.rec), *body],
+                                         z3.BoolVal(False)))
+
+    def solve(self, timeout_ms: int):
+        """sat: an Inv exists (safe); unsat: a derivation of false (a path to a violation)."""
+        s = z3.SolverFor("HORN")
+        s.set("timeout", max(1, timeout_ms))
+        s.set("fp.xform.inline_eager", False)
+        s.add(*self.clauses)
+        return s.check(), s
+
+    def lemmas(self, solver) -> list:
+        """The conjuncts of the relation Spacer found, over the named variables."""
+        inv = solver.model().eval(self.inv(*[self.names[n] for n, _ in self.pre]))
+        inv = z3.simplify(inv)
+        if z3.is_and(inv):
+            return list(inv.children())
+        return [] if z3.is_true(inv) else [inv]
+
+
+def row_reads(row) -> set[str]:
+    """The state variables a row reads (its guard, updates and outputs), and "record" where it
+    reads the loaded record."""
+    from groupspec.spec.lang import Term
+    from groupspec.spec.rows import Set_
+    terms = [row.guard]
+    for st in row.steps:
+        if isinstance(st, Set_):
+            terms += list(st.updates.values())
+        else:
+            terms += [t for t in (st.member, st.duration, st.over, st.when, *st.fields.values())
+                      if isinstance(t, Term)]
+    out = set()
+    for t in terms:
+        for n in walk(t):
+            if n.op == "var":
+                out.add(n.data.removeprefix("prev:"))
+            elif n.op == "param" and n.data == RECORD:
+                out.add(RECORD)
+    return out
+
+
+def _step_reads_writes(specs: list) -> list[tuple[set, set]]:
+    """(reads, writes) of each step; a step that appends a group record writes "record"."""
+    from .prove import appends_group_record, written
+    out = []
+    for sp in specs:
+        rows = [r for r in sp if not isinstance(r, int)]
+        writes = set().union(*(written(r) for r in rows))
+        if any(appends_group_record(r) for r in rows):
+            writes.add(RECORD)
+        out.append((set().union(*(row_reads(r) for r in rows)), writes))
+    return out
+
+
+def widen(keep: set[str], specs: list, by: int = 3) -> set[str]:
+    """`keep` and the `by` variables outside it that the most steps writing a variable of
+    `keep` read: a step of the cone of influence at a time (the whole cone at once is nearly
+    every variable, where Spacer is slow)."""
+    score: dict[str, int] = {}
+    for reads, writes in _step_reads_writes(specs):
+        if writes & keep:
+            for v in reads - keep:
+                score[v] = score.get(v, 0) + 1
+    best = sorted(score, key=lambda v: (-score[v], v))[:by]
+    return keep | set(best)
+
+
+ALL = {v.name for v in STATE_VARS} | {RECORD}
+
+
+def spacer(system, inv: Invariant, budget_s: float = 30.0,
+           start: set[str] | None = None) -> SpacerResult:
+    """Spacer on the table's Horn clauses in `system` (a fixed-size reading), localized: Inv
+    over the invariant's variables first, widened along the cone of influence (`widen`) while
+    Spacer finds a path to a violation that may come from the variables left free."""
+    t0 = time.perf_counter()
+    # the log's record from the start: without it a Load may read any group
+    keep = set(start or ()) | {RECORD} | {n.data.removeprefix("prev:") for n in walk(inv.formula) if n.op == "var"}
+    attempts: list[dict] = []
+    while True:
+        left = budget_s - (time.perf_counter() - t0)
+        if left <= 0:
+            return SpacerResult("unknown", sorted(keep), reason=f"its {budget_s:g} s budget spent",
+                                seconds=time.perf_counter() - t0, attempts=attempts)
+        h = Horn(system, keep)
+        for i in range(len(system.specs)):
+            h.step(system.row(i))
+        for body in queries(system, inv)(h):
+            h.query(body)
+        a0 = time.perf_counter()
+        res, solver = h.solve(int(left * 1000))
+        attempts.append({"variables": sorted(keep), "result": str(res), "seconds": round(time.perf_counter() - a0, 3)})
+        if res == z3.sat:
+            formulas = h.lemmas(solver)
+            return SpacerResult("proved", sorted(keep), [" ".join(str(f).split()) for f in formulas],
+                                seconds=time.perf_counter() - t0,
+                                attempts=attempts, formulas=formulas, names=h.names)
+        if res == z3.unknown:
+            return SpacerResult("unknown", sorted(keep), reason=f"Spacer gave up ({solver.reason_unknown()})",
+                                seconds=time.perf_counter() - t0, attempts=attempts)
+        if keep >= ALL:
+            return SpacerResult("counterexample", sorted(keep), reason="Spacer derived a path from the blank "
+                                "group to a state that breaks it", seconds=time.perf_counter() - t0,
+                                attempts=attempts)
+        wider = widen(keep, system.specs)
+        keep = wider if wider != keep else ALL
+
+
+# -- the lemmas found, against the states the explicit checker reaches ----------------------
+
+def _fit(value, t, sizes: dict):
+    """A concrete value of a world as a value for the domain sizes `sizes`, or None when it
+    speaks of an element past them (a state with more members than the proof's N)."""
+    from groupspec.spec.lang import NONE, default_of
+    if t.kind == "record":
+        parts = [_fit(v, ft, sizes) for v, ft in zip(value, t.args)]
+        return None if any(p is None for p in parts) else tuple(parts)
+    if t.kind == "map":
+        n, dflt = sizes[t.key], default_of(t.value)
+        if any(v != dflt for v in value[n:]):
+            return None
+        parts = [_fit(v, t.value, sizes) for v in list(value[:n]) + [dflt] * (n - len(value))]
+        return None if any(p is None for p in parts) else parts
+    if t.kind == "set":
+        return None if value >> sizes[t.key] else value
+    if t.kind == "dom":
+        return None if value >= sizes[t.name] or value < NONE else value
+    return value
+
+
+def refuted(result: SpacerResult, system, presets: tuple[str, ...], rows=None) -> tuple[dict, int]:
+    """Each lemma Spacer found that a reachable state of `presets` (with no more members than
+    the proof's N) breaks, with the world; and how many states were fit to check."""
+    from groupspec.spec.symbolic import concrete_to_z3
+    from .prove import reached_with_record
+    sizes = system.rd.sizes
+    blank = system.rd.blank_record()
+    rec_t = GroupRecord
+    bad: dict[str, str] = {}
+    checked = 0
+    for preset in presets:
+        _, pairs = reached_with_record(preset, rows)
+        for group, rec in pairs:
+            vals = [_fit(x, v.type, sizes) for x, v in zip(group, STATE_VARS)]
+            r = _fit(rec, rec_t, sizes) if rec is not None else None
+            if any(x is None for x in vals) or (rec is not None and r is None):
+                continue
+            checked += 1
+            state = {v.name: concrete_to_z3(x, v.type, sizes) for x, v in zip(vals, STATE_VARS)}
+            record = concrete_to_z3(r, rec_t, sizes) if r is not None else blank
+            leaves = dict(_flat_named(state, record))
+            subst = [(c, leaves[n]) for n, c in result.names.items()]
+            for text, f in zip(result.lemmas, result.formulas):
+                if text not in bad and z3.is_false(z3.simplify(z3.substitute(f, *subst))):
+                    bad[text] = preset
+    return bad, checked
+
+
+def _flat_named(state: dict, rec) -> list[tuple[str, object]]:
+    from .prove import RECORD_VARS
+    fields = _record_fields(rec)
+    return ([leaf for v in STATE_VARS for leaf in _flat(state[v.name], v.name)]
+            + [leaf for f in GroupRecord.values if f in RECORD_VARS for leaf in _flat(fields[f], f"{RECORD}.{f}")])
+
+
+def queries(system, inv: Invariant):
+    """What breaks `inv`, as the bodies of Horn queries: a state invariant false of a
+    well-formed state; a step or output invariant false of some step."""
+    from .prove import kind_goal
+
+    def of(h: Horn) -> list[list]:
+        if inv.kind == "state":
+            v, side, _ = system.shared.pre(inv.formula)
+            return [system.rd.well_formed(system.shared.state, {}) + side + [z3.Not(v)]]
+        out = []
+        for i in range(len(system.specs)):
+            c = system.row(i)
+            g = kind_goal(inv, c)
+            if g is not None:
+                out.append([*c.base, z3.Not(g)])
+        return out
+    return of

@@ -1,0 +1,65 @@
+"""Spacer, the second engine of `groupspec prove`: the table's steps as constrained Horn
+clauses (checkers/chc.py).  It proves an invariant with a relation of its own; the
+relation's lemmas are checked against the states the explicit checker reaches, and a false
+one is caught; the table's functions become values Spacer accepts."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import z3
+
+from groupspec.checkers import chc
+from groupspec.checkers import prove as PV
+from groupspec.spec.invariants import INVARIANTS
+from groupspec.spec.schema import STATES
+
+REPO = Path(__file__).resolve().parent.parent
+BY_NAME = {i.name: i for i in INVARIANTS}
+
+
+def test_functions_become_values_that_agree_on_equal_arguments():
+    f = z3.Function("f", z3.IntSort(), z3.IntSort())
+    x, y = z3.Ints("x y")
+    (out,), same = chc.ackermannize([z3.And(f(x) == 1, f(y) == 2)], keep="Inv")
+    assert not chc._uninterpreted([out, *same], "Inv")[1]       # no application of f is left
+    s = z3.Solver()
+    s.add(out, *same, x == y)
+    assert s.check() == z3.unsat            # equal arguments, so not 1 and 2
+    s = z3.Solver()
+    s.add(out, *same)
+    assert s.check() == z3.sat
+
+
+def test_spacer_proves_an_invariant_with_lemmas_that_hold_where_the_checker_goes():
+    prover = PV.Prover(presets=("tiny",), engine="spacer", spacer_budget_s=600)
+    p = prover.prove(BY_NAME["empty-has-no-members"])
+    assert p.status == "proved up to N" and p.bound == 2 and p.engine == "spacer", p.reason
+    assert p.lemmas and all(n.startswith("spacer N=2: ") for n in p.lemmas)
+    assert "hold in the" in p.reason and "PROVER BUG" not in p.reason
+
+
+def test_a_false_lemma_is_caught_by_the_reachable_states():
+    system = PV.Prover(presets=()).system("coordinator", PV.fixed_sizes(2))
+    h = chc.Horn(system, chc.ALL)
+    members, state = h.names["members"], h.names["state"]
+    absent, empty = STATES.index("Absent"), STATES.index("Empty")
+    true = z3.Or(members == 0, z3.And(state != absent, state != empty))   # members: not Absent nor Empty
+    false = members == 0                          # every group is empty: reachable states break it
+    r = chc.SpacerResult("proved", sorted(chc.ALL), [str(true), str(false)], formulas=[true, false], names=h.names)
+    bad, checked = chc.refuted(r, system, ("tiny",))
+    assert bad == {str(false): "tiny"} and checked > 0
+
+
+def test_the_command_takes_an_engine_and_world_flags_only_for_bmc():
+    exe = [sys.executable, "-m", "groupspec.checkers.cli", "prove"]
+    r = subprocess.run(exe + ["--engine", "tla"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "--engine" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run(exe + ["--no-crash"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "--bmc" in r.stderr
+    r = subprocess.run(exe + ["--bmc", "2", "--preset", "tiny", "--no-crash", "--clients", "1", "--json"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["result"] == "ok"
