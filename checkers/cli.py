@@ -265,6 +265,8 @@ _W = dict(
     hung_poll=typer.Option(None, "--hung-poll/--no-hung-poll",
                            help="a client's poll loop may hang after its JoinGroup response: it never syncs while "
                                 "its heartbeat thread keeps heartbeating"),
+    leaves_rebalancing=typer.Option(None, "--leaves-rebalancing/--no-leaves-rebalancing",
+                                    help="a dynamic member may close and leave while the group rebalances"),
     timely=typer.Option(None, "--timely/--no-timely",
                         help="clients answer within their timeouts: the DelayedJoin never expires and the sync "
                              "timeout never fires"),

@@ -57,44 +57,33 @@ from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import TIMER_TRIGGERS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, ENDED, FAILOVER,
-                                  FORGOTTEN,
-                                  FRESH, ISSUED, LEAVE_TRIGGERS, MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS,
-                                  append_errors, armed,
-                                  WHO, WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
-                                  Phase, fairness)
+from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ENDED, FAILOVER, FORGOTTEN, FRESH, ISSUED,
+                                  MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, WHO,
+                                  WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
+                                  append_errors, armed, fairness)
 
+from .clients import (CLIENT_VARS, CP, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,
+                      client_triggers, enabled_by as _enabled_by, initial as _initial)
 from .worlds import WorldConfig
 
-KIND = {name: i for i, name in enumerate(Kind.values)}
-PHASE = {name: i for i, name in enumerate(Phase.values)}
 ABSENT = STATES.index("Absent")
 PREPARING = STATES.index("PreparingRebalance")
 # the states a fair behaviour may not stay among forever: a group in a rebalance
 IN_REBALANCE = frozenset({PREPARING, STATES.index("CompletingRebalance")})
 
-# -- the client-major layout ---------------------------------------------------------------
-CLIENT_VARS = [i for i, v in enumerate(ALL_VARS) if v.type.kind == "map" and v.type.key == CLIENT]
+# -- the client-major layout (a client's tuple: checkers/clients.py) --------------------------------
 SHARED_VARS = [i for i in range(N_GROUP, len(ALL_VARS)) if i not in CLIENT_VARS]
-N_CV = len(CLIENT_VARS)
 # flat() relies on the spec's order: group variables, then the per-client maps, then the shared ones
 assert CLIENT_VARS == list(range(N_GROUP, N_GROUP + N_CV)) and SHARED_VARS == list(range(N_GROUP + N_CV,
                                                                                           len(ALL_VARS)))
-CP = {ALL_VARS[i].name: k for k, i in enumerate(CLIENT_VARS)}          # position in a client's tuple
 GP = {ALL_VARS[i].name: N_GROUP + k for k, i in enumerate(SHARED_VARS)}  # position of a shared var in G
 GP.update({v.name: i for i, v in enumerate(STATE_VARS)})
-RQ = [CP[n] for n in ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")]
-LATE = [CP[n] for n in ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")]
-NRQ = len(RQ)         # a request's fields: kind, member id, generation, assignment, committed partitions
-RS = CP["rs"]
 # The wide view a route's effect is evaluated on: G (the group's and the shared variables, where
 # they sit in G) followed by the clients' columns, so that G is extended, not rebuilt.
 WIDE_INDEX = {**GP, **{ALL_VARS[i].name: len(GP) + k for k, i in enumerate(CLIENT_VARS)}}
 RS_VARS = [WIDE_INDEX[v] for v in RESPONSE_VARS]      # a response's variables in the wide view
 RS_VAR = RS_VARS[0]
 G_LEN = len(GP)
-assert list(CP)[RS:] == ["rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment"]
-assert RQ == list(range(RQ[0], RQ[0] + NRQ)) and LATE == list(range(LATE[0], LATE[0] + NRQ))
 PJ, PS, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "log_has", "log"))
 G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"], E.STATE_INDEX["generation"]
 C_PHASE = CP["c_phase"]
@@ -183,8 +172,7 @@ class WorldModel:
         self.assign = _Assignor(cfg)
         names = list(E.PARAM_NAMES) + list(WORLD_PARAMS)
         self.space = E.Space(Layout(WORLD_INDEX, {n: i for i, n in enumerate(names)}), names)
-        client_rows = CLIENT_ROWS if client_rows is None else client_rows
-        self.clients = E.Engine(client_rows, self.space, total=lambda t: False)
+        self.clients = ClientRows(client_rows)
         self.base = {"coord": 0, "group_id_ok": True, "cfg_min_session_ms": 10, "cfg_max_session_ms": 600_000,
                      "cfg_max_size": cfg.max_size, "cfg_initial_delay_ms": 3_000,
                      "cfg_new_member_timeout_ms": 300_000,
@@ -196,13 +184,12 @@ class WorldModel:
             self._base_vector[self.space.param_index[k]] = v
         # per client: a static member (group.instance.id) never sends LeaveGroup
         inst = cfg.instances or (None,) * cfg.clients
-        self.triggers = [[a.trigger for a in ACTIONS if a.trigger.startswith("Client") and _enabled_by(a, cfg)
-                          and not (a.trigger in LEAVE_TRIGGERS and inst[c] is not None)] for c in range(cfg.clients)]
+        self.triggers = [client_triggers(cfg, inst[c] is not None) for c in range(cfg.clients)]
         # the parameters every request of a kind carries (MESSAGES' `fixed`; a map: every key alike)
         self._fixed = {name: {k: (tuple([v] * self.sizes[E.PARAM_TYPES[k].key])
                                   if E.PARAM_TYPES[k].kind == "map" else v) for k, v in m.fixed.items()}
                        for name, m in MESSAGES.items()}
-        _check_locality(client_rows)
+        _check_locality()
         # the routes' effects, compiled over the spec's flat view of the world
         names = ["sender", "at", "selected_only", *(t.data for t in OUT.values()), *("rec." + k for k in RECORD_FIELDS)]
         self._route_index = {n: i for i, n in enumerate(names)}
@@ -355,19 +342,12 @@ class WorldModel:
         return got
 
     def _compute_client_moves(self, c: int, C: tuple) -> list:
-        """Client c's own steps in local state C (its rows read and write only its own entries)."""
-        blank = self._blank
-        flat = list(blank)
-        for k in range(N_CV):
-            col = blank[N_GROUP + k]
-            flat[N_GROUP + k] = col[:c] + (C[k],) + col[c + 1:]
-        flat = tuple(flat)
-        p = self.params(client=c)
+        """Client c's own steps in local state C: its rows (checkers/clients.py), then the network's
+        losses of what it has in flight."""
         out = []
         for trig in self.triggers[c]:
-            for o in self.clients.fire(flat, trig, p):
-                C2 = tuple(o.state[N_GROUP + k][c] for k in range(N_CV))
-                out.append((Step(f"c{c}: {o.row.name}", (o.row.name,), (), trig, (c,)), C2))
+            for row, C2 in self.clients.fire(C, trig, self.assign):
+                out.append((Step(f"c{c}: {row.name}", (row.name,), (), trig, (c,)), C2))
         if self._on("LoseRequest") and C[RQ[0]]:
             out.append((Step(f"the network loses c{c}'s request", (), (), "LoseRequest", (c,)),
                         C[:RQ[0]] + self._no_request + C[RQ[0] + NRQ:]))
@@ -703,11 +683,6 @@ def _invariant_width() -> int:
     return width
 
 
-def _enabled_by(action, cfg: WorldConfig) -> bool:
-    """Whether a world's switches enable a declared action: any of its switches is on."""
-    return not action.switch or any(getattr(cfg, f) for f in action.switch)
-
-
 def _patches(resp: dict) -> tuple:
     return tuple(sorted(resp.items()))
 
@@ -732,22 +707,6 @@ def _put(t: tuple, i: int, v) -> tuple:
     return t[:i] + (v,) + t[i + 1:]
 
 
-def _initial(t, initial, sizes):
-    from groupspec.spec.lang import default_of
-    if t.kind == "map":
-        return tuple(_initial(t.value, initial, sizes) for _ in range(sizes[t.key]))
-    if t.kind == "record":
-        # a record's fields mirror the group's variables of the same names (GroupRecord): they start
-        # as those do (an empty log has no committed offsets: -1, as the group's `offsets`)
-        group = {v.name: v.initial for v in STATE_VARS}
-        return tuple(_initial(ft, group.get(name, default_of(ft) if ft.kind != "map" else
-                                            (NONE if ft.value.kind == "dom" else 0)), sizes)
-                     for name, ft in zip(t.values, t.args))
-    if initial is None:
-        return default_of(t)
-    return initial
-
-
 def _reads_group_only(terms: list) -> None:
     """Terms evaluated on G read only the group's variables (which sit at their flat-view places in G)."""
     from groupspec.spec.lang import walk
@@ -758,25 +717,8 @@ def _reads_group_only(terms: list) -> None:
             raise AssertionError(f"a request's parameter reads {sorted(read - group)}, not the group's variables")
 
 
-def _check_locality(client_rows: list) -> None:
-    """The memoized steps rely on this: client rows read and write only the client's own
-    entries, coordinator rows only the group's variables."""
-    from groupspec.spec.lang import walk
-    from groupspec.spec.rows import Set_
+def _check_locality() -> None:
+    """The memoized deliveries and timers rely on this: coordinator rows read and write only the
+    group's variables (the client rows' locality: checkers/clients.py)."""
     from groupspec.spec.table import ROWS
-    client_names = {ALL_VARS[i].name for i in CLIENT_VARS}
-    group_names = {v.name for v in STATE_VARS}
-    for table, allowed in ((client_rows, client_names), (ROWS, group_names)):
-        for r in table:
-            terms = [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]
-            written = {k for st in r.steps if isinstance(st, Set_) for k in st.updates}
-            read = {n.data for t in terms for n in walk(t) if n.op == "var"}
-            if not (read | written) <= allowed:
-                raise AssertionError(f"row {r.name!r} touches {sorted((read | written) - allowed)}")
-    for r in client_rows:   # every read of a client variable is at the row's own client
-        for t in [r.guard] + [t for st in r.steps if isinstance(st, Set_) for t in st.updates.values()]:
-            for n in walk(t):
-                if n.op == "get" and n.args[0].op == "var" and n.args[0].data in client_names:
-                    if not (n.args[1].op == "param" and n.args[1].data == "client"):
-                        raise AssertionError(f"client row {r.name!r} reads another client's {n.args[0].data}")
-
+    check_touches(ROWS, {v.name for v in STATE_VARS})

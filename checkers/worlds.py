@@ -51,6 +51,9 @@ class WorldConfig:
     # thread keeps heartbeating (spec/world.py).  Only worlds without session expiry say that the
     # heartbeats keep its session alive: under abstract time an armed session timer may fire anyway.
     hung_poll: bool = False
+    # A dynamic member may close while the group rebalances (its JoinGroup or SyncGroup parked or
+    # answered, not yet read), sending LeaveGroup: `leaves` lets only a stable member leave.
+    leaves_rebalancing: bool = False
 
     FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart",
               "hung_poll")

@@ -247,6 +247,14 @@ CLIENT_ROWS: list[Row] = [
         [sets(**_send("commit", parts=W.c_owned[C]))], None, src + " (commitSync of the partitions it owns)"),
     Row("leave the group", "ClientLeave", ALL, (W.c_phase[C] == ph("stable")) & idle_line,
         [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_send("leave"))], None, src + " (close)"),
+    # A consumer closed while its group rebalances (switch `leaves_rebalancing`): its JoinGroup or
+    # SyncGroup was answered or is parked, and close() sends LeaveGroup all the same (the Java
+    # consumer leaves whenever it holds a member id and is not UNJOINED); the answer it awaited is
+    # never read (the action forgets: the connection is closed).
+    Row("leave the group during a rebalance", "ClientLeaveRebalancing", ALL,
+        Or(W.c_phase[C] == ph("joining"), W.c_phase[C] == ph("syncing")) & W.c_member[C].is_some() & idle_line,
+        [sets(c_phase=W.c_phase.put(C, ph("left")), **_stop(), **_send("leave"))], None,
+        src + " (close during a rebalance: maybeLeaveGroup once the member id is known)"),
     Row("request timed out, rejoin", "ClientTimeout", ALL,
         (Or(W.c_phase[C] == ph("joining"), W.c_phase[C] == ph("syncing"))) & idle_line,
         [sets(**_rejoin())], None, src + " (request.timeout.ms: a lost request or response)"),
@@ -340,6 +348,8 @@ ACTIONS: tuple[Action, ...] = (
            ("commits",), trigger="ClientCommit"),
     Action("ClientLeave", "a stable dynamic member closes and leaves the group", UNFAIR, "client", ("leaves",),
            trigger="ClientLeave"),
+    Action("ClientLeaveRebalancing", "a dynamic member closes during a rebalance and leaves the group", UNFAIR,
+           "client", ("leaves_rebalancing",), forgets=True, trigger="ClientLeaveRebalancing"),
     Action("ClientCrash", "the consumer process dies", UNFAIR, "client", ("crash",), fault=True, forgets=True,
            trigger="ClientCrash"),
     Action("ClientOvertake", "a client gives up on a request still in the network, which arrives late",
@@ -395,7 +405,7 @@ CLIENT_TRIGGERS = tuple(a.trigger for a in ACTIONS if a.trigger.startswith("Clie
 # the client triggers whose rows send LeaveGroup: a static member (group.instance.id) never does
 # (AbstractCoordinator.maybeLeaveGroup: its membership ends only by session expiry, KIP-345); a hung
 # static member past max.poll.interval.ms only stops heartbeating, which the coordinator sees as a crash
-LEAVE_TRIGGERS = ("ClientLeave", "ClientPollTimeout")
+LEAVE_TRIGGERS = ("ClientLeave", "ClientLeaveRebalancing", "ClientPollTimeout")
 
 
 def fairness(action: Action, timely: bool) -> str:

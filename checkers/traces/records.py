@@ -10,23 +10,16 @@ from __future__ import annotations
 import gzip
 import heapq
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
-import orjson
+from .codec import BASE_COLUMNS, GROUP_RE, from_row, loads
 
 KINDS = ("request", "response", "timer", "storage", "coordinator", "observe")
 TIMER_NAMES = ("heartbeat", "pending-member", "join", "initial-join", "sync")
 EVENTS = ("load", "unload", "begin_load", "mark_dead", "expire_offsets")
 OBSERVE_EVENTS = ("rebalance-start", "join-complete", "leader-sync", "member-removed", "member-left",
                   "member-added", "empty", "dead", "loaded", "unloaded", "fenced")
-# Parquet columns: the common fields typed, the rest (nested values, extensions) JSON text
-BASE_COLUMNS = ("v", "group", "seq", "ts_ms", "source", "kind")
-JSON_COLUMNS = ("request", "response", "members", "config", "extra")
-SCALAR_COLUMNS = ("id", "api", "timer", "member", "result", "event", "state", "generation", "leader",
-                  "protocol", "reason", "issued", "at_once")
-GROUP_RE = re.compile(r'"group"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 class TraceInputError(Exception):
@@ -163,19 +156,6 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
                               f"a gzip file cut short must be recompressed") from None
 
 
-def loads(text: str) -> Any:
-    """A JSON value, by orjson (a third of json's time; parsing is most of reading).  What orjson
-    refuses (NaN, a lone surrogate, a number beyond a double, text that is not JSON) goes to json,
-    so such a value, and every error, is json's.  One difference is left: an integer past 64 bits,
-    which no field of the format holds (Kafka's are INT64 at most), orjson reads as a float, so a
-    record with one is refused by its field's check instead of read as a Python int (looking for such
-    a number in every line would cost more than orjson saves)."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)
-
-
 def parse_line(line: str, file: str) -> tuple[str | None, Any]:
     """(group, record) from a JSON line of `file`; a line that is not JSON gives (its group if one is
     visible, a BadRecord naming the file and the record by its first characters: Spark reads
@@ -217,60 +197,6 @@ def parquet_columns_missing(path: Path) -> list[str]:
     except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
         raise TraceInputError(f"{path}: not a readable Parquet file ({str(e)[:120]})") from None
     return [c for c in BASE_COLUMNS if c not in names]
-
-
-def from_row(row: dict) -> dict:
-    """A Parquet row (nested values as JSON text) back to a record."""
-    rec: dict = {}
-    for k, v in row.items():
-        if v is None:
-            continue
-        if k in JSON_COLUMNS:
-            try:
-                v = loads(v)
-            except (TypeError, ValueError):
-                pass
-            if k == "extra" and isinstance(v, dict):
-                rec.update(v)
-                continue
-        rec[k] = v
-    for k in ("v", "seq", "ts_ms", "generation"):
-        if isinstance(rec.get(k), float) and rec[k].is_integer():
-            rec[k] = int(rec[k])
-    return rec
-
-
-def parquet_schema():
-    import pyarrow as pa
-    fields = [("v", pa.int64()), ("group", pa.string()), ("seq", pa.int64()), ("ts_ms", pa.int64()),
-              ("source", pa.string()), ("kind", pa.string())]
-    fields += [(c, pa.int64() if c == "generation" else pa.bool_() if c == "at_once" else pa.string())
-               for c in SCALAR_COLUMNS]
-    fields += [(c, pa.string()) for c in JSON_COLUMNS]
-    return pa.schema(fields)
-
-
-def to_row(rec: dict) -> dict:
-    """A record as a Parquet row (see from_row)."""
-    row = {c: rec.get(c) for c in BASE_COLUMNS}
-    extra = {}
-    for k, v in rec.items():
-        if k in BASE_COLUMNS:
-            continue
-        if k in JSON_COLUMNS:
-            row[k] = json.dumps(v, separators=(",", ":"))
-        elif k == "generation" and isinstance(v, int) and not isinstance(v, bool):
-            row[k] = v
-        elif k == "at_once" and isinstance(v, bool):
-            row[k] = v
-        elif k in SCALAR_COLUMNS and k not in ("generation", "at_once") and isinstance(v, (str, int)) \
-                and not isinstance(v, bool):
-            row[k] = str(v)
-        else:
-            extra[k] = v
-    if extra:
-        row["extra"] = json.dumps(extra, separators=(",", ":"))
-    return row
 
 
 def read_groups(paths: list[str], skipped: list | None = None) -> tuple[dict[str, list], list[str]]:

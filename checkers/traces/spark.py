@@ -27,10 +27,10 @@ import sys
 from pathlib import Path
 
 from .check import VERDICT_FIELDS, check_group
-from .records import (BadRecord, TraceInputError, file_name, from_row, is_parquet, loads, parquet_columns_missing,
+from .codec import GROUP_PATTERN, from_row, loads
+from .records import (BadRecord, TraceInputError, file_name, is_parquet, parquet_columns_missing,
                       parse_line)
 
-GROUP_PATTERN = r'"group"\s*:\s*"((?:[^"\\]|\\.)*)"'
 ENGINES = ("arrow", "rdd", "pandas")
 VERDICT_DDL = ("group string, verdict string, seq long, source string, rule string, detail string, records long, "
                "rebalances long, mode string, explain string")
