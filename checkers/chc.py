@@ -264,7 +264,11 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
                                 seconds=time.perf_counter() - t0, attempts=attempts)
         if keep >= ALL:
             return SpacerResult("counterexample", sorted(keep), reason="Spacer derived a path from the blank "
-                                "group to a state that breaks it", seconds=time.perf_counter() - t0,
+                                "group to a state that breaks it in the clauses' over-approximation (requests "
+                                "are any the environment's assumptions allow; a Load reads any protocols' "
+                                "metadata and offsets, which the record's lemmas do not speak of); not a "
+                                "violation unless a world of the explicit checker shows it",
+                                seconds=time.perf_counter() - t0,
                                 attempts=attempts)
         wider = widen(keep, system.specs)
         keep = wider if wider != keep else ALL
