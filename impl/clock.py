@@ -15,6 +15,14 @@ import time
 from typing import Callable, Hashable
 
 
+# far more timers than a group holds at one deadline (one per member and timer kind)
+SAME_INSTANT_LIMIT = 10_000
+
+
+class TimerLivelock(RuntimeError):
+    """Timers keep firing at one instant: the clock can never move on."""
+
+
 class ManualClock:
     """A clock that moves only when told to (tests, scenarios)."""
 
@@ -82,13 +90,21 @@ class Timers:
         return None
 
     def advance(self, ms: int, fire: Callable[[Hashable], None]) -> None:
-        """Move the clock forward `ms`, firing due timers in order."""
+        """Move the clock forward `ms`, firing due timers in order.  Timers that keep re-arming
+        themselves to fire at once would never let the clock reach `until`: after
+        SAME_INSTANT_LIMIT firings at one instant that is a livelock, raised, not a hang."""
         until = self.clock.now() + ms
+        at, fired = None, 0
         while True:
             due = self._next_due(until)
             if due is None:
                 break
             deadline, key = due
+            fired = fired + 1 if deadline == at else 1
+            at = deadline
+            if fired > SAME_INSTANT_LIMIT:
+                raise TimerLivelock(f"timers fired {SAME_INSTANT_LIMIT:,} times at {deadline} ms without the "
+                                    f"clock moving (the last: {key!r}): a timer re-armed to fire at once, for ever")
             self.clock.now_ms = deadline
             fire(key)
         self.clock.now_ms = until

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from groupspec.impl.clock import ManualClock, Timers
+from groupspec.impl.clock import SAME_INSTANT_LIMIT, ManualClock, TimerLivelock, Timers
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.lifecycle import GroupLifecycle, IllegalMove, move
 from groupspec.impl.storage import FileLog
@@ -72,6 +72,25 @@ def test_timers_fire_in_deadline_then_arming_order():
     t.arm("zero", 0)
     t.advance(0, lambda k: fired.append((k, clock.now())))
     assert fired[-1] == ("zero", 10)
+
+
+def test_a_timer_that_re_arms_itself_to_fire_at_once_is_a_livelock_raised_not_a_hang():
+    clock = ManualClock()
+    t = Timers(clock)
+    fired = []
+
+    def fire(k):                  # a broken coordinator: the timer re-arms itself with no delay
+        fired.append(k)
+        t.arm(k, 0)
+    t.arm("loop", 5)
+    with pytest.raises(TimerLivelock, match="at 5 ms"):
+        t.advance(10, fire)
+    assert len(fired) == SAME_INSTANT_LIMIT
+    # many timers due at one instant are not a livelock
+    t2 = Timers(ManualClock())
+    for i in range(100):
+        t2.arm(i, 1)
+    t2.advance(1, lambda k: None)
 
 
 ids = st.sampled_from(["", "x", "c-1", None])
