@@ -108,18 +108,26 @@ def _invariants(mutants: dict) -> str:
     lines = [text, "\n\n## Mutants killed\n\nFrom `docs/mutants.json` (`groupspec mutate --json`): the planted bugs "
                    "each invariant (or other check) caught.\n"]
     for by, ms in sorted(mutants.items()):
-        lines.append(f"\n### {by}\n\n" + "\n".join(f"- {m['operator']} in `{m['row']}`: {D._cell(m['detail'])}"
-                                                   for m in ms))
+        lines.append(f"\n### {by}\n\n" + "\n".join(
+            f"- {m['operator']} in `{m['row']}`: {D._cell(m['detail'])}"
+            + (f" — {D._cell(m['killed_by'])}" if m["killed_by"] != by else "") for m in ms))
     return "\n".join(lines) + "\n"
 
 
 def _mutants_by_invariant(path: Path) -> dict:
+    """The killed mutants by what killed them: an invariant or property by name; the harness's
+    and the table's kills (each with its own message) under one heading each."""
     if not path.is_file():
         return {}
     out: dict = {}
     for r in json.loads(path.read_text(encoding="utf-8")).get("results", []):
         if r.get("outcome") == "killed":
-            out.setdefault(r["killed_by"], []).append(r)
+            by = r["killed_by"]
+            if r.get("checker") == "harness":
+                by = "the conformance harness (a different answer from the spec's)"
+            elif by.startswith("the table:"):
+                by = "the table (the mutant leaves a case no row covers)"
+            out.setdefault(by, []).append(r)
     return out
 
 
