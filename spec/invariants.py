@@ -238,6 +238,8 @@ INVARIANTS += (
         And(V.assignment.keys_where(lambda a: Not(a.is_empty())).subset_of(V.members),
             V.instance_of.keys_where(lambda i: i.is_some()).subset_of(V.members),
             V.protos.keys_where(lambda x: x.is_some()).subset_of(V.members),
+            V.session_ms.keys_where(lambda t: Not(t == 0)).subset_of(V.members),
+            V.rebalance_ms.keys_where(lambda t: Not(t == 0)).subset_of(V.members),
             Implies(_in("PreparingRebalance", "Empty"), V.pending_sync.is_empty()),
             Implies(Not(V.pending_sync.subset_of(V.members)), V.sync_timer | _in("Dead"))),
         "GM.remove (the MemberMetadata is dropped, and the id from pendingSyncMembers), GC.prepareRebalance "
