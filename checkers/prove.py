@@ -42,7 +42,7 @@ import z3
 
 from groupspec.spec import unbounded as U
 from groupspec.spec.invariants import INVARIANTS, Invariant
-from groupspec.spec.lang import BOOL, ForAll, Implies, Not, Term, lift, walk
+from groupspec.spec.lang import BOOL, ForAll, Implies, Not, Or, Term, lift, walk
 from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
                                    GroupRecord, GroupState, P, V)
@@ -155,6 +155,12 @@ def templates() -> list[Lemma]:
         for b in MEMBER_SETS:
             out.append(Lemma(f"{v.name} set only for {b}", f"only ids in {b} have a {v.name}",
                              _nondefault(v).subset_of(sets_[b])))
+    for v in MEMBER_MAPS:
+        if v.type.value.kind == "dom":      # an id-valued map: no two members share a value
+            var = getattr(V, v.name)
+            out.append(Lemma(f"{v.name} distinct over members", f"no two members have the same {v.name}",
+                             ForAll(V.members, lambda a, var=var: ForAll(V.members, lambda b, var=var: Or(
+                                 a == b, var[a].is_none(), Not(var[a] == var[b]))))))
     for b in MEMBER_SETS:
         out.append(Lemma(f"leader ∈ {b}", f"the leader, if any, is in {b}", V.leader.is_none() | V.leader.in_(sets_[b])))
         out.append(Lemma(f"sync timer ⇒ {b} ≠ ∅", f"the pending-sync timer runs only while {b} is not empty",
