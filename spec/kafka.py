@@ -238,3 +238,10 @@ def brief(value: Any, limit: int = 60) -> str:
     walk(value, ())
     text = "".join(out)
     return text if budget[0] >= 0 else text[:max(limit - 3, 1)] + "..."
+
+
+# The errors a log append may fail with: what the replica manager answers a write of the group
+# metadata topic, which GMM.storeGroup and maybeConvertOffsetCommitError translate
+# (spec/table.py).  The harness and the simulator inject failed writes from this list.
+APPEND_FAILURES = ("NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "MESSAGE_TOO_LARGE", "KAFKA_STORAGE_ERROR",
+                   "UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS")

@@ -34,7 +34,7 @@ from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.trace import TraceWriter
 from groupspec.spec.assignors import format_partition, range_assign
 from groupspec.spec.concrete import iter_bits
-from groupspec.spec.kafka import ERRORS
+from groupspec.spec.kafka import APPEND_FAILURES, ERRORS
 from groupspec.spec.lang import NONE
 from groupspec.spec.schema import MEMBER
 from groupspec.spec.world import ACTION_BY_NAME, MESSAGES, Kind
@@ -330,8 +330,7 @@ class GroupSim:
             self._advance(rng.randint(0, 300))
             self.coord.load()
         elif k < 0.80:                                     # the next append fails
-            self.coord.storage_fail_next(rng.choice(["NOT_ENOUGH_REPLICAS", "NOT_LEADER_OR_FOLLOWER",
-                                                     "KAFKA_STORAGE_ERROR"]))
+            self.coord.storage_fail_next(rng.choice(APPEND_FAILURES))
         else:                                              # storage is slow for a while: each write
             self.coord.storage_hold(True)                  # completes some time after it is made
             self.slow_until = now + rng.randint(5_000, 40_000)
@@ -362,7 +361,7 @@ class GroupSim:
             if self.write_due is not None and now >= self.write_due:
                 self.write_due = None
                 if self.coord.appends:
-                    self.coord.storage_complete("NONE" if self.rng.random() < 0.9 else "NOT_ENOUGH_REPLICAS")
+                    self.coord.storage_complete("NONE" if self.rng.random() < 0.9 else self.rng.choice(APPEND_FAILURES))
                 continue
             if self.slow_until is not None and now >= self.slow_until:
                 self.slow_until = None
