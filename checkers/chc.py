@@ -150,8 +150,9 @@ class Horn:
         """The clauses of one step (RowCtx `c`): from Inv before to Inv after.  A step that
         appends a group record leaves the log's record as it was (the append fails, or is not
         the last) or, once stored, replaces it with the record it captured."""
-        body = [self.inv_of(c.shared.state, self.rec), *c.base]
-        self.clauses.append(self._clause(body, self.inv_of(c.post, self.rec)))
+        after = self.inv_of(c.post, self.rec)
+        body = [self.inv_of(c.shared.state, self.rec), *c.facts()]
+        self.clauses.append(self._clause(body, after))
         if RECORD not in self.keep:
             return
         blank = c.rd.blank_record()
@@ -164,10 +165,11 @@ class Horn:
         self.clauses.append(self._clause([self.inv_of(self.system.shared.state, self.rec), *body],
                                          z3.BoolVal(False)))
 
-    def solve(self, timeout_ms: int):
-        """sat: an Inv exists (safe); unsat: a derivation of false (a path to a violation)."""
+    def solve(self, work: int):
+        """sat: an Inv exists (safe); unsat: a derivation of false (a path to a violation).
+        `work`: Z3's resource units it may spend (`prove.Work`)."""
         s = z3.SolverFor("HORN")
-        s.set("timeout", max(1, timeout_ms))
+        s.set("rlimit", max(1, work))
         s.set("fp.xform.inline_eager", False)
         s.add(*self.clauses)
         return s.check(), s
@@ -237,14 +239,15 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
     """Spacer on the table's Horn clauses in `system` (a fixed-size reading), localized: Inv
     over the invariant's variables first, widened along the cone of influence (`widen`) while
     Spacer finds a path to a violation that may come from the variables left free."""
+    from .prove import Work
     t0 = time.perf_counter()
+    budget = Work(budget_s)
     # the log's record from the start: without it a Load may read any group
     keep = set(start or ()) | {RECORD} | {n.data.removeprefix("prev:") for n in walk(inv.formula) if n.op == "var"}
     attempts: list[dict] = []
     while True:
-        left = budget_s - (time.perf_counter() - t0)
-        if left <= 0:
-            return SpacerResult("unknown", sorted(keep), reason=f"its {budget_s:g} s budget spent",
+        if budget.spent():
+            return SpacerResult("unknown", sorted(keep), reason=f"its budget ({budget_s:g} s of Z3 work) spent",
                                 seconds=time.perf_counter() - t0, attempts=attempts)
         h = Horn(system, keep)
         for i in range(len(system.specs)):
@@ -252,7 +255,7 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
         for body in queries(system, inv)(h):
             h.query(body)
         a0 = time.perf_counter()
-        res, solver = h.solve(int(left * 1000))
+        res, solver = h.solve(budget.left())
         attempts.append({"variables": sorted(keep), "result": str(res), "seconds": round(time.perf_counter() - a0, 3)})
         if res == z3.sat:
             formulas = h.lemmas(solver)
@@ -345,6 +348,6 @@ def queries(system, inv: Invariant):
             c = system.row(i)
             g = kind_goal(inv, c)
             if g is not None:
-                out.append([*c.base, z3.Not(g)])
+                out.append([*c.facts(), z3.Not(g)])
         return out
     return of

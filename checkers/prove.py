@@ -29,7 +29,9 @@ lemmas, checked at every row that appends a group record, and on the blank
 record); a timer fires only when armed (`table.ENABLED`).  Closed-world
 invariants add what the clients guarantee (`CLOSED_WORLD`).
 
-Every query has a timeout; `unknown` is reported as unknown, never as proved.
+Every query has a limit; `unknown` is reported as unknown, never as proved.  The
+limits and the search's budget are counted in Z3's resource units, not seconds
+(`Work`), so a loaded machine proves what a quiet one does.
 """
 from __future__ import annotations
 
@@ -46,13 +48,42 @@ from groupspec.spec.lang import BOOL, ForAll, Implies, Not, Or, Term, lift, walk
 from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
                                    GroupRecord, GroupState, P, V)
-from groupspec.spec.symbolic import (FixedMeaning, SymEnv, concrete_to_z3, fresh_params, fresh_state,
+from groupspec.spec.symbolic import (FixedMeaning, Lazy, SymEnv, concrete_to_z3, fresh_params, fresh_state,
                                      params_well_formed, row_relation, state_well_formed, to_z3)
 from groupspec.spec.table import ROWS, enabled
 
-TIMEOUT_MS = 3_000
-QUICK_MS = 500       # a query that asks many things at once: split on unknown rather than wait
+# Z3's resource units (its `rlimit`) in a second of solving on this machine (about 6 to 8
+# million on the induction queries of assignments-disjoint, measured 2026-11): the seconds
+# given on the command line are converted at this rate.
+WORK_PER_SECOND = 7_000_000
+QUERY_WORK = 3 * WORK_PER_SECOND
+# a query that asks many things at once (about 150 ms): on unknown it is split rather than waited on
+QUICK_WORK = WORK_PER_SECOND // 7
 DEBUG = False
+
+
+def z3_work() -> int:
+    """Z3's resource counter now (one for every solver of the context)."""
+    s = z3.Solver()
+    s.check()
+    st = s.statistics()
+    return st.get_key_value("rlimit count") if "rlimit count" in st.keys() else 0
+
+
+class Work:
+    """A budget of Z3 work (`seconds` converted at WORK_PER_SECOND): unlike a deadline, it is
+    spent the same whatever else the machine runs."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.limit = int(seconds * WORK_PER_SECOND)
+        self.start = z3_work()
+
+    def spent(self) -> bool:
+        return z3_work() - self.start > self.limit
+
+    def left(self) -> int:
+        return max(1, self.limit - (z3_work() - self.start))
 STATUSES = ("proved", "proved up to N", "violated", "unknown")
 
 
@@ -257,10 +288,11 @@ class Reading:
 
     def relation(self, row, state, params, tag: str):
         if self.sizes:
-            g, post, outs = row_relation(row, state, params, self.sizes, meaning=FixedMeaning(self.sizes, tag))
+            g, post, outs = row_relation(row, state, params, self.sizes, meaning=FixedMeaning(self.sizes, tag),
+                                         lazy=True)
             return g, post, outs, [], set()
         m = U.UnboundedMeaning(self.sorts, tag)
-        g, post, outs = row_relation(row, state, params, None, meaning=m)
+        g, post, outs = row_relation(row, state, params, None, meaning=m, lazy=True)
         return g, post, outs, m.side, m.approximated
 
     def value(self, v, t):
@@ -355,6 +387,7 @@ class Shared:
         self.rd = rd
         self.state, self.params = rd.fresh("")
         self.error = rd.fresh("b")[1]["error"]
+        self.well_formed = rd.well_formed(self.state, self.params)
         self._pre: dict[int, tuple] = {}
 
     def pre(self, t: Term):
@@ -371,15 +404,18 @@ class RowCtx:
     """One step (a row, or a row and the completion of its append) in one reading: its
     relation, the facts assumed before it, and a solver."""
 
-    def __init__(self, rd: Reading, i: int, spec: tuple, assumptions: list[Assumption], timeout_ms: int,
+    def __init__(self, rd: Reading, i: int, spec: tuple, assumptions: list[Assumption], work: int,
                  shared: "Shared"):
         from groupspec.spec.table import completion
         self.rd, self.i, self.spec, self.shared = rd, i, spec, shared
         row = spec[0]
         self.state, self.params = shared.state, shared.params
-        self.guard, self.post, self.outs, self.side, self.approx = rd.relation(row, self.state, self.params, f"@{i}")
+        self.guard, self.post, self.outs, side, self.approx = rd.relation(row, self.state, self.params, f"@{i}")
         self.row, self.name = row, row.name
-        self.base = rd.well_formed(self.state, self.params) + self.side + [self.guard]
+        # the post-state is built as it is read: the facts its reading introduces (`side`, a
+        # list that grows with it) are asked with every query
+        self.sides = [side]
+        self.base = shared.well_formed + [self.guard]
         self.step_state, self.step_params = self.state, self.params
         self.written = written(row)
         self.appends = appended_records(self.outs)
@@ -391,7 +427,8 @@ class RowCtx:
             for n, v in mapped.items():
                 pb[n] = v if isinstance(v, (z3.ExprRef, tuple, list)) else rd.value(v, PARAM_TYPES[n])
             g2, post, outs2, side2, approx2 = rd.relation(done, self.post, pb, f"@{i}b")
-            self.base += rd.well_formed({}, {"error": pb["error"]}) + side2 + [o.cond, g2]
+            self.base += rd.well_formed({}, {"error": pb["error"]}) + [o.cond, g2]
+            self.sides.append(side2)
             self.step_state, self.step_params = self.post, pb
             self.post, self.outs = post, outs2
             self.approx |= approx2
@@ -403,7 +440,7 @@ class RowCtx:
         self.assumed = [a for a in assumptions if _params_of(a.formula) <= set(trig.params)]
         self.base += [self.pre(a.formula) for a in self.assumed]
         self.loads = "record" in trig.params
-        self.timeout_ms = timeout_ms
+        self.work = work
         self._obl: dict = {}
 
     def _facts(self, side: list) -> None:
@@ -423,10 +460,13 @@ class RowCtx:
         self._facts(side)
         return v
 
+    def facts(self) -> list:
+        """What every query of this step assumes: the step, and the facts its readings added."""
+        return self.base + [f for side in self.sides for f in side]
+
     def step_of(self, t: Term):
         """Step term t of the step's last row (from the state before it)."""
-        both = dict(self.post)
-        both.update({"prev:" + k: v for k, v in self.step_state.items()})
+        both = Lazy(self.post, {"prev:" + v.name: (lambda k=v.name: self.step_state[k]) for v in STATE_VARS})
         side: list = []
         v = self.rd.read(t, both, self.step_params, side, self.approx)
         self._facts(side)
@@ -441,17 +481,17 @@ class RowCtx:
         self._facts(side)
         return v
 
-    def ask(self, lemmas: list[Lemma], bad, extra: list[Lemma] = (), timeout_ms: int | None = None) -> tuple:
+    def ask(self, lemmas: list[Lemma], bad, extra: list[Lemma] = (), work: int | None = None) -> tuple:
         """Is there a step from a state where `lemmas` hold to one where `bad` holds?  A fresh
         solver each time: one kept across queries gathers the lemmas and goals of every earlier
         question, and Z3 then gives up (unknown) on queries it answers at once alone.  `extra`
         lemmas are assumed through literals, for an unsat core.  Returns (result, solver, the
         literals of `extra`)."""
         s = z3.Solver()
-        s.set("timeout", self.timeout_ms if timeout_ms is None else min(timeout_ms, self.timeout_ms))
+        s.set("rlimit", self.work if work is None else min(work, self.work))
         pre = [self.pre_lemma(lm) for lm in lemmas]
         lits = {z3.Bool(f"L:{lm.name}"): lm for lm in extra}
-        s.add(*self.base, *pre, bad, *[z3.Implies(x, self.pre_lemma(lm)) for x, lm in lits.items()])
+        s.add(*pre, bad, *[z3.Implies(x, self.pre_lemma(lm)) for x, lm in lits.items()], *self.facts())
         return s.check(*lits), s, lits
 
     def pre_lemma(self, lm: Lemma):
@@ -578,11 +618,14 @@ class System:
     Houdini, unsat cores."""
 
     def __init__(self, reading: Reading, rows=None, extra: tuple[Assumption, ...] = (),
-                 timeout_ms: int = TIMEOUT_MS):
+                 work: int = QUERY_WORK, falsifier: "System | None" = None):
         self.rd = reading
+        # the same table for fixed small sizes, where a query is decidable and a counterexample
+        # comes fast: asked when this reading's query is undecided (`small_cti`)
+        self.falsifier = falsifier
         self.rows = list(ROWS if rows is None else rows)
         self.assumptions = list(ENVIRONMENT) + list(extra)
-        self.timeout_ms = timeout_ms
+        self.work = work
         self._ctx: dict[int, RowCtx] = {}
         self.shared = Shared(reading)
         self.specs = steps_of(self.rows)
@@ -595,7 +638,7 @@ class System:
         affect builds only those)."""
         c = self._ctx.get(i)
         if c is None:
-            c = self._ctx[i] = RowCtx(self.rd, i, self.specs[i], self.assumptions, self.timeout_ms, self.shared)
+            c = self._ctx[i] = RowCtx(self.rd, i, self.specs[i], self.assumptions, self.work, self.shared)
         return c
 
     @property
@@ -625,14 +668,14 @@ class System:
         side: list = []
         v = self.rd.read(inv.formula, both, params, side, set())
         s = z3.Solver()
-        s.set("timeout", self.timeout_ms)
+        s.set("rlimit", self.work)
         s.add(*self.rd.well_formed(st, params), *side, z3.Not(v))
         return s.check() == z3.unsat
 
     def initially(self, lm: Lemma) -> bool:
         """The lemma holds of a group the coordinator does not hold (and of the blank record)."""
         s = z3.Solver()
-        s.set("timeout", self.timeout_ms)
+        s.set("rlimit", self.work)
         st = self.rd.blank_state()
         _, params = self.rd.fresh("init")
         if lm.record:
@@ -642,10 +685,10 @@ class System:
         s.add(*side, z3.Not(v))
         return s.check() == z3.unsat
 
-    def houdini(self, cands: list[Lemma], deadline: float | None = None) -> tuple[list[Lemma] | None, dict]:
+    def houdini(self, cands: list[Lemma], budget: Work | None = None) -> tuple[list[Lemma] | None, dict]:
         """The largest subset of `cands` inductive as a whole (relative to the assumptions).
         Returns it and, for each candidate dropped, the row that broke it; None for the subset
-        when the deadline passed first (nothing is claimed then)."""
+        when the budget was spent first (nothing is claimed then)."""
         alive = {lm.name: lm for lm in cands if self.initially(lm)}
         dropped = {lm.name: "not true of a group the coordinator does not hold"
                    for lm in cands if lm.name not in alive}
@@ -659,7 +702,7 @@ class System:
             if c.i in core:
                 continue
             while True:
-                if deadline is not None and time.perf_counter() > deadline:
+                if budget is not None and budget.spent():
                     return None, dropped
                 obs = [(lm, c.obligation(lm)) for lm in alive.values()]
                 obs = [(lm, o) for lm, o in obs if o is not None]
@@ -669,7 +712,7 @@ class System:
                 t0 = time.perf_counter()
                 # all obligations at once, briefly: on unknown, each on its own with the full time
                 res, solver, lits = c.ask([], z3.Or([z3.Not(o) for _, o in obs]), list(alive.values()),
-                                          timeout_ms=QUICK_MS)
+                                          work=QUICK_WORK)
                 if DEBUG:
                     print(f"  houdini {self.rd.label} {c.name[:60]:60} {res} {time.perf_counter() - t0:.3f}s "
                           f"{len(obs)} obligations", flush=True)
@@ -677,7 +720,10 @@ class System:
                     core[c.i] = {lits[x].name for x in solver.unsat_core() if x in lits}
                     break
                 if res == z3.unknown:
-                    bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
+                    small = self.small_cti(c.i, list(alive.values()), lambda f: [
+                        (lm, f.obligation(lm)) for lm, _ in obs])
+                    bad = [lm for lm, o in obs if lm.name in small] or [
+                        lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
                 else:
                     m = solver.model()
                     bad = [lm for lm, o in obs if model_value(m, o) is False]
@@ -696,7 +742,7 @@ class System:
         return list(alive.values()), dropped
 
     def check_goal(self, goal_of: Callable[[RowCtx], object], lemmas: list[Lemma], reads: set[str] | None = None,
-                   timeout_ms: int | None = None, first: bool = False):
+                   work: int | None = None, first: bool = False):
         """For every row (that writes a variable of `reads`): lemmas before ∧ row ⇒ goal.
         Returns (failures [(ctx, model)], unknown rows, the lemmas the unsat cores used);
         `first`: stop at the first row that fails or is unknown."""
@@ -707,14 +753,43 @@ class System:
             o = goal_of(c)
             if o is None or z3.is_true(z3.simplify(o)):
                 continue
-            res, solver, lits = c.ask([], z3.Not(o), lemmas, timeout_ms)
+            res, solver, lits = c.ask([], z3.Not(o), lemmas, work)
             if res == z3.unsat:
                 used |= {lits[x].name for x in solver.unsat_core() if x in lits}
             elif res == z3.sat:
                 fails.append((c, solver.model()))
+            elif self.falsifier is not None and (cex := self.falsifier.counterexample(c.i, lemmas, goal_of)):
+                fails.append(cex)
             else:
                 unknown.append(c.name)
         return fails, unknown, used
+
+    def small_cti(self, i: int, lemmas: list[Lemma], obligations: Callable[["RowCtx"], list]) -> set[str]:
+        """The lemmas whose obligations step i breaks from a state of the falsifier's small
+        sizes where all of `lemmas` hold (none when there is no falsifier or no such state).
+        Such a state is a real counterexample to induction in every reading, the unbounded
+        one included: N members are one case of any number."""
+        if self.falsifier is None:
+            return set()
+        f = self.falsifier.row(i)
+        obs = [(lm, o) for lm, o in obligations(f) if o is not None]
+        if not obs:
+            return set()
+        res, solver, _ = f.ask(lemmas, z3.Or([z3.Not(o) for _, o in obs]))
+        if res != z3.sat:
+            return set()
+        m = solver.model()
+        return {lm.name for lm, o in obs if model_value(m, o) is False}
+
+    def counterexample(self, i: int, lemmas: list[Lemma], goal_of: Callable[["RowCtx"], object]):
+        """(ctx, model) of step i breaking the goal from a state where `lemmas` hold, in this
+        reading, or None."""
+        c = self.row(i)
+        o = goal_of(c)
+        if o is None:
+            return None
+        res, solver, _ = c.ask(lemmas, z3.Not(o))
+        return (c, solver.model()) if res == z3.sat else None
 
     def closure_by_cores(self, direct: set[str], lemmas: list[Lemma]) -> list[str]:
         """As `closure`, from the unsat cores of the last Houdini run instead of new queries:
@@ -763,12 +838,12 @@ def kind_goal(inv: Invariant, c: RowCtx):
 class Prover:
     """Proves the catalog's invariants; the strengthening found is kept for every invariant."""
 
-    def __init__(self, rows=None, timeout_ms: int = TIMEOUT_MS, strengthen: bool = True,
+    def __init__(self, rows=None, query_work: int = QUERY_WORK, strengthen: bool = True,
                  bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 60.0,
                  presets: tuple[str, ...] = ("tiny", "small"), search: str = "vocabulary", engine: str = "both",
                  spacer_budget_s: float = 60.0):
         self.rows = list(ROWS if rows is None else rows)
-        self.timeout_ms, self.strengthen, self.bound = timeout_ms, strengthen, bound
+        self.query_work, self.strengthen, self.bound = query_work, strengthen, bound
         self.budget_s, self.search, self.engine = budget_s, search, engine
         self.spacer_budget_s = spacer_budget_s
         self.presets = tuple(presets)
@@ -784,7 +859,8 @@ class Prover:
         key = (scope, None if sizes is None else tuple(sorted(sizes.items())))
         if key not in self._systems:
             extra = tuple(a for name, asm in CLOSED_WORLD.items() if scope == "closed-world" for a in asm)
-            self._systems[key] = System(Reading(sizes), self.rows, extra, self.timeout_ms)
+            small = self.system(scope, fixed_sizes(self.bound)) if sizes is None else None
+            self._systems[key] = System(Reading(sizes), self.rows, extra, self.query_work, falsifier=small)
         return self._systems[key]
 
     def pool(self, scope: str) -> list[Lemma]:
@@ -926,7 +1002,7 @@ class Prover:
         own = [as_lemma(inv)] if inv.kind == "state" else []
         system = self.system(inv.scope)
         alive, _ = system.houdini(own + [pool[n] for n in names if n in pool],
-                                  deadline=time.perf_counter() + self.budget_s)
+                                  budget=Work(self.budget_s))
         if alive is None:
             return None
         if own and inv.name not in {lm.name for lm in alive}:
@@ -949,7 +1025,7 @@ class Prover:
         reads = self._reads(inv, system)
         # plain induction, briefly when a strengthening search follows (an unknown leads to it)
         # (a search follows any failure: the first one is enough to know it is needed)
-        fails, unknown, _ = system.check_goal(goal, own, reads, QUICK_MS if self.strengthen else None,
+        fails, unknown, _ = system.check_goal(goal, own, reads, QUICK_WORK if self.strengthen else None,
                                               first=self.strengthen)
         if not fails and not unknown:
             return Proof(inv.name, "proved", f"induction ({where})")
@@ -983,7 +1059,7 @@ class Prover:
         if c is not None:
             return Proof(inv.name, "unknown", "induction", cti=self.cti(inv, c, model, where),
                          reason=f"row {c.name!r} breaks it")
-        return Proof(inv.name, "unknown", "induction", reason=f"Z3 gave up (timeout) on {', '.join(unknown[:3])}")
+        return Proof(inv.name, "unknown", "induction", reason=f"Z3 gave up (its limit of work) on {', '.join(unknown[:3])}")
 
     def _widening(self, inv: Invariant, system: System, own: list[Lemma], goal, reads, where: str):
         """Houdini over the candidates that speak only of the invariant's vocabulary (its
@@ -994,11 +1070,11 @@ class Prover:
         (the last counterexample (ctx, model) or (None, None), rows Z3 gave up on)."""
         cands = self.candidates(inv.scope)
         vocab = {v.removeprefix("prev:") for v in _vars_of(inv.formula)} | {"record"}
-        deadline = time.perf_counter() + self.budget_s
+        budget = Work(self.budget_s)
         cex, unknown = (None, None), []
         while True:
             chosen = [lm for lm in cands if _vocabulary(lm) <= vocab and lm.name != inv.name]
-            alive, _ = system.houdini(own + chosen, deadline=deadline)
+            alive, _ = system.houdini(own + chosen, budget=budget)
             if alive is None:
                 return cex, [f"the strengthening search (its {self.budget_s:g} s budget spent)"]
             kept = [lm for lm in alive if lm.name != inv.name]

@@ -208,7 +208,8 @@ def run_induction(names: list[str] | None, strengthen: bool = True, bound: int =
                   search: str = "vocabulary", engine: str = "both", spacer_budget_s: float = 60.0):
     """Prove the invariants named (all when None).  Returns (proofs, prover)."""
     from .prove import INVARIANTS, Prover
-    prover = Prover(timeout_ms=int(timeout_s * 1000), strengthen=strengthen, bound=bound, budget_s=budget_s,
+    from .prove import WORK_PER_SECOND
+    prover = Prover(query_work=int(timeout_s * WORK_PER_SECOND), strengthen=strengthen, bound=bound, budget_s=budget_s,
                     presets=presets, progress=progress, search=search, engine=engine,
                     spacer_budget_s=spacer_budget_s)
     invs = [i for i in INVARIANTS if names is None or i.name in names]

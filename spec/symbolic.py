@@ -15,6 +15,7 @@ imports it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,10 +323,34 @@ class FixedMeaning:
         return _outputs(o, SymEnv(self.sizes, state, params), self.sizes)
 
 
+class Lazy(Mapping):
+    """A state over `base` whose variables in `thunks` are read when first asked for: a query
+    about a few variables after a row then builds only what those variables depend on."""
+
+    def __init__(self, base: Mapping, thunks: dict[str, Callable[[], Any]]):
+        self.base, self.thunks, self.done = base, thunks, {}
+
+    def __getitem__(self, k):
+        if k in self.thunks:
+            if k not in self.done:
+                self.done[k] = self.thunks[k]()
+            return self.done[k]
+        return self.base[k]
+
+    def __iter__(self):
+        yield from self.thunks
+        yield from (k for k in self.base if k not in self.thunks)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 def row_relation(row: Row, state: dict, params: dict, sizes: dict[str, int] | None, choices: dict | None = None,
-                 meaning=None):
+                 meaning=None, lazy: bool = False):
     """(guard, post-state, outputs) of a row; choices are fresh variables unless given.
-    `meaning` reads the terms (FixedMeaning(sizes) unless given)."""
+    `meaning` reads the terms (FixedMeaning(sizes) unless given).  `lazy`: the post-state is
+    a `Lazy` mapping, each variable built when first read (the meaning's side facts and
+    approximations then grow as it is)."""
     meaning = meaning or FixedMeaning(sizes)
     env_params = dict(params)
     for name, val in (choices or {}).items():
@@ -336,13 +361,20 @@ def row_relation(row: Row, state: dict, params: dict, sizes: dict[str, int] | No
     constraints = []
     for step in row.steps:
         _declare_choices(step, meaning, cur, env_params, constraints)
-        if isinstance(step, Set_):
+        if isinstance(step, Set_) and lazy:
+            cur = Lazy(cur, {k: (lambda t=t, pre=cur: meaning.term(t, pre, env_params))
+                             for k, t in step.updates.items()})
+        elif isinstance(step, Set_):
             new = {k: meaning.term(t, cur, env_params) for k, t in step.updates.items()}
             cur.update(new)
         else:
             outs.extend(meaning.outputs(step, cur, env_params))
     if row.target is not None:
-        cur["state"] = z3.IntVal(STATES.index(row.target))
+        target = z3.IntVal(STATES.index(row.target))
+        if lazy:
+            cur = Lazy(cur, {"state": lambda: target})
+        else:
+            cur["state"] = target
     return z3.And(guard, *constraints), cur, outs
 
 

@@ -36,7 +36,7 @@ import z3
 
 from .lang import NONE, LangError, Term, Type, default_of
 from .schema import INSTANCE, MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS
-from .symbolic import LEAVES, SCALAR_OPS, leaf
+from .symbolic import LEAVES, SCALAR_OPS, Lazy, leaf
 
 DOMAINS = (MEMBER, INSTANCE, PARTITION, PROTOCOL, PROTOLIST, PTYPE)
 
@@ -260,23 +260,20 @@ class UnboundedMeaning:
         self.side: list = []
 
     def _reading(self, state, params) -> Reading:
-        return Reading(self.sorts, state, params, self.tag)
-
-    def _done(self, r: Reading, value):
-        self.approximated |= r.approximated
-        self.side += r.side
-        return value
+        r = Reading(self.sorts, state, params, self.tag)
+        # what its readings add is the meaning's, also when a value is read later (lazily)
+        r.side, r.approximated = self.side, self.approximated
+        return r
 
     def term(self, t: Term, state: dict, params: dict):
-        r = self._reading(state, params)
-        return self._done(r, r.term(t))
+        return self._reading(state, params).term(t)
 
     def choice(self, name: str, ch: Term, state: dict, params: dict):
         r = self._reading(state, params)
         s = r.term(ch.args[0])
         v = z3.Const(f"choice_{name}{self.tag}", self.sorts.sort[ch.type.name])
         empty = s == z3.K(self.sorts.sort[ch.type.name], z3.BoolVal(False))
-        return self._done(r, (v, z3.If(empty, v == self.sorts.none[ch.type.name], z3.Select(s, v))))
+        return v, z3.If(empty, v == self.sorts.none[ch.type.name], z3.Select(s, v))
 
     def outputs(self, o, state: dict, params: dict) -> list:
         """One output, with `var` the bound element when it is repeated over a set (`cond` then
@@ -290,12 +287,15 @@ class UnboundedMeaning:
             var = z3.Const(r.fresh_name("o"), self.sorts.sort[o.var.type.name])
             bound = {id(o.var): var}
             cond = z3.Select(r.term(o.over), var)
-        fields = {k: (v if v is ECHO or not isinstance(v, Term) else r.go(v, bound)) for k, v in o.fields.items()}
+        # the fields are read when asked for (most queries read none of them)
+        fields = Lazy({k: v for k, v in o.fields.items() if v is ECHO or not isinstance(v, Term)},
+                      {k: (lambda v=v: r.go(v, bound)) for k, v in o.fields.items()
+                       if not (v is ECHO or not isinstance(v, Term))})
         member = r.go(o.member, bound) if isinstance(o.member, Term) else None
         when = r.go(o.when, bound) if isinstance(o.when, Term) else z3.BoolVal(True)
         out = SymOutput(o.kind, o.api, z3.And(cond, when), member, fields, o.timer)
         out.var = var
-        return self._done(r, [out])
+        return [out]
 
 
 def fresh_state(sorts: Sorts, prefix: str = "s.") -> dict:
