@@ -50,7 +50,7 @@ from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLI
                                   MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, ISSUED, Kind,
                                   append_errors, armed)
 
-from .z3_fast import Sub, conj, disj, eq, ite
+from groupspec.spec.z3_fast import Sub, conj, disj, eq, ite
 from .world_model import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
 from .worlds import WorldConfig
 

@@ -35,6 +35,7 @@ limits and the search's budget are counted in Z3's resource units, not seconds
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIG
 from groupspec.spec.symbolic import (FixedMeaning, Lazy, SymEnv, concrete_to_z3, fresh_params, fresh_state,
                                      params_well_formed, row_relation, state_well_formed, to_z3)
 from groupspec.spec.table import ROWS, enabled
+from groupspec.spec.z3_fast import conj, implies
 
 # Z3's resource units (its `rlimit`) in a second of solving on this machine (about 6 to 8
 # million on the induction queries of assignments-disjoint, measured 2026-11): the seconds
@@ -84,6 +86,8 @@ class Work:
 
     def left(self) -> int:
         return max(1, self.limit - (z3_work() - self.start))
+
+
 STATUSES = ("proved", "proved up to N", "violated", "unknown")
 
 
@@ -400,6 +404,12 @@ class Shared:
         return got[:3]
 
 
+@functools.lru_cache(maxsize=None)
+def _literal(name: str) -> z3.BoolRef:
+    """The literal that stands for lemma `name` in a query (its unsat core names lemmas by it)."""
+    return z3.Bool(f"L:{name}")
+
+
 class RowCtx:
     """One step (a row, or a row and the completion of its append) in one reading: its
     relation, the facts assumed before it, and a solver."""
@@ -490,8 +500,8 @@ class RowCtx:
         s = z3.Solver()
         s.set("rlimit", self.work if work is None else min(work, self.work))
         pre = [self.pre_lemma(lm) for lm in lemmas]
-        lits = {z3.Bool(f"L:{lm.name}"): lm for lm in extra}
-        s.add(*pre, bad, *[z3.Implies(x, self.pre_lemma(lm)) for x, lm in lits.items()], *self.facts())
+        lits = {_literal(lm.name): lm for lm in extra}
+        s.add(conj([*pre, bad, *[implies(x, self.pre_lemma(lm)) for x, lm in lits.items()], *self.facts()]))
         return s.check(*lits), s, lits
 
     def pre_lemma(self, lm: Lemma):
@@ -641,6 +651,10 @@ class System:
             c = self._ctx[i] = RowCtx(self.rd, i, self.specs[i], self.assumptions, self.work, self.shared)
         return c
 
+    def ctx_built(self) -> list[RowCtx]:
+        """The steps built so far."""
+        return list(self._ctx.values())
+
     @property
     def ctx(self) -> list[RowCtx]:
         return [self.row(i) for i in range(len(self.specs))]
@@ -720,10 +734,15 @@ class System:
                     core[c.i] = {lits[x].name for x in solver.unsat_core() if x in lits}
                     break
                 if res == z3.unknown:
-                    small = self.small_cti(c.i, list(alive.values()), lambda f: [
-                        (lm, f.obligation(lm)) for lm, _ in obs])
-                    bad = [lm for lm, o in obs if lm.name in small] or [
-                        lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
+                    # the small sizes' counterexamples first, as many as there are; then each
+                    # obligation left on its own, from the lemmas left
+                    small: set[str] = set()
+                    while more := self.small_cti(c.i, [lm for lm in alive.values() if lm.name not in small],
+                                                 lambda f: [(lm, f.obligation(lm)) for lm, _ in obs
+                                                            if lm.name not in small]):
+                        small |= more
+                    rest = [lm for lm in alive.values() if lm.name not in small]
+                    bad = [lm for lm, o in obs if lm.name in small or c.ask(rest, z3.Not(o))[0] != z3.unsat]
                 else:
                     m = solver.model()
                     bad = [lm for lm, o in obs if model_value(m, o) is False]
@@ -742,10 +761,11 @@ class System:
         return list(alive.values()), dropped
 
     def check_goal(self, goal_of: Callable[[RowCtx], object], lemmas: list[Lemma], reads: set[str] | None = None,
-                   work: int | None = None, first: bool = False):
+                   work: int | None = None, first: bool = False, small: bool = True):
         """For every row (that writes a variable of `reads`): lemmas before ∧ row ⇒ goal.
         Returns (failures [(ctx, model)], unknown rows, the lemmas the unsat cores used);
-        `first`: stop at the first row that fails or is unknown."""
+        `first`: stop at the first row that fails or is unknown; `small`: a row Z3 does not
+        decide is asked in the falsifier's small sizes, for a counterexample."""
         fails, unknown, used = [], [], set()
         for c in self.touching(reads):
             if first and (fails or unknown):
@@ -758,7 +778,8 @@ class System:
                 used |= {lits[x].name for x in solver.unsat_core() if x in lits}
             elif res == z3.sat:
                 fails.append((c, solver.model()))
-            elif self.falsifier is not None and (cex := self.falsifier.counterexample(c.i, lemmas, goal_of)):
+            elif small and self.falsifier is not None and (
+                    cex := self.falsifier.counterexample(c.i, lemmas, goal_of)):
                 fails.append(cex)
             else:
                 unknown.append(c.name)
@@ -1024,12 +1045,14 @@ class Prover:
             return Proof(inv.name, "unknown", "induction", reason="not true of a group the coordinator does not hold")
         reads = self._reads(inv, system)
         # plain induction, briefly when a strengthening search follows (an unknown leads to it)
-        # (a search follows any failure: the first one is enough to know it is needed)
+        # (a search follows any failure: the first one is enough to know it is needed, and a
+        # counterexample for an undecided row is looked for only if the search finds none)
         fails, unknown, _ = system.check_goal(goal, own, reads, QUICK_WORK if self.strengthen else None,
-                                              first=self.strengthen)
+                                              first=self.strengthen, small=not self.strengthen)
         if not fails and not unknown:
             return Proof(inv.name, "proved", f"induction ({where})")
         plain = fails[0] if fails else (None, None)
+        plain_unknown = list(unknown)
         if plain[0] is not None and self.presets and inv.scope == "coordinator":
             probe = Proof(inv.name, "unknown", "induction")
             self._confirm(inv, probe)
@@ -1056,6 +1079,13 @@ class Prover:
                 return found
             (c, model), unknown = found
             c, model = (c, model) if c is not None else plain
+        if c is None and plain_unknown and system.falsifier is not None:
+            rows = {r.name: r.i for r in system.ctx_built()}
+            for name in plain_unknown:
+                cex = system.falsifier.counterexample(rows[name], own, goal)
+                if cex is not None:
+                    c, model = cex
+                    break
         if c is not None:
             return Proof(inv.name, "unknown", "induction", cti=self.cti(inv, c, model, where),
                          reason=f"row {c.name!r} breaks it")
@@ -1221,16 +1251,21 @@ def refuted_by(lemmas: list[Lemma], presets: tuple[str, ...], rows=None) -> dict
         for lm in lemmas:
             if lm.name in out:
                 continue
-            f = compile_term(lm.formula, one)
-            if lm.record:
-                empty = make_params({})
-                for rec in records:
-                    p = list(empty)
-                    p[PARAM_INDEX["record"]] = rec
-                    if not f((), p, ()):
-                        out[lm.name] = preset
-                        break
-                continue
-            if not all(f(g, [], ()) for g in groups):
+            # a lemma's name says what it is: its verdict in a world is kept, as the world's states are
+            key = (lm.name, preset, None if rows is None else id(rows))
+            if key not in _BROKEN:
+                f = compile_term(lm.formula, one)
+                if lm.record:
+                    empty = make_params({})
+                    ps = [list(empty) for _ in records]
+                    for p, rec in zip(ps, records):
+                        p[PARAM_INDEX["record"]] = rec
+                    _BROKEN[key] = not all(f((), p, ()) for p in ps)
+                else:
+                    _BROKEN[key] = not all(f(g, [], ()) for g in groups)
+            if _BROKEN[key]:
                 out[lm.name] = preset
     return out
+
+
+_BROKEN: dict = {}

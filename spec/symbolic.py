@@ -24,6 +24,7 @@ import z3
 from .lang import NONE, LangError, Term, Type, choices_in, default_of
 from .rows import ECHO, Out, Row, Set_
 from .schema import PARAM_TYPES, STATE_VARS, STATES, Bounds
+from .z3_fast import conj, disj, eq, ite, neg
 
 
 # -- terms ---------------------------------------------------------------------
@@ -222,7 +223,8 @@ class _Sym:
 
 # Operators both Z3 readings (fixed sizes here, unbounded in unbounded.py) read alike.
 SCALAR_OPS = {
-    "and": lambda a: z3.And(a), "or": lambda a: z3.Or(a), "not": lambda a: z3.Not(a[0]),
+    "and": lambda a: conj(a) if _all_z3(a) else z3.And(a), "or": lambda a: disj(a) if _all_z3(a) else z3.Or(a),
+    "not": lambda a: neg(a[0]) if _all_z3(a) else z3.Not(a[0]),
     "ite": lambda a: _ite(a[0], a[1], a[2]), "eq": lambda a: _eq(a[0], a[1]),
     "lt": lambda a: a[0] < a[1], "le": lambda a: a[0] <= a[1],
     "add": lambda a: a[0] + a[1], "sub": lambda a: a[0] - a[1],
@@ -244,12 +246,17 @@ def _default(t: Type, sizes: dict):
     return concrete_to_z3(default_of(t), t, sizes)
 
 
+def _all_z3(a) -> bool:
+    """Every one of `a` a Z3 term (not a Python value z3py would convert): the fast builders apply."""
+    return all(isinstance(x, z3.ExprRef) for x in a)
+
+
 def _ite(c, x, y):
     if isinstance(x, tuple):
         return tuple(_ite(c, xi, yi) for xi, yi in zip(x, y))
     if isinstance(x, list):
         return [_ite(c, xi, yi) for xi, yi in zip(x, y)]
-    return z3.If(c, x, y)
+    return ite(c, x, y) if _all_z3((c, x, y)) and x.sort_kind() == y.sort_kind() else z3.If(c, x, y)
 
 
 def _eq(x, y):
@@ -257,7 +264,7 @@ def _eq(x, y):
         return z3.And([_eq(xi, yi) for xi, yi in zip(x, y)]) if x else z3.BoolVal(True)
     if isinstance(x, list):
         return z3.And([_eq(xi, yi) for xi, yi in zip(x, y)]) if x else z3.BoolVal(True)
-    return x == y
+    return eq(x, y) if _all_z3((x, y)) and x.sort_kind() == y.sort_kind() else x == y
 
 
 # -- rows ----------------------------------------------------------------------

@@ -37,6 +37,9 @@ import z3
 from .lang import NONE, LangError, Term, Type, default_of
 from .schema import INSTANCE, MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATE_VARS
 from .symbolic import LEAVES, SCALAR_OPS, Lazy, leaf
+from .z3_fast import conj, disj, eq, exists, forall, implies, ite, lam, neg, select, store
+
+_TRUE = z3.BoolVal(True)
 
 DOMAINS = (MEMBER, INSTANCE, PARTITION, PROTOCOL, PROTOLIST, PTYPE)
 
@@ -139,8 +142,8 @@ class Reading:
         if op == "keys_where":
             m = self.go(n.args[0], bound)
             k = z3.Const(self.fresh_name("k"), so.sort[n.type.key])
-            body = self.go(n.args[1], {**bound, id(n.data): z3.Select(m, k)})
-            return z3.Lambda([k], z3.And(k != so.none[n.type.key], body))
+            body = self.go(n.args[1], {**bound, id(n.data): select(m, k)})
+            return lam(k, conj([neg(eq(k, so.none[n.type.key])), body]))
         a = [self.go(x, bound) for x in n.args]
         scalar = SCALAR_OPS.get(op)
         if scalar is not None:
@@ -149,26 +152,25 @@ class Reading:
             # as lambdas, not Z3's set operators: those are array maps, which model-based
             # quantifier instantiation cannot evaluate ('incomplete quantifiers')
             k = z3.Const(self.fresh_name("e"), so.sort[n.type.key])
-            x, y = z3.Select(a[0], k), z3.Select(a[1], k)
-            return z3.Lambda([k], z3.Or(x, y) if op == "union" else z3.And(x, y) if op == "inter"
-                             else z3.And(x, z3.Not(y)))
+            x, y = select(a[0], k), select(a[1], k)
+            return lam(k, disj([x, y]) if op == "union" else conj([x, y]) if op == "inter" else conj([x, neg(y)]))
         if op == "in":
-            return z3.Select(a[1], a[0])
+            return select(a[1], a[0])
         if op == "singleton":
             dom = n.type.key
             empty = z3.K(so.sort[dom], z3.BoolVal(False))
-            return z3.If(a[0] == so.none[dom], empty, z3.Store(empty, a[0], True))
+            return ite(eq(a[0], so.none[dom]), empty, store(empty, a[0], _TRUE))
         if op == "is_empty":
             # no element in it, said of the elements: an equation with the empty array under a
             # quantifier (a subset or disjointness lemma) leaves model-based instantiation
             # 'incomplete'; about elements, the lemmas stay in a fragment Z3 decides
             e = z3.Const(self.fresh_name("e"), so.sort[n.args[0].type.key])
-            return z3.ForAll([e], z3.Not(z3.Select(a[0], e)))
+            return forall(e, neg(select(a[0], e)))
         if op == "get":
-            return z3.Select(a[0], a[1])
+            return select(a[0], a[1])
         if op == "put":
             m, k, v = a
-            return z3.If(k == so.none[n.type.key], m, z3.Store(m, k, v))
+            return ite(eq(k, so.none[n.type.key]), m, store(m, k, v))
         if op == "fill":
             dom = n.type.key
             return z3.Store(z3.K(so.sort[dom], a[1]), so.none[dom], so.default(n.type.value))
@@ -192,42 +194,42 @@ class Reading:
             e, holds = one
             body = self.go(n.args[1], {**bound, id(n.data): e})
             if op == "forall":
-                return z3.Implies(holds, body)
+                return implies(holds, body)
             if op == "exists":
-                return z3.And(holds, body)
+                return conj([holds, body])
             empty = z3.K(so.sort[n.type.key], z3.BoolVal(False))
             if op == "filter":
-                return z3.If(z3.And(holds, body), z3.Store(empty, e, True), empty)
-            return z3.If(holds, body, empty)
+                return ite(conj([holds, body]), store(empty, e, _TRUE), empty)
+            return ite(holds, body, empty)
         x = z3.Const(self.fresh_name("x"), so.sort[dom])
         inner = {**bound, id(n.data): x}
         if op == "put_all":
             m = self.go(n.args[0], bound)
             keys = self.go(n.args[1], bound)
-            return z3.Lambda([x], z3.If(z3.Select(keys, x), self.go(n.args[2], inner), z3.Select(m, x)))
+            return lam(x, ite(select(keys, x), self.go(n.args[2], inner), select(m, x)))
         s = self.go(n.args[0], bound)
         body = self.go(n.args[1], inner)
         if op == "forall":
-            return z3.ForAll([x], z3.Implies(z3.Select(s, x), body))
+            return forall(x, implies(select(s, x), body))
         if op == "exists":
-            return z3.Exists([x], z3.And(z3.Select(s, x), body))
+            return exists(x, conj([select(s, x), body]))
         if op == "filter":
-            return z3.Lambda([x], z3.And(z3.Select(s, x), body))
+            return lam(x, conj([select(s, x), body]))
         # bigunion: y is in the union when some x of s has y in body(x)
         y = z3.Const(self.fresh_name("y"), so.sort[n.type.key])
-        return z3.Lambda([y], z3.Exists([x], z3.And(z3.Select(s, x), z3.Select(body, y))))
+        return lam(y, exists(x, conj([select(s, x), select(body, y)])))
 
     def single(self, t: Term, bound: dict):
         """(e, holds) when set term t has at most one element, e when `holds` (a singleton, or a
         filter of one); None otherwise."""
         if t.op == "singleton":
             e = self.go(t.args[0], bound)
-            return e, e != self.sorts.none[t.type.key]
+            return e, neg(eq(e, self.sorts.none[t.type.key]))
         if t.op == "filter":
             inner = self.single(t.args[0], bound)
             if inner is not None:
                 e, holds = inner
-                return e, z3.And(holds, self.go(t.args[1], {**bound, id(t.data): e}))
+                return e, conj([holds, self.go(t.args[1], {**bound, id(t.data): e})])
         return None
 
     def approximate(self, n: Term, bound: dict):

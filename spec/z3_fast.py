@@ -5,7 +5,8 @@ on each call (a dozen API calls an argument): building the closed world's step r
 (hundreds of thousands of terms) spent most of its time there.  The builders here pass the
 arguments to Z3's C API as they are; they are for terms whose sorts are right by construction
 (Booleans to `conj`, `disj`; two terms of one sort to `eq`, `ite`).  Z3 still checks the sorts
-itself and raises on a mismatch.
+itself and raises on a mismatch.  The unbounded reading of the terms (`unbounded.py`) builds
+its arrays, lambdas and quantifiers through these too.
 """
 from __future__ import annotations
 
@@ -51,6 +52,50 @@ def eq(a, b) -> z3.BoolRef:
 def ite(c, a, b):
     ctx = a.ctx
     return _to_expr_ref(z3.Z3_mk_ite(ctx.ref(), c.as_ast(), a.as_ast(), b.as_ast()), ctx)
+
+
+def neg(a) -> z3.BoolRef:
+    ctx = a.ctx
+    return z3.BoolRef(z3.Z3_mk_not(ctx.ref(), a.as_ast()), ctx)
+
+
+def implies(a, b) -> z3.BoolRef:
+    ctx = a.ctx
+    return z3.BoolRef(z3.Z3_mk_implies(ctx.ref(), a.as_ast(), b.as_ast()), ctx)
+
+
+def select(a, i):
+    """a[i] of an array of one index."""
+    ctx = a.ctx
+    return _to_expr_ref(z3.Z3_mk_select(ctx.ref(), a.as_ast(), i.as_ast()), ctx)
+
+
+def store(a, i, v):
+    ctx = a.ctx
+    return _to_expr_ref(z3.Z3_mk_store(ctx.ref(), a.as_ast(), i.as_ast(), v.as_ast()), ctx)
+
+
+def _bind(mk, x, body):
+    ctx = body.ctx
+    arr = (z3.Ast * 1)()
+    arr[0] = x.as_ast()
+    return mk(ctx, arr, body)
+
+
+def lam(x, body):
+    """Lambda over one bound constant."""
+    return _bind(lambda ctx, arr, b: z3.QuantifierRef(z3.Z3_mk_lambda_const(ctx.ref(), 1, arr, b.as_ast()), ctx),
+                 x, body)
+
+
+def forall(x, body) -> z3.QuantifierRef:
+    return _bind(lambda ctx, arr, b: z3.QuantifierRef(
+        z3.Z3_mk_forall_const(ctx.ref(), 1, 1, arr, 0, None, b.as_ast()), ctx), x, body)
+
+
+def exists(x, body) -> z3.QuantifierRef:
+    return _bind(lambda ctx, arr, b: z3.QuantifierRef(
+        z3.Z3_mk_exists_const(ctx.ref(), 1, 1, arr, 0, None, b.as_ast()), ctx), x, body)
 
 
 class Sub:
