@@ -12,7 +12,8 @@ environment's assumptions, as `symbolic.row_relation` gives them):
 
 The group's state and the last group record in the log (what a Load reads) are Inv's
 arguments; a step that appends a group record may leave the log's record as it was or
-replace it with the one it captured (what the record lemmas of Houdini say, as state).
+replace it with what the log keeps of the one it captured (what the record lemmas of
+Houdini say, as state).
 
 Horn clauses need a decidable background theory, so the fixed-size reading is used
 (member sets as bit-vectors, maps as one value per member): a proof holds for up to N
@@ -130,7 +131,8 @@ class Horn:
         if RECORD in self.keep:
             fields = _record_fields(rec)
             from .prove import RECORD_VARS
-            # the record's fields of the kept variables (the others are free: a Load may read anything)
+            # the record's fields of the kept variables (the others are free: a Load may read anything
+            # of them), as the log keeps them (`Shared.logged`)
             out += [leaf for f in GroupRecord.values if f in RECORD_VARS and f in self.keep
                     for leaf in _flat(fields[f], f"{RECORD}.{f}")]
         return out
@@ -155,10 +157,9 @@ class Horn:
         self.clauses.append(self._clause(body, after))
         if RECORD not in self.keep:
             return
-        blank = c.rd.blank_record()
         for cond, fields in c.appends:
-            rec = tuple(fields.get(name, blank[i]) for i, name in enumerate(GroupRecord.values))
-            self.clauses.append(self._clause(body + [cond], self.inv_of(c.post, rec)))
+            rec, side, _ = c.shared.logged(fields)
+            self.clauses.append(self._clause(body + side + [cond], self.inv_of(c.post, rec)))
 
     def query(self, body: list) -> None:
         """Inv ∧ body ⇒ false (body: what breaks the invariant)."""
@@ -268,8 +269,8 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
         if keep >= ALL:
             return SpacerResult("counterexample", sorted(keep), reason="Spacer derived a path from the blank "
                                 "group to a state that breaks it in the clauses' over-approximation (requests "
-                                "are any the environment's assumptions allow; a Load reads any protocols' "
-                                "metadata and offsets, which the record's lemmas do not speak of); not a "
+                                "are any the environment's assumptions allow; a Load reads any offsets, and "
+                                "members' protocols cut to one by a function the clauses know nothing of); not a "
                                 "violation unless a world of the explicit checker shows it",
                                 seconds=time.perf_counter() - t0,
                                 attempts=attempts)

@@ -49,7 +49,7 @@ from groupspec.spec.lang import BOOL, ForAll, Implies, Not, Or, Term, lift, walk
 from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
                                    GroupRecord, GroupState, P, V)
-from groupspec.spec.symbolic import (FixedMeaning, Lazy, SymEnv, concrete_to_z3, fresh_params, fresh_state,
+from groupspec.spec.symbolic import (FixedMeaning, Lazy, SymEnv, concrete_to_z3, fresh, fresh_params, fresh_state,
                                      params_well_formed, row_relation, state_well_formed, to_z3)
 from groupspec.spec.table import ROWS, enabled
 from groupspec.spec.z3_fast import conj, implies
@@ -121,10 +121,12 @@ _USES = (V.members | V.pending | V.awaiting_join | V.awaiting_sync | V.pending_s
 ENVIRONMENT: tuple[Assumption, ...] = (
     Assumption("fresh-id-never-issued",
                "a member id the coordinator issues (JoinGroup's `fresh`) was never issued before: no member, "
-               "pending member or parked request has it, and nothing is kept of it",
+               "pending member or parked request has it, no group.instance.id maps to it, and nothing is kept "
+               "of it",
                P.fresh.is_some() & Not(P.fresh.in_(_USES)) & V.instance_of[P.fresh].is_none()
                & V.protos[P.fresh].is_none() & V.assignment[P.fresh].is_empty()
-               & (V.session_ms[P.fresh] == 0) & (V.rebalance_ms[P.fresh] == 0)),
+               & (V.session_ms[P.fresh] == 0) & (V.rebalance_ms[P.fresh] == 0)
+               & ForAll(V.static.keys_where(lambda m: m.is_some()), lambda i: Not(V.static[i] == P.fresh))),
     Assumption("request-member-known",
                "a request's member id is the group's (a member or a pending member), or none: the coordinator "
                "looks the id up in the group",
@@ -227,9 +229,9 @@ def catalog_lemmas(scope: str = "coordinator") -> list[Lemma]:
             if i.kind == "state" and not i.settled and (i.scope == "coordinator" or i.scope == scope)]
 
 
-# the record's fields a lemma may speak of (protos: the log keeps only the selected protocol's
-# metadata, handling.record_of; offsets: the log keeps commits apart)
-RECORD_VARS = {f for f in GroupRecord.values} - {"protos", "offsets"}
+# the record's fields a lemma may speak of (offsets: the log keeps commits apart; the members'
+# protocols are what the log keeps of them, `Shared.logged`)
+RECORD_VARS = {f for f in GroupRecord.values} - {"offsets"}
 
 
 def substitute(t: Term, mapping: dict[str, Term]) -> Term:
@@ -274,6 +276,9 @@ class Reading:
         if self.sizes:
             return fresh_state(self.sizes, f"s{tag}."), fresh_params(self.sizes, f"p{tag}.")
         return U.fresh_state(self.sorts, f"s{tag}."), U.fresh_params(self.sorts, f"p{tag}.")
+
+    def fresh_value(self, name: str, t):
+        return fresh(name, t, self.sizes) if self.sizes else self.sorts.fresh(name, t)
 
     def well_formed(self, state, params) -> list:
         """What makes a state (None: no state) and parameters type-correct."""
@@ -392,7 +397,25 @@ class Shared:
         self.state, self.params = rd.fresh("")
         self.error = rd.fresh("b")[1]["error"]
         self.well_formed = rd.well_formed(self.state, self.params)
+        from groupspec.spec.handling import SELECTED_ONLY
+        self.selected_only = rd.fresh_value("selected_only", SELECTED_ONLY.type)
         self._pre: dict[int, tuple] = {}
+
+    def logged(self, fields: dict) -> tuple:
+        """The record the log keeps of an append that captured `fields` (handling.RECORD: each
+        member's protocols cut to the selected one, by the host's `selected_only`, a function
+        the proof knows nothing of), as a GroupRecord tuple; offsets as captured.  Returns it,
+        with the facts its reading added and the operators it over-approximated."""
+        from groupspec.spec.handling import RECORD
+        blank = self.rd.blank_record()
+        raw = {name: fields.get(name, blank[i]) for i, name in enumerate(GroupRecord.values)}
+        params = {"rec." + k: v for k, v in raw.items()}
+        params["selected_only"] = self.selected_only
+        side: list = []
+        approx: set = set()
+        rec = tuple(raw[name] if name not in RECORD or RECORD[name].op == "param"
+                    else self.rd.read(RECORD[name], {}, params, side, approx) for name in GroupRecord.values)
+        return rec, side, approx
 
     def pre(self, t: Term):
         got = self._pre.get(id(t))
@@ -484,9 +507,8 @@ class RowCtx:
 
     def record_of(self, t: Term, fields: dict):
         """Term t (about P.record) of the record an append output captured."""
-        blank = self.rd.blank_record()
-        rec = tuple(fields.get(name, blank[i]) for i, name in enumerate(GroupRecord.values))
-        side: list = []
+        rec, side, approx = self.shared.logged(fields)
+        self.approx |= approx
         v = self.rd.read(t, self.state, {**self.params, "record": rec}, side, self.approx)
         self._facts(side)
         return v

@@ -64,7 +64,8 @@ def test_every_step_keeps_the_unbounded_values_well_formed():
     for c in system.ctx:
         s = z3.Solver()
         s.set("timeout", 5000)
-        s.add(*c.base, z3.Not(z3.And(c.rd.well_formed(c.post, {}))))
+        broken = z3.Not(z3.And(c.rd.well_formed(c.post, {})))
+        s.add(*c.facts(), broken)
         assert s.check() == z3.unsat, c.name
 
 
@@ -87,9 +88,9 @@ def test_a_z3_model_of_a_row_step_runs_concretely_to_the_same_state(row):
     sizes = PV.fixed_sizes(2)
     rd = PV.Reading(sizes)
     i = next(k for k, sp in enumerate(PV.steps_of(ROWS)) if len(sp) == 1 and sp[0].name == row)
-    c = PV.RowCtx(rd, i, (ROW_BY_NAME[row],), list(PV.ENVIRONMENT), 10_000, PV.Shared(rd))
+    c = PV.RowCtx(rd, i, (ROW_BY_NAME[row],), list(PV.ENVIRONMENT), PV.QUERY_WORK, PV.Shared(rd))
     s = z3.Solver()
-    s.add(*c.base, *[c.pre(inv.formula) for inv in structural()])
+    s.add(*c.facts(), *[c.pre(inv.formula) for inv in structural()])
     assert s.check() == z3.sat
     m = s.model()
     state = tuple(_concrete(m, c.state[v.name], v.type, sizes) for v in STATE_VARS)
