@@ -353,6 +353,8 @@ def prove_cmd(
     spacer_budget: float = typer.Option(60.0, "--spacer-budget", help="Z3's work for Spacer per invariant, over "
                                         "every widening of the variables its relation reads, in seconds of this "
                                         "machine (resource units, as --timeout)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Invariants proved at once, each in a process of "
+                                       "its own [default: the machine's cores]."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     world: Optional[dict] = None,
 ) -> None:
@@ -388,8 +390,9 @@ def prove_cmd(
         presets = tuple(_preset_list("--check-lemmas", check_lemmas))
     target = output_path("--save", save, "file") if save else None
     progress = None if as_json else (lambda what: err.print(f"proving: {what}", markup=False, highlight=False))
+    jobs = _bounded_workers("--jobs", len(os.sched_getaffinity(0)) if jobs is None else jobs)
     proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
-                                   search, engine, spacer_budget)
+                                   search, engine, spacer_budget, jobs)
     result = proofs_json(proofs, prover)
     if as_json:
         print(json.dumps(result, indent=2))

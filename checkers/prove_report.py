@@ -205,15 +205,64 @@ def state_name(i: int) -> str:
 
 def run_induction(names: list[str] | None, strengthen: bool = True, bound: int = 2, timeout_s: float = 3.0,
                   budget_s: float = 60.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None,
-                  search: str = "vocabulary", engine: str = "both", spacer_budget_s: float = 60.0):
-    """Prove the invariants named (all when None).  Returns (proofs, prover)."""
-    from .prove import INVARIANTS, Prover
-    from .prove import WORK_PER_SECOND
+                  search: str = "vocabulary", engine: str = "both", spacer_budget_s: float = 60.0,
+                  jobs: int = 1):
+    """Prove the invariants named (all when None).  Returns (proofs, prover).
+
+    More than one invariant: each is proved in a process of its own (forked once the sample
+    worlds are explored), `jobs` at a time.  Z3's answers depend on what was asked before in
+    its context, so a proof is then the same whether asked alone (`-i NAME`) or with the
+    others; and Z3 has crashed (a segmentation fault inside its solver) deep into a long run:
+    such a crash is the one invariant's `unknown`, not the run's end."""
+    from .prove import INVARIANTS, SAMPLE_WORLDS, WORK_PER_SECOND, Prover, reachable
     prover = Prover(query_work=int(timeout_s * WORK_PER_SECOND), strengthen=strengthen, bound=bound, budget_s=budget_s,
                     presets=presets, progress=progress, search=search, engine=engine,
                     spacer_budget_s=spacer_budget_s)
     invs = [i for i in INVARIANTS if names is None or i.name in names]
-    return [prover.prove(i) for i in invs], prover
+    if len(invs) < 2:
+        return [prover.prove(i) for i in invs], prover
+    for world in dict.fromkeys(SAMPLE_WORLDS + tuple(presets)):     # explored once, before the forks
+        reachable(world)
+    prover.candidates("coordinator")
+    prover.candidates("closed-world")
+    return _isolated(prover, invs, jobs, progress), prover
+
+
+def _isolated(prover, invs: list, jobs: int, progress) -> list:
+    """Each invariant proved in a forked process by a copy of `prover`, `jobs` at a time."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+    from .prove import Proof
+    ctx = mp.get_context("fork")
+    todo, running, done = list(invs), {}, {}
+    while todo or running:
+        while todo and len(running) < jobs:
+            inv = todo.pop(0)
+            if progress:
+                progress(inv.name)
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_prove_one, args=(prover, inv, send), daemon=True)
+            proc.start()
+            send.close()
+            running[recv] = (inv, proc)
+        for recv in wait(list(running)):
+            inv, proc = running.pop(recv)
+            try:
+                done[inv.name] = recv.recv()
+            except EOFError:     # the process ended without an answer
+                proc.join()
+                done[inv.name] = Proof(inv.name, "unknown", "none", reason=(
+                    f"the prover's process ended without an answer (exit code {proc.exitcode}"
+                    + (", a segmentation fault: Z3 crashed" if proc.exitcode == -11 else "") + ")"))
+            recv.close()
+            proc.join()
+    return [done[i.name] for i in invs]
+
+
+def _prove_one(prover, inv, send) -> None:
+    prover.progress = lambda what: None
+    send.send(prover.prove(inv))
+    send.close()
 
 
 def exit_code(proofs) -> int:

@@ -194,6 +194,26 @@ def test_proved_never_hides_an_unknown():
     assert "limit of work" in p.reason or "gave up" in p.reason, p.reason
 
 
+def test_a_crash_while_proving_one_invariant_is_that_invariants_unknown():
+    """Z3 has crashed (a segmentation fault) deep into a full run: each invariant is proved in
+    a process of its own, so a crash costs that invariant's proof, not the run."""
+    import os
+    import signal
+    from groupspec.checkers.prove_report import _isolated
+    prover = PV.Prover(presets=())
+    real = prover.prove
+
+    def prove(inv):
+        if inv.name == "generation-monotone":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(inv)
+    prover.prove = prove
+    crashed, proved = _isolated(prover, [BY_NAME["generation-monotone"], BY_NAME["assignment-only-when-stable"]],
+                                2, None)
+    assert crashed.status == "unknown" and "segmentation fault" in crashed.reason, crashed.reason
+    assert proved.status == "proved"
+
+
 def test_the_command_prints_json_and_refuses_bad_input():
     exe = [sys.executable, "-m", "groupspec.checkers.cli"]
     r = subprocess.run(exe + ["prove", "-i", "assignment-only-when-stable", "--json"], capture_output=True,
