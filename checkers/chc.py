@@ -115,16 +115,22 @@ def ackermannize(exprs: list, keep: str) -> tuple[list, list]:
 class Horn:
     """The table's steps as Horn clauses over Inv(kept variables) in one fixed-size system."""
 
-    def __init__(self, system, keep: set[str]):
-        self.system, self.keep = system, keep
+    def __init__(self, system, keep: set[str], rigid: tuple[str, ...] = ()):
+        """`rigid`: the broker's configuration the invariant reads (group.max.size, ...), one value
+        for every step: Inv's arguments too, each step keeping it (a step's parameters are
+        otherwise its own)."""
+        self.system, self.keep, self.rigid = system, keep, rigid
         rd, sh = system.rd, system.shared
         self.rec = sh.params[RECORD]
         self.pre = self._leaves(sh.state, self.rec)
         self.names = {n: z3.Const(n, e.sort()) for n, e in self.pre}
         self.inv = z3.Function("Inv", *[e.sort() for _, e in self.pre], z3.BoolSort())
         self.clauses: list = []
-        self.clauses.append(self._clause([], self.inv(*[e for _, e in self._leaves(rd.blank_state(),
-                                                                                        rd.blank_record())])))
+        from .prove import _params_of, is_config
+        config = [sh.pre(a.formula)[0] for a in system.assumptions
+                  if is_config(a) and _params_of(a.formula) <= set(rigid)]
+        self.clauses.append(self._clause(config, self.inv(*[e for _, e in self._leaves(rd.blank_state(),
+                                                                                           rd.blank_record())])))
 
     def _leaves(self, state: dict, rec) -> list[tuple[str, object]]:
         out = [leaf for v in STATE_VARS if v.name in self.keep for leaf in _flat(state[v.name], v.name)]
@@ -135,7 +141,7 @@ class Horn:
             # of them), as the log keeps them (`Shared.logged`)
             out += [leaf for f in GroupRecord.values if f in RECORD_VARS and f in self.keep
                     for leaf in _flat(fields[f], f"{RECORD}.{f}")]
-        return out
+        return out + [(n, self.system.shared.params[n]) for n in self.rigid]
 
     def inv_of(self, state: dict, rec):
         return self.inv(*[e for _, e in self._leaves(state, rec)])
@@ -245,12 +251,13 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
     budget = Work(budget_s)
     # the log's record from the start: without it a Load may read any group
     keep = set(start or ()) | {RECORD} | {n.data.removeprefix("prev:") for n in walk(inv.formula) if n.op == "var"}
+    rigid = rigid_config(inv)
     attempts: list[dict] = []
     while True:
         if budget.spent():
             return SpacerResult("unknown", sorted(keep), reason=f"its budget ({budget_s:g} s of Z3 work) spent",
                                 seconds=time.perf_counter() - t0, attempts=attempts)
-        h = Horn(system, keep)
+        h = Horn(system, keep, rigid)
         for i in range(len(system.specs)):
             h.step(system.row(i))
         for body in queries(system, inv)(h):
@@ -300,11 +307,16 @@ def _fit(value, t, sizes: dict):
     return value
 
 
+def rigid_config(inv: Invariant) -> tuple[str, ...]:
+    """The configuration parameters (`cfg_*`) the invariant reads."""
+    return tuple(sorted({n.data for n in walk(inv.formula) if n.op == "param" and n.data.startswith("cfg_")}))
+
+
 def refuted(result: SpacerResult, system, presets: tuple[str, ...], rows=None) -> tuple[dict, int]:
     """Each lemma Spacer found that a reachable state of `presets` (with no more members than
     the proof's N) breaks, with the world; and how many states were fit to check."""
     from groupspec.spec.symbolic import concrete_to_z3
-    from .prove import reached_with_record
+    from .prove import reached_with_record, world_config
     sizes = system.rd.sizes
     blank = system.rd.blank_record()
     rec_t = GroupRecord
@@ -312,6 +324,7 @@ def refuted(result: SpacerResult, system, presets: tuple[str, ...], rows=None) -
     checked = 0
     for preset in presets:
         _, pairs = reached_with_record(preset, rows)
+        config = world_config(preset, rows)
         for group, rec in pairs:
             vals = [_fit(x, v.type, sizes) for x, v in zip(group, STATE_VARS)]
             r = _fit(rec, rec_t, sizes) if rec is not None else None
@@ -321,6 +334,7 @@ def refuted(result: SpacerResult, system, presets: tuple[str, ...], rows=None) -
             state = {v.name: concrete_to_z3(x, v.type, sizes) for x, v in zip(vals, STATE_VARS)}
             record = concrete_to_z3(r, rec_t, sizes) if r is not None else blank
             leaves = dict(_flat_named(state, record))
+            leaves.update({n: z3.IntVal(v) for n, v in config.items()})
             subst = [(c, leaves[n]) for n, c in result.names.items()]
             for text, f in zip(result.lemmas, result.formulas):
                 if text not in bad and z3.is_false(z3.simplify(z3.substitute(f, *subst))):

@@ -30,8 +30,9 @@ record); a timer fires only when armed (`table.ENABLED`).  Closed-world
 invariants add what the clients guarantee (`CLOSED_WORLD`).
 
 Every query has a limit; `unknown` is reported as unknown, never as proved.  The
-limits and the search's budget are counted in Z3's resource units, not seconds
-(`Work`), so a loaded machine proves what a quiet one does.
+search's budget is counted in Z3's resource units, not seconds (`Work`), so a
+loaded machine gets as far in it as a quiet one; a single query's limit is a
+timeout (`as_timeout` says why).
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ import z3
 
 from groupspec.spec import unbounded as U
 from groupspec.spec.invariants import INVARIANTS, Invariant
-from groupspec.spec.lang import BOOL, ForAll, Implies, Not, Or, Term, lift, walk
+from groupspec.spec.lang import BOOL, Count, ForAll, Implies, Not, Or, Term, lift, walk
 from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
                                    GroupRecord, GroupState, P, V)
@@ -62,6 +63,16 @@ QUERY_WORK = 3 * WORK_PER_SECOND
 # a query that asks many things at once (about 75 ms; the slowest that answered, unsat, took a fifth of it): on unknown it is split rather than waited on
 QUICK_WORK = WORK_PER_SECOND // 14
 DEBUG = False
+
+
+def as_timeout(work: int) -> int:
+    """A query's limit of work as the wall-clock timeout Z3 is given (milliseconds).  Not as
+    Z3's own resource limit: Z3 5.4 crashes (a segmentation fault in its model-based
+    quantifier instantiation, ast_manager::are_equal on a null term) when a resource limit
+    runs out inside a quantified query; a timeout has not crashed it.  So a single query may
+    answer differently on a loaded machine; the search's budget (`Work`), counted between
+    queries, does not."""
+    return max(1, work * 1000 // WORK_PER_SECOND)
 
 
 def z3_work() -> int:
@@ -127,10 +138,18 @@ ENVIRONMENT: tuple[Assumption, ...] = (
                & V.protos[P.fresh].is_none() & V.assignment[P.fresh].is_empty()
                & (V.session_ms[P.fresh] == 0) & (V.rebalance_ms[P.fresh] == 0)
                & ForAll(V.static.keys_where(lambda m: m.is_some()), lambda i: Not(V.static[i] == P.fresh))),
+    Assumption("config-valid",
+               "the broker's group.max.size is at least 1 (Kafka validates its configuration); the "
+               "configuration is one value for every step",
+               P.cfg_max_size >= 1),
     Assumption("request-member-known",
                "a request's member id is the group's (a member or a pending member), or none: the coordinator "
                "looks the id up in the group",
                P.member.is_none() | P.member.in_(V.members) | P.member.in_(V.pending)),
+    Assumption("empty-member-id-names-none",
+               "a request whose member id is empty (UNKNOWN_MEMBER_ID) names no member: the coordinator "
+               "looks up no id for it",
+               Implies(P.member_empty, P.member.is_none())),
 )
 
 # what the clients of a closed world guarantee, by invariant
@@ -142,6 +161,12 @@ CLOSED_WORLD: dict[str, tuple[Assumption, ...]] = {
                    "assignment a group-record write carries to its completion)",
                    _disjoint(P.assignments, P.assignments.keys_where(lambda s: Not(s.is_empty())))),),
 }
+
+
+def is_config(a: Assumption) -> bool:
+    """An assumption only about the broker's configuration: true before and after every step."""
+    params = _params_of(a.formula)
+    return bool(params) and all(n.startswith("cfg_") for n in params)
 
 
 def _st(name: str) -> Term:
@@ -198,6 +223,11 @@ def templates() -> list[Lemma]:
             out.append(Lemma(f"{v.name} distinct over members", f"no two members have the same {v.name}",
                              ForAll(V.members, lambda a, var=var: ForAll(V.members, lambda b, var=var: Or(
                                  a == b, var[a].is_none(), Not(var[a] == var[b]))))))
+    for b in MEMBER_SETS:
+        if b != "members":      # group.max.size (a broker's config: one value for every step)
+            out.append(Lemma(f"|members ∩ {b}| ≤ group.max.size",
+                             f"at most group.max.size members are in {b}",
+                             Count(V.members & sets_[b]) <= P.cfg_max_size))
     for b in MEMBER_SETS:
         out.append(Lemma(f"leader ∈ {b}", f"the leader, if any, is in {b}", V.leader.is_none() | V.leader.in_(sets_[b])))
         out.append(Lemma(f"sync timer ⇒ {b} ≠ ∅", f"the pending-sync timer runs only while {b} is not empty",
@@ -470,7 +500,7 @@ class RowCtx:
             self.appends = []
         trig = TRIGGER_BY_NAME[row.trigger]
         self.base.append(self.pre(enabled(row.trigger)))
-        self.assumed = [a for a in assumptions if _params_of(a.formula) <= set(trig.params)]
+        self.assumed = [a for a in assumptions if _params_of(a.formula) <= set(trig.params) or is_config(a)]
         self.base += [self.pre(a.formula) for a in self.assumed]
         self.loads = "record" in trig.params
         self.work = work
@@ -520,7 +550,7 @@ class RowCtx:
         lemmas are assumed through literals, for an unsat core.  Returns (result, solver, the
         literals of `extra`)."""
         s = z3.Solver()
-        s.set("rlimit", self.work if work is None else min(work, self.work))
+        s.set("timeout", as_timeout(self.work if work is None else min(work, self.work)))
         pre = [self.pre_lemma(lm) for lm in lemmas]
         lits = {_literal(lm.name): lm for lm in extra}
         s.add(conj([*pre, bad, *[implies(x, self.pre_lemma(lm)) for x, lm in lits.items()], *self.facts()]))
@@ -704,21 +734,22 @@ class System:
         side: list = []
         v = self.rd.read(inv.formula, both, params, side, set())
         s = z3.Solver()
-        s.set("rlimit", self.work)
+        s.set("timeout", as_timeout(self.work))
         s.add(*self.rd.well_formed(st, params), *side, z3.Not(v))
         return s.check() == z3.unsat
 
     def initially(self, lm: Lemma) -> bool:
         """The lemma holds of a group the coordinator does not hold (and of the blank record)."""
         s = z3.Solver()
-        s.set("rlimit", self.work)
+        s.set("timeout", as_timeout(self.work))
         st = self.rd.blank_state()
         _, params = self.rd.fresh("init")
         if lm.record:
             params = {**params, "record": self.rd.blank_record()}
         side: list = []
         v = self.rd.read(lm.formula, st, params, side, set())
-        s.add(*side, z3.Not(v))
+        config = [self.rd.read(a.formula, st, params, side, set()) for a in self.assumptions if is_config(a)]
+        s.add(*side, *config, z3.Not(v))
         return s.check() == z3.unsat
 
     def houdini(self, cands: list[Lemma], budget: Work | None = None) -> tuple[list[Lemma] | None, dict]:
@@ -1247,11 +1278,18 @@ def reachable(preset: str, rows=None) -> tuple[set, set, dict]:
         groups = {model.flat(s)[:n] for s in seen}
         records = {s[0][LOG] for s in seen if s[0][LOG_HAS]}
         _REACHED[key] = (groups, records, broken)
+        _CONFIG[key] = {k: v for k, v in model.base.items() if k.startswith("cfg_")}
         _PAIRS[key] = (model.sizes, {(model.flat(s)[:n], s[0][LOG] if s[0][LOG_HAS] else None) for s in seen})
     return _REACHED[key]
 
 
 _PAIRS: dict = {}
+_CONFIG: dict = {}      # the world's configuration (group.max.size, ...): what a lemma's P.cfg_* reads
+
+
+def world_config(preset: str, rows=None) -> dict:
+    reachable(preset, rows)
+    return _CONFIG[(preset, None if rows is None else id(rows))]
 
 
 def reached_with_record(preset: str, rows=None) -> tuple[dict, set]:
@@ -1277,14 +1315,14 @@ def refuted_by(lemmas: list[Lemma], presets: tuple[str, ...], rows=None) -> dict
             key = (lm.name, preset, None if rows is None else id(rows))
             if key not in _BROKEN:
                 f = compile_term(lm.formula, one)
+                config = make_params(world_config(preset, rows))
                 if lm.record:
-                    empty = make_params({})
-                    ps = [list(empty) for _ in records]
+                    ps = [list(config) for _ in records]
                     for p, rec in zip(ps, records):
                         p[PARAM_INDEX["record"]] = rec
                     _BROKEN[key] = not all(f((), p, ()) for p in ps)
                 else:
-                    _BROKEN[key] = not all(f(g, [], ()) for g in groups)
+                    _BROKEN[key] = not all(f(g, config, ()) for g in groups)
             if _BROKEN[key]:
                 out[lm.name] = preset
     return out
