@@ -120,12 +120,25 @@ class Assumption:
     formula: Term
 
 
-def _params_of(t: Term) -> set[str]:
-    return {n.data for n in walk(t) if n.op == "param"}
+def _params_of(t: Term) -> frozenset[str]:
+    return _names_of(t)[1]
 
 
-def _vars_of(t: Term) -> set[str]:
-    return {n.data for n in walk(t) if n.op == "var"}
+def _vars_of(t: Term) -> frozenset[str]:
+    return _names_of(t)[0]
+
+
+def _names_of(t: Term) -> tuple:
+    """(state variables, parameters) term t reads, kept per term (terms never change)."""
+    got = _NAMES.get(id(t))
+    if got is None or got[0] is not t:
+        nodes = list(walk(t))
+        got = _NAMES[id(t)] = (t, frozenset(n.data for n in nodes if n.op == "var"),
+                               frozenset(n.data for n in nodes if n.op == "param"))
+    return got[1:]
+
+
+_NAMES: dict[int, tuple] = {}
 
 
 _USES = (V.members | V.pending | V.awaiting_join | V.awaiting_sync | V.pending_sync | V.new_members | V.hb_armed)

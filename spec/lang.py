@@ -451,7 +451,15 @@ def walk(t: Term):
 
 
 def choices_in(t: Term) -> dict[str, Term]:
-    return {n.data: n for n in walk(t) if n.op == "choose"}
+    """The choices a term makes, by name (kept per term: a term never changes, and the
+    readings ask this of the same terms for every row they read)."""
+    got = _CHOICES.get(id(t))
+    if got is None or got[0] is not t:
+        got = _CHOICES[id(t)] = (t, {n.data: n for n in walk(t) if n.op == "choose"})
+    return got[1]
+
+
+_CHOICES: dict[int, tuple] = {}
 
 
 _INFIX = {"and": " ∧ ", "or": " ∨ ", "eq": " = ", "lt": " < ", "le": " ≤ ",
