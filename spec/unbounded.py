@@ -18,10 +18,12 @@ holds for any number of members, instance ids, partitions and protocols:
 
 Counting and maximum (``Count``, ``MaxOver``) and ``Lowest`` have no
 decidable meaning over an uninterpreted sort.  They are over-approximated
-soundly: a fresh value (a fresh function of the bound variables in scope)
-with what is surely known of it (a count of a set is >= 0 and 0 exactly
-when the set is empty; a maximum is at least its default; the lowest
-element of a set is some element of it, none when it is empty).  Every
+soundly: an uninterpreted function of the set for a count and a lowest
+element (so one set has one count wherever it is counted), a fresh value for
+a maximum (a fresh function of the bound variables in scope, for all three,
+inside a binder), with what is surely known of it (a count of a set is >= 0
+and 0 exactly when the set is empty; a maximum is at least its default; the
+lowest element of a set is some element of it, none when it is empty).  Every
 behaviour of the table is then among the behaviours of this reading, so a
 property proved here holds; a counterexample found here may be one the
 approximation made up, and ``Reading.approximated`` says whether one was
@@ -50,6 +52,14 @@ class Sorts:
     def __init__(self, domains=DOMAINS):
         self.sort = {d: z3.DeclareSort(d) for d in domains}
         self.none = {d: z3.Const(f"none_{d}", s) for d, s in self.sort.items()}
+        self._measures: dict = {}
+
+    def measure(self, op: str, key: str, result):
+        """The uninterpreted function `op` (count, lowest) of the sets of `key`."""
+        name = f"{op}_{key}"
+        if name not in self._measures:
+            self._measures[name] = z3.Function(name, z3.ArraySort(self.sort[key], z3.BoolSort()), result)
+        return self._measures[name]
 
     def of(self, t: Type):
         if t.kind == "bool":
@@ -238,11 +248,14 @@ class Reading:
         self.approximated.add(n.op)
         free = list(bound.values())
         result = self.sorts.of(n.type)
-        name = self.fresh_name(n.op)
-        v = z3.Function(name, *[x.sort() for x in free], result)(*free) if free else z3.Const(name, result)
         if free:
-            return v
+            return z3.Function(self.fresh_name(n.op), *[x.sort() for x in free], result)(*free)
         s = self.go(n.args[0], bound)
+        # count and lowest are functions of the set alone: one uninterpreted function each, so
+        # the same set counted in two places (a guard and the chain's earlier guards, a lemma
+        # and a goal) has one count; maxover depends on its body too, so it stays fresh
+        v = (self.sorts.measure(n.op, n.args[0].type.key, result)(s) if n.op in ("count", "lowest")
+             else z3.Const(self.fresh_name(n.op), result))
         empty = s == z3.K(self.sorts.sort[n.args[0].type.key], z3.BoolVal(False))
         if n.op == "count":
             self.side += [v >= 0, (v == 0) == empty]
