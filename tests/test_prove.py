@@ -90,6 +90,28 @@ def test_the_logged_records_protocols_are_spoken_of_and_hold_where_the_checker_g
     assert "record: protos set only for members" in names
 
 
+def test_one_set_has_one_count_in_the_unbounded_reading():
+    """Count has no decidable meaning for every size: it is an uninterpreted function of the
+    set, so two terms counting the same set (a guard, a lemma) agree, and a count is 0
+    exactly when its set is empty."""
+    from groupspec.spec import unbounded as U
+    from groupspec.spec.lang import Count
+    from groupspec.spec.schema import V
+    sorts = U.Sorts()
+    state, params = U.fresh_state(sorts), U.fresh_params(sorts)
+    r = U.Reading(sorts, state, params)
+    a = r.term(Count(V.members & V.awaiting_join))
+    b = r.term(Count(V.members, lambda m: m.in_(V.awaiting_join)))
+    s = z3.Solver()
+    s.add(*r.side, *U.state_well_formed(sorts, state), a != b)
+    assert s.check() == z3.unsat
+    s = z3.Solver()
+    s.add(*r.side, a == 0, z3.Exists([x := z3.Const("x", sorts.sort["Member"])],
+                                     z3.And(state["members"][x], state["awaiting_join"][x])))
+    assert s.check() == z3.unsat
+    assert r.approximated == {"count"}
+
+
 def test_every_step_keeps_the_unbounded_values_well_formed():
     """No set ever holds `none`, no map sends it elsewhere than the default: the proofs assume
     this of the state before a step, so every step must keep it."""
