@@ -808,12 +808,18 @@ class System:
                                                             if lm.name not in small]):
                         small |= more
                     rest = [lm for lm in alive.values() if lm.name not in small]
-                    bad = [lm for lm, o in obs if lm.name in small or c.ask(rest, z3.Not(o))[0] != z3.unsat]
+                    bad = [lm for lm, o in obs if lm.name in small]
+                    alone = [(lm, o) for lm, o in obs if lm.name not in small]
                 else:
                     m = solver.model()
                     bad = [lm for lm, o in obs if model_value(m, o) is False]
-                    if not bad:     # the model left some obligation undecided: ask one at a time
-                        bad = [lm for lm, o in obs if c.ask(list(alive.values()), z3.Not(o))[0] != z3.unsat]
+                    # the model left every obligation undecided: ask one at a time
+                    rest, alone = list(alive.values()), ([] if bad else obs)
+                for lm, o in alone:     # each a query of its own: the budget is looked at before each
+                    if budget is not None and budget.spent():
+                        return None, dropped
+                    if c.ask(rest, z3.Not(o))[0] != z3.unsat:
+                        bad.append(lm)
                 if not bad:     # each obligation alone is kept: the step keeps them all
                     core[c.i] = {lm.name for lm in alive.values()}
                     break
