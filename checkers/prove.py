@@ -962,15 +962,15 @@ class Prover:
         base = catalog_lemmas(scope) + templates()
         return base + record_lemmas(base)
 
-    def lemmas(self, scope: str, sizes: dict | None = None) -> list[Lemma]:
-        """The largest inductive subset of the candidates (catalog, templates, their record forms)."""
+    def lemmas(self, scope: str, sizes: dict | None = None) -> list[Lemma] | None:
+        """The largest inductive subset of the candidates (catalog, templates, their record forms,
+        less those a state of the sample worlds breaks: no invariant is among them); None when
+        the budget was spent first."""
         key = (scope, None if sizes is None else tuple(sorted(sizes.items())))
         if key not in self._lemmas:
             t0 = time.perf_counter()
             self.progress(f"strengthening search ({'unbounded' if sizes is None else 'N=' + str(sizes[MEMBER])})")
-            base = catalog_lemmas(scope) + templates()
-            cands = base + record_lemmas(base)
-            alive, dropped = self.system(scope, sizes).houdini(cands)
+            alive, dropped = self.system(scope, sizes).houdini(self.candidates(scope), budget=Work(self.budget_s))
             self._lemmas[key] = alive
             self.dropped[key] = dropped
             self.houdini_seconds += time.perf_counter() - t0
@@ -1136,20 +1136,21 @@ class Prover:
         if not self.strengthen:
             c, model = plain
         elif self.search == "full":
-            # Houdini over every candidate: the largest inductive subset, then the unsat cores
-            lemmas = self.lemmas(inv.scope, sizes)
-            ctx = own + [lm for lm in lemmas if lm.name != inv.name]
-            fails, unknown, used = system.check_goal(goal, ctx, reads)
-            if not fails and not unknown:
-                names = system.closure(used - {inv.name}, lemmas)
-                return Proof(inv.name, "proved", f"induction with Houdini strengthening ({where})",
-                             [n for n in names if n != inv.name])
-            c, model = fails[0] if fails else plain
+            found = self._over_all(inv, system, own, goal, reads, where, sizes)
+            if isinstance(found, Proof):
+                return found
+            c, model = found or plain
         else:
             found = self._widening(inv, system, own, goal, reads, where)
             if isinstance(found, Proof):
                 return found
             (c, model), unknown = found
+            if sizes is not None:
+                # for fixed sizes Houdini over every candidate is cheap (the queries are
+                # decidable), and does not hang on the path the widening took
+                over_all = self._over_all(inv, system, own, goal, reads, where, sizes)
+                if isinstance(over_all, Proof):
+                    return over_all
             c, model = (c, model) if c is not None else plain
         if c is None and plain_unknown and system.falsifier is not None:
             rows = {r.name: r.i for r in system.ctx_built()}
@@ -1162,6 +1163,20 @@ class Prover:
             return Proof(inv.name, "unknown", "induction", cti=self.cti(inv, c, model, where),
                          reason=f"row {c.name!r} breaks it")
         return Proof(inv.name, "unknown", "induction", reason=f"Z3 gave up (its limit of work) on {', '.join(unknown[:3])}")
+
+    def _over_all(self, inv: Invariant, system: System, own: list[Lemma], goal, reads, where: str, sizes):
+        """Houdini over every candidate: the largest inductive subset, then the unsat cores.
+        Returns the proof, the first counterexample (ctx, model), or None."""
+        lemmas = self.lemmas(inv.scope, sizes)
+        if lemmas is None:
+            return None
+        ctx = own + [lm for lm in lemmas if lm.name != inv.name]
+        fails, unknown, used = system.check_goal(goal, ctx, reads)
+        if not fails and not unknown:
+            names = system.closure(used - {inv.name}, lemmas)
+            return Proof(inv.name, "proved", f"induction with Houdini strengthening over every candidate ({where})",
+                         [n for n in names if n != inv.name])
+        return fails[0] if fails else None
 
     def _widening(self, inv: Invariant, system: System, own: list[Lemma], goal, reads, where: str):
         """Houdini over the candidates that speak only of the invariant's vocabulary (its
