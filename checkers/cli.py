@@ -327,11 +327,12 @@ def prove_cmd(
     strengthen: bool = typer.Option(True, "--strengthen/--no-strengthen",
                                     help="Search auxiliary lemmas when plain induction fails."),
     bound: int = typer.Option(2, "--bound", help="Members for the fixed-size fallback ('proved up to N')."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per Z3 query (a timeout is "
-                                            "'unknown') [default: 3; with --bmc: none]."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Z3's work per query, in seconds of this "
+                                            "machine (counted in Z3's resource units, so a loaded machine gets the "
+                                            "same answers; running out is 'unknown') [default: 3; with --bmc: "
+                                            "wall-clock seconds, none]."),
     budget: float = typer.Option(60.0, "--budget", help="Z3's work for the strengthening search per invariant "
-                                 "and reading, in seconds of this machine (counted in Z3's resource units, so a "
-                                 "loaded machine gets as far in it)."),
+                                 "and reading, in seconds of this machine (resource units, as --timeout)."),
     check_lemmas: str = typer.Option("tiny,small", "--check-lemmas",
                                      help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "

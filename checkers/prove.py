@@ -30,9 +30,10 @@ record); a timer fires only when armed (`table.ENABLED`).  Closed-world
 invariants add what the clients guarantee (`CLOSED_WORLD`).
 
 Every query has a limit; `unknown` is reported as unknown, never as proved.  The
-search's budget is counted in Z3's resource units, not seconds (`Work`), so a
-loaded machine gets as far in it as a quiet one; a single query's limit is a
-timeout (`as_timeout` says why).
+limits and the search's budget are counted in Z3's resource units, not seconds
+(`Work`), so a loaded machine proves what a quiet one does.  (Z3 5.x crashes in
+its model-based quantifier instantiation when such a limit runs out, Z3Prover/z3
+issue 10385: pyproject.toml keeps Z3 below 5.)
 """
 from __future__ import annotations
 
@@ -63,16 +64,6 @@ QUERY_WORK = 3 * WORK_PER_SECOND
 # a query that asks many things at once (about 75 ms; the slowest that answered, unsat, took a fifth of it): on unknown it is split rather than waited on
 QUICK_WORK = WORK_PER_SECOND // 14
 DEBUG = False
-
-
-def as_timeout(work: int) -> int:
-    """A query's limit of work as the wall-clock timeout Z3 is given (milliseconds).  Not as
-    Z3's own resource limit: Z3 5.4 crashes (a segmentation fault in its model-based
-    quantifier instantiation, ast_manager::are_equal on a null term) when a resource limit
-    runs out inside a quantified query; a timeout has not crashed it.  So a single query may
-    answer differently on a loaded machine; the search's budget (`Work`), counted between
-    queries, does not."""
-    return max(1, work * 1000 // WORK_PER_SECOND)
 
 
 def z3_work() -> int:
@@ -563,7 +554,7 @@ class RowCtx:
         lemmas are assumed through literals, for an unsat core.  Returns (result, solver, the
         literals of `extra`)."""
         s = z3.Solver()
-        s.set("timeout", as_timeout(self.work if work is None else min(work, self.work)))
+        s.set("rlimit", self.work if work is None else min(work, self.work))
         pre = [self.pre_lemma(lm) for lm in lemmas]
         lits = {_literal(lm.name): lm for lm in extra}
         s.add(conj([*pre, bad, *[implies(x, self.pre_lemma(lm)) for x, lm in lits.items()], *self.facts()]))
@@ -747,14 +738,14 @@ class System:
         side: list = []
         v = self.rd.read(inv.formula, both, params, side, set())
         s = z3.Solver()
-        s.set("timeout", as_timeout(self.work))
+        s.set("rlimit", self.work)
         s.add(*self.rd.well_formed(st, params), *side, z3.Not(v))
         return s.check() == z3.unsat
 
     def initially(self, lm: Lemma) -> bool:
         """The lemma holds of a group the coordinator does not hold (and of the blank record)."""
         s = z3.Solver()
-        s.set("timeout", as_timeout(self.work))
+        s.set("rlimit", self.work)
         st = self.rd.blank_state()
         _, params = self.rd.fresh("init")
         if lm.record:

@@ -208,15 +208,12 @@ def test_every_lemma_the_saved_proofs_use_holds_in_every_reachable_state_of_tiny
 
 
 def test_proved_never_hides_an_unknown():
-    """An unknown answer (a limit of a millisecond per query) is reported as unknown, never as
-    proved."""
+    """An unknown answer (Z3 out of work: one resource unit per query) is reported as unknown,
+    never as proved; the limit counts work, not time, so this is so on any machine."""
     p = PV.Prover(query_work=1, presets=(), strengthen=False, engine="houdini").prove(
         BY_NAME["one-leader-per-generation"])
-    assert p.status in ("unknown", "proved")
-    if p.status == "proved":      # Z3 answered within the millisecond: still a proof
-        assert "unbounded" in p.method
-    else:
-        assert "limit of work" in p.reason or "gave up" in p.reason, p.reason
+    assert p.status == "unknown", p.status
+    assert "limit of work" in p.reason or "gave up" in p.reason, p.reason
 
 
 def test_a_crash_while_proving_one_invariant_is_that_invariants_unknown():
