@@ -2,6 +2,8 @@
 fragments, the result table, and the invariant catalog's proof column."""
 from __future__ import annotations
 
+import functools
+
 import z3
 
 from groupspec.spec.lang import NONE, Type
@@ -209,31 +211,32 @@ def run_induction(names: list[str] | None, strengthen: bool = True, bound: int =
                   jobs: int = 1):
     """Prove the invariants named (all when None).  Returns (proofs, prover).
 
-    More than one invariant: each is proved in a process of its own (forked once the sample
-    worlds are explored), `jobs` at a time.  Z3's answers depend on what was asked before in
-    its context, so a proof is then the same whether asked alone (`-i NAME`) or with the
-    others; and Z3 has crashed (a segmentation fault inside its solver) deep into a long run:
-    such a crash is the one invariant's `unknown`, not the run's end."""
-    from .prove import INVARIANTS, SAMPLE_WORLDS, WORK_PER_SECOND, Prover, reachable
-    prover = Prover(query_work=int(timeout_s * WORK_PER_SECOND), strengthen=strengthen, bound=bound, budget_s=budget_s,
-                    presets=presets, progress=progress, search=search, engine=engine,
-                    spacer_budget_s=spacer_budget_s)
+    More than one invariant: each is proved in a fresh process of its own, `jobs` at a time.
+    Z3's answers depend on what was asked before in its context, and Z3 has crashed (a
+    segmentation fault inside a solver) after some histories of queries and not others: a
+    proof is then the same whether asked alone (`-i NAME`) or with the others, and a crash is
+    the one invariant's `unknown`, not the run's end."""
+    from .prove import INVARIANTS, WORK_PER_SECOND, Prover
+    config = dict(query_work=int(timeout_s * WORK_PER_SECOND), strengthen=strengthen, bound=bound,
+                  budget_s=budget_s, presets=tuple(presets), search=search, engine=engine,
+                  spacer_budget_s=spacer_budget_s)
+    prover = Prover(progress=progress, **config)
     invs = [i for i in INVARIANTS if names is None or i.name in names]
     if len(invs) < 2:
         return [prover.prove(i) for i in invs], prover
-    for world in dict.fromkeys(SAMPLE_WORLDS + tuple(presets)):     # explored once, before the forks
-        reachable(world)
-    prover.candidates("coordinator")
-    prover.candidates("closed-world")
-    return _isolated(prover, invs, jobs, progress), prover
+    return _isolated(functools.partial(Prover, **config), invs, jobs, progress), prover
 
 
-def _isolated(prover, invs: list, jobs: int, progress) -> list:
-    """Each invariant proved in a forked process by a copy of `prover`, `jobs` at a time."""
+def _isolated(make, invs: list, jobs: int, progress, start: str = "forkserver") -> list:
+    """Each invariant proved by `make()` (a Prover) in a process of its own, `jobs` at a time.
+    The processes are forked from a server that has only imported the prover ("forkserver"):
+    each starts from the same Z3 context, whatever ran before in this one."""
     import multiprocessing as mp
     from multiprocessing.connection import wait
     from .prove import Proof
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context(start)
+    if start == "forkserver":
+        ctx.set_forkserver_preload(["groupspec.checkers.prove"])
     todo, running, done = list(invs), {}, {}
     while todo or running:
         while todo and len(running) < jobs:
@@ -241,7 +244,7 @@ def _isolated(prover, invs: list, jobs: int, progress) -> list:
             if progress:
                 progress(inv.name)
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_prove_one, args=(prover, inv, send), daemon=True)
+            proc = ctx.Process(target=_prove_one, args=(make, inv.name, send), daemon=True)
             proc.start()
             send.close()
             running[recv] = (inv, proc)
@@ -259,8 +262,15 @@ def _isolated(prover, invs: list, jobs: int, progress) -> list:
     return [done[i.name] for i in invs]
 
 
-def _prove_one(prover, inv, send) -> None:
-    prover.progress = lambda what: None
+def _prove_one(make, name: str, send) -> None:
+    from .prove import INVARIANTS, SAMPLE_WORLDS, reachable
+    prover = make()
+    inv = next(i for i in INVARIANTS if i.name == name)
+    # the sample worlds explored and the candidates sifted before the proof's clock starts, as
+    # one process proving every invariant does once
+    for world in dict.fromkeys(SAMPLE_WORLDS + prover.presets):
+        reachable(world)
+    prover.candidates(inv.scope)
     send.send(prover.prove(inv))
     send.close()
 

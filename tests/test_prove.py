@@ -230,8 +230,9 @@ def test_a_crash_while_proving_one_invariant_is_that_invariants_unknown():
             os.kill(os.getpid(), signal.SIGSEGV)
         return real(inv)
     prover.prove = prove
-    crashed, proved = _isolated(prover, [BY_NAME["generation-monotone"], BY_NAME["assignment-only-when-stable"]],
-                                2, None)
+    # forked from here (not from the clean server the command uses), so the patched prove runs
+    crashed, proved = _isolated(lambda: prover, [BY_NAME["generation-monotone"],
+                                                 BY_NAME["assignment-only-when-stable"]], 2, None, start="fork")
     assert crashed.status == "unknown" and "segmentation fault" in crashed.reason, crashed.reason
     assert proved.status == "proved"
 
