@@ -249,6 +249,8 @@ def test_the_command_prints_json_and_refuses_bad_input():
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     r = subprocess.run(exe + ["prove", "--bound", "0"], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = subprocess.run(exe + ["prove", "--jobs", "0"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "--jobs must be at least 1" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.slow
