@@ -157,7 +157,7 @@ class Horn:
     def step(self, c) -> None:
         """The clauses of one step (RowCtx `c`): from Inv before to Inv after.  A step that
         appends a group record leaves the log's record as it was (the append fails, or is not
-        the last) or, once stored, replaces it with the record it captured."""
+        the last) or, once stored, replaces it with what the log keeps of the record it captured."""
         after = self.inv_of(c.post, self.rec)
         body = [self.inv_of(c.shared.state, self.rec), *c.facts()]
         self.clauses.append(self._clause(body, after))
@@ -176,7 +176,8 @@ class Horn:
         """sat: an Inv exists (safe); unsat: a derivation of false (a path to a violation).
         `work`: Z3's resource units it may spend (`prove.Work`)."""
         s = z3.SolverFor("HORN")
-        s.set("rlimit", max(1, work))
+        from .prove import rlimit
+        s.set("rlimit", rlimit(work))
         s.set("fp.xform.inline_eager", False)
         s.add(*self.clauses)
         return s.check(), s

@@ -66,6 +66,12 @@ QUICK_WORK = WORK_PER_SECOND // 14
 DEBUG = False
 
 
+def rlimit(work: int) -> int:
+    """`work` as Z3's `rlimit` parameter: at least 1, and within its unsigned 32 bits (a larger
+    value is not refused, but wraps)."""
+    return max(1, min(work, 2**32 - 1))
+
+
 def z3_work() -> int:
     """Z3's resource counter now (one for every solver of the context)."""
     s = z3.Solver()
@@ -554,7 +560,7 @@ class RowCtx:
         lemmas are assumed through literals, for an unsat core.  Returns (result, solver, the
         literals of `extra`)."""
         s = z3.Solver()
-        s.set("rlimit", self.work if work is None else min(work, self.work))
+        s.set("rlimit", rlimit(self.work if work is None else min(work, self.work)))
         pre = [self.pre_lemma(lm) for lm in lemmas]
         lits = {_literal(lm.name): lm for lm in extra}
         s.add(conj([*pre, bad, *[implies(x, self.pre_lemma(lm)) for x, lm in lits.items()], *self.facts()]))
@@ -738,14 +744,14 @@ class System:
         side: list = []
         v = self.rd.read(inv.formula, both, params, side, set())
         s = z3.Solver()
-        s.set("rlimit", self.work)
+        s.set("rlimit", rlimit(self.work))
         s.add(*self.rd.well_formed(st, params), *side, z3.Not(v))
         return s.check() == z3.unsat
 
     def initially(self, lm: Lemma) -> bool:
         """The lemma holds of a group the coordinator does not hold (and of the blank record)."""
         s = z3.Solver()
-        s.set("rlimit", self.work)
+        s.set("rlimit", rlimit(self.work))
         st = self.rd.blank_state()
         _, params = self.rd.fresh("init")
         if lm.record:
@@ -994,8 +1000,10 @@ class Prover:
                 p.status, p.reason = "violated", f"a step of world {preset} breaks it: {broken[inv.name]}; " + p.reason
                 return
             if inv.kind == "state" and not inv.settled:
+                from groupspec.spec.engine import make_params
                 f = compile_term(inv.formula, _layouts()[0])
-                if not all(f(g, [], ()) for g in groups):
+                config = make_params(world_config(preset, self.rows_arg))
+                if not all(f(g, config, ()) for g in groups):
                     p.status, p.reason = "violated", f"a reachable state of world {preset} breaks it; " + p.reason
                     return
 
@@ -1209,6 +1217,13 @@ class Prover:
             if wider == vocab:
                 return cex, unknown
             vocab = wider
+
+    def explore_samples(self, scope: str) -> None:
+        """Explore the sample worlds (and the lemma-checking ones) and sift the candidates by
+        them: done once per process, before any proof's clock starts."""
+        for world in dict.fromkeys(SAMPLE_WORLDS + self.presets):
+            reachable(world, self.rows_arg)
+        self.candidates(scope)
 
     def candidates(self, scope: str) -> list[Lemma]:
         """The candidate lemmas no reachable state of the sample worlds breaks."""

@@ -263,14 +263,10 @@ def _isolated(make, invs: list, jobs: int, progress, start: str = "forkserver") 
 
 
 def _prove_one(make, name: str, send) -> None:
-    from .prove import INVARIANTS, SAMPLE_WORLDS, reachable
+    from .prove import INVARIANTS
     prover = make()
     inv = next(i for i in INVARIANTS if i.name == name)
-    # the sample worlds explored and the candidates sifted before the proof's clock starts, as
-    # one process proving every invariant does once
-    for world in dict.fromkeys(SAMPLE_WORLDS + prover.presets):
-        reachable(world)
-    prover.candidates(inv.scope)
+    prover.explore_samples(inv.scope)
     send.send(prover.prove(inv))
     send.close()
 
