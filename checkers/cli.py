@@ -124,19 +124,31 @@ def write_outputs(option: str, path: Path, write: Callable[[], None], after_resu
 @scenario_app.command("run")
 def scenario_run(
     paths: Optional[List[str]] = typer.Argument(None, help="Scenario files or folders (default: the project's suite)."),
-    target: str = typer.Option("spec", "--target", "-t", help="spec, runtime, or both"),
+    target: str = typer.Option("spec", "--target", "-t",
+                               help="spec, runtime, both, kafka-3.9 or kafka-4.0 (Kafka's own coordinators, in "
+                                    "process), kafka://host:port (a broker), or module:factory (an adapter)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML for CI."),
     coverage: bool = typer.Option(False, "--coverage", help="Report table rows no scenario reached."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only failures and the summary."),
 ) -> None:
-    """Run scenarios against the spec or the runtime coordinator."""
+    """Run scenarios against the spec, the runtime coordinator, or any implementation (Kafka's own too)."""
+    from .conform.adapter import KAFKA, AdapterError
     from .scenarios.report import line, run_files, scenario_files, to_json, uncovered, write_junit
     from .scenarios.runner import TARGETS
+    from .scenarios.targets import factory_for
 
     targets = list(TARGETS) if target == "both" else [target]
-    if any(t not in TARGETS for t in targets):
-        fail_input(f"--target {target!r}: unknown target; use spec, runtime or both")
+    factories = {}
+    for t in targets:
+        if t not in TARGETS:
+            if ":" not in t and t not in KAFKA:
+                fail_input(f"--target {t!r}: unknown target; use spec, runtime, both, {', '.join(KAFKA)} (Kafka's own "
+                           f"coordinators), kafka://host:port (a broker) or module:factory (an adapter)")
+            try:
+                factories[t] = factory_for(t)
+            except AdapterError as e:
+                fail_input(str(e).replace("--adapter", "--target", 1))
     junit_path = output_path("--junit", junit, "file") if junit is not None else None
     if any(not p.strip() for p in paths or ()):
         fail_input("a scenario path is empty (\"\"); give a file or folder")
@@ -156,7 +168,7 @@ def scenario_run(
     for t in targets:
         show = None if as_json else (lambda r, t=t: None if quiet and r.result == "pass" else
                                      out.print(f"[{t}] {line(r)}", markup=False, highlight=False, soft_wrap=True))
-        runs.append(run_files(files, t, on_result=show))
+        runs.append(run_files(files, t, on_result=show, factory=factories.get(t)))
     fired = set().union(*(r.fired() for r in runs))
     missing = uncovered(fired) if coverage else []
     if as_json:
@@ -166,7 +178,8 @@ def scenario_run(
         print(json.dumps(doc, indent=2))
     else:
         for r in runs:
-            out.print(f"{r.target}: {r.passed} passed, {r.failed} failed, {r.errors} errors "
+            skipped = f", {r.skipped} skipped" if r.skipped else ""
+            out.print(f"{r.target}: {r.passed} passed, {r.failed} failed, {r.errors} errors{skipped} "
                       f"({r.seconds:.1f}s)", markup=False, highlight=False)
         if coverage:
             total = len(_row_names())

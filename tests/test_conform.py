@@ -18,10 +18,11 @@ from typer.testing import CliRunner
 from groupspec.checkers.cli import app
 from groupspec.checkers.conform.adapter import SpecAdapter, load_factory, runtime, spec
 from groupspec.checkers.conform.harness import PROFILES, run
-from groupspec.checkers.conform.lockstep import Lockstep, replay
+from groupspec.checkers.conform.lockstep import Lockstep
 from groupspec.checkers.conform.machine import API_OF, PARAM_FIELDS, RULES, fields_of
 from groupspec.checkers.scenarios.model import load_file
 from groupspec.checkers.scenarios.runner import run_scenario
+from groupspec.checkers.scenarios.targets import run_on_adapter
 from groupspec.impl.requests import API_FIELDS
 from groupspec.spec.kafka import check_config
 from groupspec.spec.schema import TRIGGERS
@@ -112,8 +113,7 @@ def _replays(r, broken, tmp_path) -> None:
     for target in ("spec", "runtime"):
         res = run_scenario(sc, target)
         assert res.result == "pass", (target, res.as_json(), r.scenario_yaml)
-    impl = broken(check_config(sc.config))
-    assert replay({"steps": [s.body for s in sc.steps]}, impl) is not None, r.scenario_yaml
+    assert run_on_adapter(sc, broken.__name__, broken).result == "fail", r.scenario_yaml
 
 
 @pytest.mark.slow
@@ -158,7 +158,7 @@ def test_conform_json_on_a_broken_coordinator_gives_the_scenario(monkeypatch):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--adapter", "nosuch"], "runtime, spec, or module:factory"),
+    (["--adapter", "nosuch"], "runtime, spec, kafka-3.9, kafka-4.0, kafka://host:port, or module:factory"),
     (["--adapter", "no_such_module_here:f"], "cannot be imported"),
     (["--adapter", "json:nothing"], "has no 'nothing'"),
     (["--adapter", "json:__doc__"], "not callable"),

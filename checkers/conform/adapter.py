@@ -29,7 +29,16 @@ harness learns them from responses and maps them to the spec's.
 An adapter that cannot do some of these (a real broker cannot be told to
 mark a group Dead) lists them in `unsupported` (names of the methods); the
 harness then never asks for them.  An exception from an adapter method is
-reported as a divergence: the implementation failed where the spec answers.
+reported as a divergence: the implementation failed where the spec answers,
+except `Unsupported`: the implementation cannot be asked this at all (a
+request no client of it could send, a config it has no key for).  The
+harness then leaves the step out, and a scenario that needs it is skipped
+with that reason, never passed.  An adapter whose implementation fixes some
+config keys (Kafka's NewMemberJoinTimeoutMs is a constant) gives them in
+`fixed_config`, and the harness draws configs with those values.  An
+adapter whose responses carry only the fields of their request's version
+(Kafka's JoinGroup v3 has no protocol type) sets `partial_responses`: a
+field it leaves out is not compared (the scenario runner notes which).
 """
 from __future__ import annotations
 
@@ -77,6 +86,10 @@ class Coordinator(Protocol):
 
 
 Factory = Callable[[dict], Coordinator]
+
+
+class Unsupported(Exception):
+    """What an implementation cannot be asked (the message says what and why); not a divergence."""
 
 
 class CoordinatorAdapter:
@@ -229,6 +242,11 @@ def spec(config: dict, seed: int | None = 0) -> SpecAdapter:
 
 
 BUILTIN: dict[str, Factory] = {"runtime": runtime, "spec": spec}
+# Kafka's own coordinators (checkers/kafka): loaded by name like a user's adapter, so that using the spec or
+# the runtime never starts a JVM or needs Kafka's jars
+KAFKA: dict[str, str] = {"kafka-3.9": "groupspec.checkers.kafka.inprocess:kafka_39",
+                         "kafka-4.0": "groupspec.checkers.kafka.inprocess:kafka_40"}
+BROKER_SCHEME = "kafka://"
 
 
 class AdapterError(ValueError):
@@ -236,12 +254,19 @@ class AdapterError(ValueError):
 
 
 def load_factory(name: str) -> Factory:
-    """`runtime`, `spec`, or `module:factory` (a callable taking the config and returning an adapter)."""
+    """`runtime`, `spec`, `kafka-3.9`, `kafka-4.0`, `kafka://host:port` (a broker), or `module:factory` (a
+    callable taking the config and returning an adapter)."""
     if name in BUILTIN:
         return BUILTIN[name]
+    if name in KAFKA:
+        return load_factory(KAFKA[name])
+    if name.startswith(BROKER_SCHEME):
+        broker = load_factory("groupspec.checkers.kafka.wire:broker_factory")
+        return broker(name)
     if ":" not in name:
-        raise AdapterError(f"--adapter {brief(name)}: give runtime, spec, or module:factory (a dotted module path "
-                           f"and the name of a callable in it that takes the config, e.g. mypkg.broker:Adapter)")
+        raise AdapterError(f"--adapter {brief(name)}: give runtime, spec, {', '.join(KAFKA)}, kafka://host:port, or "
+                           f"module:factory (a dotted module path and the name of a callable in it that takes the "
+                           f"config, e.g. mypkg.broker:Adapter)")
     module_name, _, attr = name.partition(":")
     if not module_name or not attr:
         raise AdapterError(f"--adapter {brief(name)}: both the module and the factory name are needed "

@@ -146,37 +146,21 @@ def _check_adapter(factory, name: str, overrides: dict, missing_methods, fail_in
 
 
 def _replay(paths: list[str], factory, name: str, as_json: bool, fail_input, out) -> None:
-    from groupspec.checkers.scenarios.model import ScenarioError, load_file
-    from groupspec.checkers.scenarios.report import scenario_files
+    """The scenario files run against the adapter alone (as `groupspec scenario run --target` does)."""
+    from groupspec.checkers.scenarios.report import line, run_files, scenario_files
 
-    from .lockstep import replay
     for p in paths:
         if not Path(p).exists():
             fail_input(f"--replay {p}: no such file or folder")
-    results = []
-    try:
-        scenarios = [sc for f in scenario_files([Path(p) for p in paths]) for sc in load_file(f)]
-    except ScenarioError as e:
-        fail_input(str(e))
-    for sc in scenarios:
-        impl = factory(check_config(sc.config))
-        try:
-            failed = replay({"steps": [s.body for s in sc.steps]}, impl)
-        except Exception as e:      # noqa: BLE001 - the implementation failed on it
-            failed = (None, f"the implementation raised {type(e).__name__}: {brief(str(e), 200)}")
-        finally:
-            close = getattr(impl, "close", None)
-            if callable(close):
-                close()
-        results.append({"file": sc.file, "scenario": sc.name, "result": "fail" if failed else "pass",
-                        **({"step": failed[0], "message": failed[1]} if failed else {})})
+    show = None if as_json else (lambda r: out.print(f"[{name}] {line(r)}", markup=False, highlight=False,
+                                                      soft_wrap=True))
+    run = run_files(scenario_files([Path(p) for p in paths]), name, on_result=show, factory=factory)
+    bad = [r for r in run.results if r.result == "error"]
+    if bad:
+        fail_input(f"{bad[0].file}: {bad[0].scenario}: {bad[0].message}")
     if as_json:
-        print(json.dumps({"adapter": name, "passed": sum(r["result"] == "pass" for r in results),
-                          "failed": sum(r["result"] == "fail" for r in results), "scenarios": results}, indent=2))
-    else:
-        for r in results:
-            line = f"PASS   {r['file']}: {r['scenario']}" if r["result"] == "pass" else \
-                f"FAIL   {r['file']}: {r['scenario']}: step {r['step']}: {r['message']}"
-            out.print(f"[{name}] {line}", markup=False, highlight=False, soft_wrap=True)
-    if any(r["result"] == "fail" for r in results):
+        doc = run.as_json()
+        doc["adapter"] = doc.pop("target")
+        print(json.dumps(doc, indent=2))
+    if run.failed:
         raise typer.Exit(1)

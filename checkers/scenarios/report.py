@@ -13,6 +13,7 @@ from groupspec.spec.table import ROWS
 
 from .model import Scenario, ScenarioError, load_file
 from .runner import SHOW, Result, run_scenario
+from .targets import BUILTIN_TARGETS, run_on_adapter
 
 
 @dataclass
@@ -33,6 +34,10 @@ class Run:
     def errors(self) -> int:
         return sum(r.result == "error" for r in self.results)
 
+    @property
+    def skipped(self) -> int:
+        return sum(r.result == "skip" for r in self.results)
+
     def fired(self) -> set[str]:
         out: set[str] = set()
         for r in self.results:
@@ -41,7 +46,7 @@ class Run:
 
     def as_json(self) -> dict:
         return {"target": self.target, "passed": self.passed, "failed": self.failed, "errors": self.errors,
-                "scenarios": [r.as_json() for r in self.results]}
+                "skipped": self.skipped, "scenarios": [r.as_json() for r in self.results]}
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
@@ -58,9 +63,12 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def run_files(files: list[Path], target: str, on_result=None) -> Run:
-    """Run every scenario of every file; a file that cannot be read is one `error` and the others still run."""
+def run_files(files: list[Path], target: str, on_result=None, factory=None) -> Run:
+    """Run every scenario of every file on `target` (spec, runtime, or an adapter's name, whose `factory` may be
+    given); a file that cannot be read is one `error` and the others still run."""
     run = Run(target)
+    run_one = (lambda sc: run_scenario(sc, target)) if target in BUILTIN_TARGETS else \
+        (lambda sc: run_on_adapter(sc, target, factory))
     start = time.perf_counter()
 
     def report(r: Result) -> None:
@@ -78,7 +86,7 @@ def run_files(files: list[Path], target: str, on_result=None) -> Run:
             continue
         for sc in scenarios:
             try:
-                report(run_scenario(sc, target))
+                report(run_one(sc))
             except Exception as e:    # as above
                 report(Result(sc.file, sc.name, "error", message=_internal(e, "running the scenario")))
     run.seconds = time.perf_counter() - start
@@ -94,9 +102,9 @@ def line(r: Result) -> str:
     where = f"{clip(r.file, 1000)}: {clip(r.scenario)}"
     if r.result == "pass":
         return f"pass   {where}"
-    if r.result == "error":
+    if r.result in ("error", "skip"):
         at = f", step {r.step}" if r.step else ""
-        return f"error  {where}{at}: {clip(r.message, 1000)}"
+        return f"{r.result:<6} {where}{at}: {clip(r.message, 1000)}"
     at = f"step {r.step}" if r.step else "a step"
     what = f" ({clip(r.message)})" if r.message else ""
     return f"FAIL   {where}: {at}{what}: expected {_shown(r.expected)}, got {_shown(r.got)}"
@@ -115,7 +123,7 @@ def write_junit(runs: list[Run], path: Path) -> None:
     for run in runs:
         suite = ET.SubElement(suites, "testsuite", name=f"groupspec scenarios ({run.target})",
                               tests=str(len(run.results)), failures=str(run.failed), errors=str(run.errors),
-                              time=f"{run.seconds:.3f}")
+                              skipped=str(run.skipped), time=f"{run.seconds:.3f}")
         for r in run.results:
             case = ET.SubElement(suite, "testcase", classname=_xml(r.file), name=_xml(f"{r.scenario} [{run.target}]"))
             if r.result == "fail":
@@ -125,6 +133,8 @@ def write_junit(runs: list[Run], path: Path) -> None:
             elif r.result == "error":
                 el = ET.SubElement(case, "error", message=_xml(clip(r.message, 1000)))
                 el.text = _xml(line(r))
+            elif r.result == "skip":
+                ET.SubElement(case, "skipped", message=_xml(clip(r.message, 1000)))
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
 

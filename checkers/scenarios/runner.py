@@ -47,18 +47,21 @@ SHOW = 300          # characters of an expected or got value in a failure (line,
 class Result:
     file: str
     scenario: str
-    result: str                  # pass, fail, error
+    result: str                  # pass, fail, error, skip (the target cannot do what the scenario asks)
     step: int | None = None
     expected: Any = None
     got: Any = None
     message: str = ""
     fired: set = field(default_factory=set)
+    unobserved: list = field(default_factory=list)     # expected fields the target's responses cannot carry
 
     def as_json(self) -> dict:
         d = {"file": self.file, "scenario": self.scenario, "result": self.result}
+        if self.unobserved:
+            d["unobserved"] = list(self.unobserved)
         if self.result == "fail":
             d.update(step=self.step, expected=_text(self.expected), got=_text(self.got))
-        elif self.result == "error":     # the scenario is wrong: there is nothing expected or got to show
+        elif self.result in ("error", "skip"):     # nothing expected or got to show
             d["step"] = self.step
         if self.result != "pass" and self.message:
             d["message"] = self.message
@@ -186,7 +189,7 @@ def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario, budget
             trial = copy.copy(w)
             trial.env = dict(w.env)
             try:
-                (_expect if step.kind == "expect" else _snapshot)(b, w, trial.env)
+                (check_expect if step.kind == "expect" else check_snapshot)(b, w, trial.env)
             except BadUse as e:
                 raise bad(e.message) from None
             except Mismatch as m:
@@ -300,7 +303,7 @@ def _action(step: Step, bad) -> Callable[[World], None]:
     raise bad(f"unsupported step {step.kind}")
 
 
-def _expect(b: dict, w: World, env: dict) -> None:
+def check_expect(b: dict, w: World, env: dict) -> None:
     rid = b["expect"]
     got = w.responses.get(rid)
     if b.get("pending") is True:
@@ -328,7 +331,7 @@ def _group_id(v: Any, env: dict) -> str:
     return gid
 
 
-def _snapshot(b: dict, w: World, env: dict) -> None:
+def check_snapshot(b: dict, w: World, env: dict) -> None:
     gid = _group_id(b["snapshot"], env)
     snap = w.coord.snapshot(gid)
     if snap is None:

@@ -1,0 +1,450 @@
+"""Scenario requests and responses as Kafka's own protocol messages, for every Kafka target.
+
+A scenario speaks in the contract's fields (`contracts/scenario-format.md`);
+Kafka speaks in its messages, one schema per API and version.  The messages
+are kio's entities (kio is generated from Kafka's JSON schemas), so no
+message is encoded by hand: the broker target writes them to a socket with
+kio, and the in-process targets send them to the JVM driver as the JSON of
+Kafka's own `*JsonConverter` classes (`to_json`, `from_json`), which the
+driver reads back into Kafka's `*Data` classes at the same version.
+
+A request is built at one version; a field that version cannot carry (a
+group.instance.id before JoinGroup v5, `require_known_member_id: false`
+with JoinGroup v4 or later for a dynamic member) makes the request one no
+client could send: `NotExpressible` says so, and the target reports the
+step as one it cannot run.  Versions: the request's own, else the newest
+Kafka 3.9 defines (the contract), except that a JoinGroup with
+`require_known_member_id: false` and no version is sent at version 3 (the
+newest where Kafka does not require a known member id).
+
+Assignments and protocol metadata are bytes on the wire.  A partition list
+goes as Kafka's ConsumerProtocol assignment (version 0), so a real broker
+and a real client read it as they would a consumer's; protocol metadata of
+a `consumer` group goes as a ConsumerProtocol subscription whose user data
+is the scenario's metadata string (different strings, different bytes:
+Kafka compares the bytes to see changed metadata).
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import enum
+import struct
+import typing
+from functools import lru_cache
+from typing import Any
+
+from kio import index as kio_index
+from kio.schema.errors import ErrorCode
+
+from groupspec.spec.handling import require_known_member_id
+from groupspec.spec.kafka import ERROR_CODES, NEWEST_VERSION
+
+API_KEYS = {"JoinGroup": 11, "SyncGroup": 14, "Heartbeat": 12, "LeaveGroup": 13, "OffsetCommit": 8,
+            "OffsetFetch": 9, "DescribeGroups": 15, "ListGroups": 16, "DeleteGroups": 42}
+# The newest JoinGroup version where Kafka derives requireKnownMemberId = false for a dynamic member.
+JOIN_WITHOUT_KNOWN_MEMBER_ID = 3
+# The newest SyncGroup version without a mandatory protocol type and name (KafkaApis refuses a v5 request
+# without them: SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent).
+SYNC_WITHOUT_PROTOCOL = 4
+ERROR_NAMES = {code: name for name, code in ERROR_CODES.items()}
+
+
+class NotExpressible(ValueError):
+    """A scenario request no Kafka client could send at its version (the message says which field)."""
+
+
+# ---------------------------------------------------------------- kio's entities
+
+@lru_cache(maxsize=None)
+def request_class(api: str, version: int) -> type:
+    try:
+        return kio_index.load_request_schema(API_KEYS[api], version)
+    except Exception:      # noqa: BLE001 - kio's lookup errors: a version its schemas do not define
+        raise NotExpressible(f"{api} version {version} is not one Kafka's schemas define") from None
+
+
+@lru_cache(maxsize=None)
+def response_class(api: str, version: int) -> type:
+    return kio_index.load_response_schema(API_KEYS[api], version)
+
+
+def _fields(cls: type) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
+def _entity_of(tp: Any) -> type | None:
+    """The entity class inside a field type (`tuple[Entity, ...]`, `Entity | None`), if any."""
+    if dataclasses.is_dataclass(tp):
+        return tp
+    for a in typing.get_args(tp):
+        inner = _entity_of(a)
+        if inner is not None:
+            return inner
+    return None
+
+
+def build(cls: type, values: dict) -> Any:
+    """An entity of `cls` from `values` (kio's field names; nested entities as dicts or lists of dicts):
+    every field `values` names must be one of the version's (else NotExpressible), the rest keep the
+    schema's defaults."""
+    fields = _fields(cls)
+    kw = {}
+    for name, v in values.items():
+        f = fields.get(name)
+        if f is None:
+            continue
+        if v is None and not _nullable(f.type):
+            raise NotExpressible(f"{cls.__name__} version {cls.__version__}: {name} cannot be null")
+        inner = _entity_of(f.type)
+        if inner is not None and v is not None:
+            v = tuple(build(inner, x) for x in v) if isinstance(v, (list, tuple)) else build(inner, v)
+        elif isinstance(v, list):
+            v = tuple(v)
+        kw[name] = v
+    return cls(**kw)
+
+
+def _nullable(tp: Any) -> bool:
+    return type(None) in typing.get_args(tp)
+
+
+def needs(cls: type, api: str, version: int, name: str, what: str) -> None:
+    if name not in _fields(cls):
+        raise NotExpressible(f"{api} version {version} cannot carry {what}")
+
+
+# ---------------------------------------------------------------- Kafka's JSON form (the JVM driver's)
+
+def _json_name(f: dataclasses.Field) -> str:
+    head, *rest = f.name.split("_")
+    name = head + "".join(p[:1].upper() + p[1:] for p in rest)
+    return name + "Ms" if f.metadata.get("kafka_type", "").startswith("timedelta") else name
+
+
+def to_json(entity: Any) -> dict:
+    """An entity as Kafka's `*JsonConverter.write` writes it: camelCase names, bytes in base64."""
+    out = {}
+    for f in dataclasses.fields(entity):
+        out[_json_name(f)] = _json_value(getattr(entity, f.name))
+    return out
+
+
+def _json_value(v: Any) -> Any:
+    if dataclasses.is_dataclass(v):
+        return to_json(v)
+    if isinstance(v, tuple):
+        return [_json_value(x) for x in v]
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode("ascii")
+    if isinstance(v, datetime.timedelta):
+        return int(v / datetime.timedelta(milliseconds=1))
+    if isinstance(v, enum.Enum):
+        return v.value
+    return v
+
+
+def from_json(cls: type, obj: dict) -> Any:
+    """The entity of `cls` from Kafka's JSON form of the same message and version."""
+    kw = {}
+    for f in dataclasses.fields(cls):
+        name = _json_name(f)
+        if name not in obj:
+            continue
+        kw[f.name] = _from_json_value(f.type, f.metadata.get("kafka_type", ""), obj[name])
+    return cls(**kw)
+
+
+def _from_json_value(tp: Any, kafka_type: str, v: Any) -> Any:
+    if v is None:
+        return None
+    inner = _entity_of(tp)
+    if inner is not None:
+        return tuple(from_json(inner, x) for x in v) if isinstance(v, list) else from_json(inner, v)
+    if isinstance(v, list):
+        return tuple(_from_json_value(typing.get_args(tp)[0] if typing.get_args(tp) else Any, kafka_type, x)
+                     for x in v)
+    if kafka_type == "error_code":
+        return ErrorCode(v)
+    if kafka_type.startswith("timedelta"):
+        return datetime.timedelta(milliseconds=v)
+    if kafka_type in ("bytes", "records") or _is_bytes(tp):
+        return base64.b64decode(v)
+    return v
+
+
+def _is_bytes(tp: Any) -> bool:
+    return tp is bytes or bytes in typing.get_args(tp)
+
+
+# ---------------------------------------------------------------- bytes the coordinator stores and hands out
+
+def _string(s: str) -> bytes:
+    b = s.encode("utf-8")
+    return struct.pack(">h", len(b)) + b
+
+
+def encode_assignment(partitions: list[str]) -> bytes:
+    """ConsumerProtocol assignment, version 0: the partitions grouped by topic, no user data."""
+    by_topic: dict[str, list[int]] = {}
+    for p in partitions:
+        topic, _, n = p.rpartition("-")
+        by_topic.setdefault(topic, []).append(int(n))
+    out = struct.pack(">hi", 0, len(by_topic))
+    for topic, parts in by_topic.items():
+        out += _string(topic) + struct.pack(">i", len(parts)) + b"".join(struct.pack(">i", n) for n in parts)
+    return out + struct.pack(">i", -1)
+
+
+def decode_assignment(data: bytes | None) -> list[str]:
+    """The partitions of a ConsumerProtocol assignment (any version: later ones only add fields after);
+    no bytes at all is no assignment, as Kafka hands a member the leader left out."""
+    if not data:
+        return []
+    try:
+        _version, n = struct.unpack_from(">hi", data, 0)
+        at, out = 6, []
+        for _ in range(n):
+            (ln,) = struct.unpack_from(">h", data, at)
+            topic = data[at + 2:at + 2 + ln].decode("utf-8")
+            at += 2 + ln
+            (k,) = struct.unpack_from(">i", data, at)
+            at += 4
+            for _ in range(k):
+                (p,) = struct.unpack_from(">i", data, at)
+                at += 4
+                out.append(f"{topic}-{p}")
+        return out
+    except (struct.error, UnicodeDecodeError):
+        raise ValueError(f"an assignment that is not Kafka's ConsumerProtocol format ({len(data)} bytes)") from None
+
+
+def encode_metadata(protocol_type: str, metadata: str) -> bytes:
+    """A protocol's metadata: for a `consumer` group a ConsumerProtocol subscription (version 0, no topics)
+    carrying the scenario's string as user data; otherwise the string's bytes."""
+    if protocol_type != "consumer":
+        return metadata.encode("utf-8")
+    user = metadata.encode("utf-8")
+    return struct.pack(">hi", 0, 0) + (struct.pack(">i", len(user)) + user if user else struct.pack(">i", -1))
+
+
+# ---------------------------------------------------------------- scenario request -> message
+
+def request(api: str, req: dict) -> tuple[int, Any]:
+    """The scenario request `req` of `api` as (version, kio entity); NotExpressible if no client could send it."""
+    version = req.get("version")
+    if api == "JoinGroup":
+        version = _join_version(req, version)
+    elif api == "SyncGroup" and version is None and req.get("protocol_type") is None and req.get("protocol") is None:
+        version = SYNC_WITHOUT_PROTOCOL
+    if version is None:
+        version = NEWEST_VERSION[api]
+    cls = request_class(api, version)
+    return version, _BUILD[api](cls, req, api, version)
+
+
+def _join_version(req: dict, version: int | None) -> int:
+    rk, inst = req.get("require_known_member_id"), req.get("instance")
+    if version is None:
+        version = JOIN_WITHOUT_KNOWN_MEMBER_ID if rk is False and inst is None else NEWEST_VERSION["JoinGroup"]
+    if rk is not None and rk != require_known_member_id(version, inst):
+        raise NotExpressible(f"JoinGroup version {version} {'with' if inst is not None else 'without'} a "
+                             f"group.instance.id: Kafka derives require_known_member_id = "
+                             f"{str(require_known_member_id(version, inst)).lower()}, the request says "
+                             f"{str(rk).lower()}")
+    return version
+
+
+def _opt(cls, api, version, values: dict, name: str, value: Any, what: str) -> None:
+    """Set an optional field only a newer version has: left out when it holds its default (None)."""
+    if value is not None:
+        needs(cls, api, version, name, what)
+        values[name] = value
+
+
+def _join(cls, req, api, version):
+    ptype = req.get("protocol_type") or ""
+    protocols = [{"name": p, "metadata": encode_metadata(ptype, "")} if isinstance(p, str) else
+                 {"name": p["name"], "metadata": encode_metadata(ptype, str(p.get("metadata", "")))}
+                 for p in req.get("protocols") or []]
+    session = req.get("session_timeout_ms", 0)
+    values = {"group_id": req.get("group"), "session_timeout": _ms(session),
+              # a scenario without a rebalance timeout means the session timeout, as JoinGroup v0 does
+              "rebalance_timeout": _ms(req.get("rebalance_timeout_ms", session)),
+              "member_id": req.get("member") or "", "protocol_type": ptype, "protocols": protocols}
+    _opt(cls, api, version, values, "group_instance_id", req.get("instance"), "a group.instance.id (static member)")
+    _opt(cls, api, version, values, "reason", req.get("reason"), "a reason")
+    return build(cls, values)
+
+
+def _sync(cls, req, api, version):
+    values = {"group_id": req.get("group"), "generation_id": req.get("generation", -1),
+              "member_id": req.get("member") or "",
+              "assignments": [{"member_id": m, "assignment": encode_assignment(ps)}
+                              for m, ps in (req.get("assignments") or {}).items()]}
+    _opt(cls, api, version, values, "group_instance_id", req.get("instance"), "a group.instance.id (static member)")
+    _opt(cls, api, version, values, "protocol_type", req.get("protocol_type"), "a protocol type")
+    _opt(cls, api, version, values, "protocol_name", req.get("protocol"), "a protocol name")
+    return build(cls, values)
+
+
+def _heartbeat(cls, req, api, version):
+    values = {"group_id": req.get("group"), "generation_id": req.get("generation", -1),
+              "member_id": req.get("member") or ""}
+    _opt(cls, api, version, values, "group_instance_id", req.get("instance"), "a group.instance.id (static member)")
+    return build(cls, values)
+
+
+def _leave(cls, req, api, version):
+    members = req.get("members")
+    if members is None:
+        members = [{"member": req.get("member") or ""}]
+    if "members" not in _fields(cls):     # v0-2: one member, no group.instance.id
+        if len(members) != 1 or members[0].get("instance") is not None:
+            raise NotExpressible(f"LeaveGroup version {version} carries one member id and no group.instance.id")
+        return build(cls, {"group_id": req.get("group"), "member_id": members[0].get("member") or ""})
+    out = []
+    for m in members:
+        item = {"member_id": m.get("member") or "", "group_instance_id": m.get("instance")}
+        if m.get("reason") is not None:
+            item["reason"] = m["reason"]
+        out.append(item)
+    return build(cls, {"group_id": req.get("group"), "members": out})
+
+
+def _by_topic(partitions) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for p in partitions:
+        topic, _, n = p.rpartition("-")
+        out.setdefault(topic, []).append(int(n))
+    return out
+
+
+def _commit(cls, req, api, version):
+    offsets = req.get("offsets") or {}
+    topics = [{"name": t, "partitions": [{"partition_index": n, "committed_offset": offsets[f"{t}-{n}"],
+                                          "committed_metadata": ""} for n in ns]}
+              for t, ns in _by_topic(offsets).items()]
+    values = {"group_id": req.get("group"), "generation_id_or_member_epoch": req.get("generation", -1),
+              "member_id": req.get("member") or "", "topics": topics}
+    _opt(cls, api, version, values, "group_instance_id", req.get("instance"), "a group.instance.id (static member)")
+    return build(cls, values)
+
+
+def _fetch(cls, req, api, version):
+    parts = req.get("partitions")
+    topics = None if parts is None else [{"name": t, "partition_indexes": ns} for t, ns in _by_topic(parts).items()]
+    if "groups" in _fields(cls):      # v8+: a batch of groups (of one here)
+        return build(cls, {"groups": [{"group_id": req.get("group"), "topics": topics}]})
+    if topics is None and version < 2:
+        raise NotExpressible(f"OffsetFetch version {version} cannot ask for every partition (version 2 and later)")
+    return build(cls, {"group_id": req.get("group"), "topics": topics})
+
+
+def _describe(cls, req, api, version):
+    values = {"groups": list(req.get("groups") or [])}
+    if "include_authorized_operations" in _fields(cls):
+        values["include_authorized_operations"] = False
+    return build(cls, values)
+
+
+def _list(cls, req, api, version):
+    return build(cls, {})
+
+
+def _delete(cls, req, api, version):
+    return build(cls, {"groups_names": list(req.get("groups") or [])})
+
+
+def _ms(v: int) -> datetime.timedelta:
+    return datetime.timedelta(milliseconds=v)
+
+
+_BUILD = {"JoinGroup": _join, "SyncGroup": _sync, "Heartbeat": _heartbeat, "LeaveGroup": _leave,
+          "OffsetCommit": _commit, "OffsetFetch": _fetch, "DescribeGroups": _describe, "ListGroups": _list,
+          "DeleteGroups": _delete}
+
+
+# ---------------------------------------------------------------- message -> scenario response
+
+def error_name(code: Any) -> str:
+    code = code.value if isinstance(code, enum.Enum) else int(code)
+    return ERROR_NAMES.get(code) or ErrorCode(code).name.upper()
+
+
+def response(api: str, msg: Any) -> dict:
+    """A response message (kio entity) in the contract's response fields: those its version carries."""
+    return _READ[api](msg)
+
+
+def _carried(m, **fields: str) -> dict:
+    """The response fields (scenario name: message field) the message's version carries; the others are
+    left out, not given as null: a response of that version says nothing about them."""
+    return {k: getattr(m, f) for k, f in fields.items() if hasattr(m, f)}
+
+
+def _join_response(m) -> dict:
+    return {"error": error_name(m.error_code), "member": m.member_id, "generation": m.generation_id,
+            "leader": m.leader, "protocol": m.protocol_name, "members": [x.member_id for x in m.members],
+            **_carried(m, protocol_type="protocol_type", skip_assignment="skip_assignment")}
+
+
+def _sync_response(m) -> dict:
+    return {"error": error_name(m.error_code), "assignment": decode_assignment(m.assignment),
+            **_carried(m, protocol_type="protocol_type", protocol="protocol_name")}
+
+
+def _heartbeat_response(m) -> dict:
+    return {"error": error_name(m.error_code)}
+
+
+def _leave_response(m) -> dict:
+    out = {"error": error_name(m.error_code)}
+    if hasattr(m, "members"):
+        out["errors"] = [error_name(x.error_code) for x in m.members]
+    return out
+
+
+def _commit_response(m) -> dict:
+    return {"errors": {f"{t.name}-{p.partition_index}": error_name(p.error_code)
+                       for t in m.topics for p in t.partitions}}
+
+
+def _fetch_response(m) -> dict:
+    if hasattr(m, "groups"):
+        (g,) = m.groups
+        error, topics = g.error_code, g.topics
+    else:
+        error, topics = getattr(m, "error_code", ErrorCode.none), m.topics
+    offsets, errors = {}, {}
+    for t in topics:
+        for p in t.partitions:
+            offsets[f"{t.name}-{p.partition_index}"] = p.committed_offset
+            errors[f"{t.name}-{p.partition_index}"] = error_name(p.error_code)
+    out = {"error": error_name(error), "offsets": offsets}
+    if any(e != "NONE" for e in errors.values()):
+        out["errors"] = errors
+    return out
+
+
+def _describe_response(m) -> dict:
+    return {"error": "NONE", "groups": [
+        {"group": g.group_id, "error": error_name(g.error_code), "state": g.group_state,
+         "protocol_type": g.protocol_type, "protocol": g.protocol_data, "members": [x.member_id for x in g.members]}
+        for g in m.groups]}
+
+
+def _list_response(m) -> dict:
+    return {"error": error_name(m.error_code), "groups": [
+        {"group": g.group_id, "protocol_type": g.protocol_type,
+         **({"state": g.group_state} if hasattr(g, "group_state") else {})} for g in m.groups]}
+
+
+def _delete_response(m) -> dict:
+    return {"error": "NONE", "errors": {r.group_id: error_name(r.error_code) for r in m.results}}
+
+
+_READ = {"JoinGroup": _join_response, "SyncGroup": _sync_response, "Heartbeat": _heartbeat_response,
+         "LeaveGroup": _leave_response, "OffsetCommit": _commit_response, "OffsetFetch": _fetch_response,
+         "DescribeGroups": _describe_response, "ListGroups": _list_response, "DeleteGroups": _delete_response}

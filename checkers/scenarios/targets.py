@@ -1,0 +1,128 @@
+"""Running a scenario on an implementation through its adapter (`checkers/conform/adapter.py`).
+
+The spec and the runtime are run by `runner.py`, which sees their insides
+(the spec explores every behaviour it allows).  Every other target is an
+implementation seen from outside, as the conformance harness sees it:
+Kafka's own coordinators in process (`kafka-3.9`, `kafka-4.0`), a broker
+over the wire (`kafka://host:port`), or a user's adapter (`module:factory`).
+Its answers are checked with the runner's own `expect` and `snapshot`
+matching.  What the implementation cannot be asked (`Unsupported`: a config
+it has no key for, a request no client of it could send, a coordinator
+event a broker cannot be told) skips the scenario with that reason: a
+skipped scenario is never counted as passed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from groupspec.checkers.conform.adapter import AdapterError, Unsupported, load_factory, perform
+from groupspec.spec.kafka import brief, check_config
+
+from .match import BadUse, Mismatch, resolve
+from .model import Scenario, ScenarioError
+from .runner import SHOW, Result, check_expect, check_snapshot
+
+BUILTIN_TARGETS = ("spec", "runtime")
+
+
+class Observed:
+    """An implementation seen as the runner's World is (its responses so far, `coord.snapshot`), so the
+    runner's own `expect` and `snapshot` checks read it."""
+
+    def __init__(self, impl: Any):
+        self.coord, self.responses, self.env = impl, {}, {}
+
+
+def factory_for(target: str):
+    """The adapter factory a target names (AdapterError: it names none)."""
+    return load_factory(target)
+
+
+def run_on_adapter(sc: Scenario, target: str, factory=None) -> Result:
+    """Run one scenario against an implementation alone: its answers must meet every `expect` and
+    `snapshot`, and it must answer each request once."""
+    try:
+        factory = factory or factory_for(target)
+    except AdapterError as e:
+        return Result(sc.file, sc.name, "error", None, message=str(e))
+    try:
+        impl = factory(check_config(sc.config))
+    except Unsupported as e:
+        return Result(sc.file, sc.name, "skip", None, message=str(e))
+    try:
+        return _steps(sc, impl)
+    finally:
+        close = getattr(impl, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Unsupported:
+                pass
+
+
+def _steps(sc: Scenario, impl: Any) -> Result:
+    w = Observed(impl)
+    unobserved: list[str] = []
+    unsupported = set(getattr(impl, "unsupported", ()) or ())
+    for step in sc.steps:
+        b = step.body
+        try:
+            if step.kind == "send":
+                rid = b["id"]
+                req = resolve({k: v for k, v in b.items() if k not in ("send", "id")}, w.env)
+                resp = impl.send(b["send"], req, rid)
+                if resp is not None:
+                    w.responses[rid] = resp
+            elif step.kind == "expect":
+                check_expect(_observable(b, w, impl, unobserved), w, w.env)
+            elif step.kind == "snapshot":
+                check_snapshot(b, w, w.env)
+            elif step.kind in ("advance_ms", "storage", "coordinator"):
+                needed = _method(b)
+                if needed in unsupported:
+                    raise Unsupported(f"it cannot be told to {needed.replace('_', ' ')}")
+                if perform(impl, b) is False and "storage" in b:
+                    return Result(sc.file, sc.name, "fail", step.number, "an append held, to complete",
+                                  "none held", message="storage complete")
+            elif step.kind == "assign":
+                continue          # a pure assignor check: the spec's, run by the spec target
+        except Unsupported as e:
+            return Result(sc.file, sc.name, "skip", step.number, message=str(e))
+        except Mismatch as m:
+            return Result(sc.file, sc.name, "fail", step.number, m.expected, m.got, message=m.where)
+        except BadUse as e:
+            return Result(sc.file, sc.name, "error", step.number, message=e.message)
+        except ScenarioError as e:
+            return Result(sc.file, sc.name, "error", step.number, message=e.message)
+        except Exception as e:      # noqa: BLE001 - whatever the implementation raises fails it on this step
+            return Result(sc.file, sc.name, "fail", step.number, "an answer",
+                          f"{type(e).__name__}: {brief(str(e), SHOW)}", message="the implementation raised")
+        for rid, resp in impl.answered():
+            if rid in w.responses:      # the format has no step for it; the contract answers a request once
+                return Result(sc.file, sc.name, "fail", step.number, f"one answer to {rid}",
+                              f"a second answer: {brief(resp, SHOW)}", message=f"{rid} answered twice")
+            w.responses[rid] = resp
+    return Result(sc.file, sc.name, "pass", unobserved=unobserved)
+
+
+def _observable(b: dict, w: Observed, impl: Any, unobserved: list[str]) -> dict:
+    """An `expect` step as far as the implementation's response can show it: an adapter whose responses
+    carry only what their version carries (`partial_responses`: Kafka's, whose JoinGroup v3 has no protocol
+    type) is not asked about a field its response leaves out; each such field is noted."""
+    got = w.responses.get(b["expect"])
+    if not getattr(impl, "partial_responses", False) or not isinstance(got, dict):
+        return b
+    missing = [k for k in b if k not in ("expect", "pending") and k not in got]
+    unobserved.extend(f"{b['expect']}.{k}" for k in missing)
+    return {k: v for k, v in b.items() if k not in missing}
+
+
+def _method(body: dict) -> str:
+    """The adapter method a clock, storage or coordinator step needs."""
+    if "advance_ms" in body:
+        return "advance"
+    if "storage" in body:
+        (key, _), = body["storage"].items()
+        return {"hold": "storage_hold", "fail_next_append": "storage_fail_next", "complete": "storage_complete"}[key]
+    ev = body["coordinator"]
+    return "mark_dead" if isinstance(ev, dict) else ev
