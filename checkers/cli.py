@@ -11,114 +11,24 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 import typer
-from rich.console import Console
 
+from .kafka.cli import kafka_app
+from .console import err, fail_input, one_line, out, output_path, say_error, write_outputs  # noqa: F401
 from .paths import REPO, default_scenario_paths
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="An executable spec of Kafka's classic consumer-group coordinator, and its checkers.")
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
 app.add_typer(scenario_app, name="scenario")
-
-# rich (and typer's help) take COLUMNS=0 as a width of 0 and print nothing at all, not even an error: a width
-# below 1 is no width, so it is dropped and the terminal's (or 80) is used
-if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]) < 1:
-    del os.environ["COLUMNS"]
-
-# emoji off: a scenario named `:thumbs_up:` is printed as written
-err = Console(stderr=True, soft_wrap=True, emoji=False)
-out = Console(soft_wrap=True, emoji=False)
-
-def fail_input(message: str) -> None:
-    say_error(f"groupspec: {_one_line(message)}")
-    raise typer.Exit(2)
-
-
-def say_error(line: str) -> None:
-    """One line on the standard error; if that cannot be written (closed, a full device) there is no one left
-    to tell, and the exit code still says what happened."""
-    try:
-        err.print(line, markup=False, highlight=False, soft_wrap=True)
-    except OSError:
-        pass
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
+app.add_typer(kafka_app, name="kafka")
 
 class Terminated(BaseException):
     """SIGTERM: raised in the main process so that every `finally` runs (the search's workers are
     stopped, the progress display closed); not an Exception, so no `except Exception` keeps it."""
-
-
-def output_path(option: str, given: str, kind: str, files: tuple = ()) -> Path:
-    """Check now, before any work, that `given` (the value of `option`) can be written: a file
-    (`kind` "file"), or a folder to write `files` into ("dir"); refuse in one line, exit 2.
-
-    Missing folders are created when the output is written; what must hold now is that the
-    nearest existing one is a writable folder (probed with an unnamed temporary file, so
-    permissions, a read-only file system and a full device all show) and that nothing in the
-    way is a file where a folder is needed or the other way round."""
-    what = "a file name" if kind == "file" else "a folder"
-    if not given.strip():
-        fail_input(f"{option} is empty; give {what}")
-    path = Path(given)
-    where = f"{option} {path}"
-    if kind == "file":
-        if path.is_dir():
-            fail_input(f"{where}: is a folder; give a file name (e.g. {path / 'report.xml'})")
-        if path.exists():
-            _probe(where, lambda: open(path, "ab").close(), path)
-            return path
-    else:
-        if path.exists() and not path.is_dir():
-            fail_input(f"{where}: is not a folder; give a folder (it is created if missing)")
-        for name in files:
-            if (path / name).is_dir():
-                fail_input(f"{where}: {path / name} is a folder, and a file of that name is written there; "
-                           f"move it away or give another folder")
-    folder = path if kind == "dir" else path.parent
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        fail_input(f"{where}: {existing} is a file, so no folder can be made under it; give another place")
-    _probe(where, lambda: tempfile.TemporaryFile(dir=existing).close(), existing)
-    return path
-
-
-def _probe(where: str, attempt: Callable[[], None], place: Path) -> None:
-    try:
-        attempt()
-    except OSError as e:
-        fail_input(f"{where}: cannot write in {place} ({e.strerror or e}); give another place or fix its "
-                   f"permissions")
-    try:
-        st = os.statvfs(place)
-    except OSError:                      # pragma: no cover - a file system without statvfs
-        return
-    free = st.f_bfree if os.geteuid() == 0 else st.f_bavail
-    if st.f_blocks and not free:
-        fail_input(f"{where}: the device holding {place} is full (no space left); free some space or give "
-                   f"another place")
-
-
-def write_outputs(option: str, path: Path, write: Callable[[], None], after_result: bool = True) -> None:
-    """Write an output (its path was checked before the run); a failure now (a device filled up
-    meanwhile) is one line and exit 2, after the result was printed if `after_result`."""
-    try:
-        write()
-    except OSError as e:
-        done = "the result above is complete, what it wrote there is not" if after_result else \
-            "what it wrote there is incomplete"
-        fail_input(f"{option} {path}: writing failed ({e.strerror or e}); {done}: free some space or give "
-                   f"another place")
 
 
 @scenario_app.command("run")
@@ -616,13 +526,12 @@ def export_tla_cmd(
 
 def _side_by_side(cfg, folder: Path, exported, jar, workers: int, symmetry: bool) -> dict:
     """TLC and `groupspec check` on one world: verdict, invariant, distinct states, depth in steps."""
-    import shutil
     from .explicit import check, check_parallel
     from .tlc import run_tlc
     from .world_model import WorldModel
     t = run_tlc(folder, exported.name, workers=workers, jar=jar)
     if t.result == "error":
-        fail_input(f"TLC failed on {folder / exported.name}.tla: {_one_line(t.output[-600:])}")
+        fail_input(f"TLC failed on {folder / exported.name}.tla: {one_line(t.output[-600:])}")
     ours = (check_parallel(WorldModel(cfg), workers=workers, symmetry=symmetry) if workers > 1
             else check(WorldModel(cfg), symmetry=symmetry))
     names = dict(exported.invariants)
@@ -895,7 +804,7 @@ def main() -> None:
             if text:
                 say_error(text)
         else:
-            say_error(f"{where}: {_one_line(e.format_message())} (`{where} --help` lists the options)")
+            say_error(f"{where}: {one_line(e.format_message())} (`{where} --help` lists the options)")
         code = e.exit_code
     except (KeyboardInterrupt, typer.Abort):
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # a second Ctrl-C now would be a traceback

@@ -38,7 +38,10 @@ config keys (Kafka's NewMemberJoinTimeoutMs is a constant) gives them in
 `fixed_config`, and the harness draws configs with those values.  An
 adapter whose responses carry only the fields of their request's version
 (Kafka's JoinGroup v3 has no protocol type) sets `partial_responses`: a
-field it leaves out is not compared (the scenario runner notes which).
+field it leaves out is not compared (the scenario runner notes which); one
+that sees a group only from outside (a broker has no API that shows a
+group's generation) sets `partial_snapshots`, and the same holds for the
+fields its snapshots leave out.
 """
 from __future__ import annotations
 

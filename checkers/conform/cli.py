@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from groupspec.checkers.console import err, fail_input, out, output_path, write_outputs
 from groupspec.spec.kafka import CONFIG_DEFAULTS, ConfigError, brief, check_config
 
 
@@ -30,7 +31,6 @@ def conform_cmd(
 ) -> None:
     """Test an implementation of the group coordinator against the spec: random steps generated from the
     table, run on both side by side; the first difference is shrunk to a scenario file that replays."""
-    from groupspec.checkers.cli import err, fail_input, out, output_path, write_outputs
 
     from .adapter import AdapterError, load_factory, missing_methods
     from .harness import PROFILES, run, scenario_yaml

@@ -11,22 +11,8 @@ from typing import List, Optional
 import typer
 
 
-def _cli():
-    """The CLI's helpers (imported when a command runs: cli.py imports this module to register it)."""
-    from groupspec.checkers import cli
-    return cli
-
-
-def fail_input(message: str) -> None:
-    _cli().fail_input(message)
-
-
-def output_path(*a, **kw):
-    return _cli().output_path(*a, **kw)
-
-
-def write_outputs(*a, **kw):
-    return _cli().write_outputs(*a, **kw)
+from groupspec.checkers import console
+from groupspec.checkers.console import fail_input, output_path, write_outputs
 
 
 
@@ -44,7 +30,7 @@ def register(app: typer.Typer) -> None:
 
 def _progress(total: int, what: str):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-    return Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=_cli().err,
+    return Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console.err,
                     transient=True)
 
 
@@ -109,9 +95,9 @@ def simulate_cmd(
            "buggy_groups": len(info), "bug_fired": sum(b["fired"] for b in info), "bugs_file": str(bugs_path),
            "seconds": round(took, 2), "records_per_second": int(writer.count / took) if took else None}
     if as_json:
-        _cli().out.print_json(json.dumps(res))
+        console.out.print_json(json.dumps(res))
     else:
-        _cli().out.print(f"{writer.count:,} records of {groups:,} groups written to {path} in {took:.1f} s"
+        console.out.print(f"{writer.count:,} records of {groups:,} groups written to {path} in {took:.1f} s"
                   + (f"; {len(info)} groups ran a bug, it fired in {res['bug_fired']} ({bugs_path})" if bugs else ""),
                   markup=False, highlight=False)
 
@@ -144,18 +130,18 @@ def from_kafka_log_cmd(
     s["groups"] = len({r["group"] for r in recs})
     s["out"] = str(path)
     if as_json:
-        _cli().out.print_json(json.dumps(s))
+        console.out.print_json(json.dumps(s))
         return
-    _cli().out.print(f"{s['records']:,} observations of {s['groups']:,} groups from {s['entries']:,} log entries in "
+    console.out.print(f"{s['records']:,} observations of {s['groups']:,} groups from {s['entries']:,} log entries in "
               f"{s['files']} files -> {path}", markup=False, highlight=False)
     for name, n in s["recognised"].items():
-        _cli().out.print(f"  {n:>8,}  {name}", markup=False, highlight=False)
+        console.out.print(f"  {n:>8,}  {name}", markup=False, highlight=False)
     if s["unrecognised_coordinator_lines"]:
-        _cli().out.print(f"  {s['unrecognised_coordinator_lines']:>8,}  coordinator lines not recognised, most common:",
+        console.out.print(f"  {s['unrecognised_coordinator_lines']:>8,}  coordinator lines not recognised, most common:",
                   markup=False, highlight=False)
         for u in s["unrecognised_top"][:5]:
-            _cli().out.print(f"            {u['count']:,} x {u['example'][:110]}", markup=False, highlight=False)
-    _cli().out.print(f"  {s['other_lines']:>8,}  other lines (not the group coordinator's)", markup=False, highlight=False)
+            console.out.print(f"            {u['count']:,} x {u['example'][:110]}", markup=False, highlight=False)
+    console.out.print(f"  {s['other_lines']:>8,}  other lines (not the group coordinator's)", markup=False, highlight=False)
 
 
 @traces_app.command("check")
@@ -190,9 +176,9 @@ def check_cmd(
                        f"{' ...' if len(groups) > 5 else ''})")
         v = check_group(group, groups[group])
         if as_json:
-            _cli().out.print_json(json.dumps(v))
+            console.out.print_json(json.dumps(v))
         else:
-            _cli().out.print(report.explain(v), markup=False, highlight=False)
+            console.out.print(report.explain(v), markup=False, highlight=False)
         raise typer.Exit(0 if v["verdict"] == "ok" else 1)
     if out_dir is None:
         fail_input("give --out DIR for the verdicts and the summary (or --group G to check one group here)")
@@ -215,7 +201,7 @@ def check_cmd(
         verdicts, unowned, timing = _on_spark(files, master, engine, partitions, folder, skipped)
         engine_used = f"spark {master or 'from spark-submit'} ({engine})"
     for problem in skipped:
-        _cli().say_error(f"groupspec: skipped {problem}")
+        console.say_error(f"groupspec: skipped {problem}")
     s = report.summarize(verdicts, unowned, {"engine": engine_used, "skipped_files": skipped, **timing})
 
     def write():
@@ -231,10 +217,10 @@ def check_cmd(
         (folder / "report.html").write_text(report.html_page(s), encoding="utf-8")
     write_outputs("--out", folder, write)
     if as_json:
-        _cli().out.print_json(json.dumps(s, default=str))
+        console.out.print_json(json.dumps(s, default=str))
     else:
-        _cli().out.print(report.markdown(s), markup=False, highlight=False)
-        _cli().out.print(f"\nwritten to {folder}: verdicts.parquet, summary.md, summary.json, report.html",
+        console.out.print(report.markdown(s), markup=False, highlight=False)
+        console.out.print(f"\nwritten to {folder}: verdicts.parquet, summary.md, summary.json, report.html",
                   markup=False, highlight=False)
     raise typer.Exit(0 if s["verdicts"]["violation"] == 0 and s["verdicts"]["invalid"] == 0 and not skipped else 1)
 
@@ -266,7 +252,7 @@ def _on_spark(files, master: str, engine: str, partitions: int, folder: Path, sk
     from . import spark as S
     timing: dict = {}
     t0 = time.perf_counter()
-    with Status("starting Spark ...", console=_cli().err) as status:
+    with Status("starting Spark ...", console=console.err) as status:
         cores = os.cpu_count() or 1
         sp = S.session(master, partitions=partitions or 4 * cores)
         timing["startup_seconds"] = round(time.perf_counter() - t0, 2)
