@@ -59,6 +59,7 @@ def scenario_run(
                 factories[t] = factory_for(t)
             except AdapterError as e:
                 fail_input(str(e).replace("--adapter", "--target", 1))
+            _probe_target(t, factories[t])
     junit_path = output_path("--junit", junit, "file") if junit is not None else None
     if any(not p.strip() for p in paths or ()):
         fail_input("a scenario path is empty (\"\"); give a file or folder")
@@ -102,6 +103,23 @@ def scenario_run(
         raise typer.Exit(2)
     if any(r.failed for r in runs):
         raise typer.Exit(1)
+
+
+def _probe_target(name: str, factory) -> None:
+    """Make the target once before the run, so that one that cannot start (Kafka's jars not fetched, a broker
+    that does not answer) is one line and exit 2, not an error on every scenario."""
+    from groupspec.spec.kafka import check_config
+
+    from .conform.adapter import Unsupported
+    try:
+        impl = factory(check_config({}))
+    except Unsupported:
+        return                      # it can start; it cannot take the default config (a broker's own)
+    except Exception as e:          # noqa: BLE001 - whatever stops it from starting, said in one line
+        fail_input(f"--target {name}: it could not start: {e}")
+    close = getattr(impl, "close", None)
+    if callable(close):
+        close()
 
 
 @app.command("lint")

@@ -25,7 +25,8 @@ from typing import Any, Callable
 from groupspec.spec import engine as E
 from groupspec.spec.concrete import iter_bits, mask_of
 from groupspec.spec.handling import EAGER, complete, handle, leave, record_of, require_known_member_id, vote
-from groupspec.spec.kafka import DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX, NEWEST_VERSION, brief, check_config
+from groupspec.spec.kafka import (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX, SYNC_PROTOCOL_MANDATORY_SINCE,
+                                  brief, check_config, request_version)
 from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import CONFIG_KEYS, INSTANCE, MEMBER, PARTITION, PROTOCOL, PROTOLIST, PTYPE, STATES, Coord
@@ -229,7 +230,7 @@ class GroupCoordinator:
 
     def _api_JoinGroup(self, req: dict) -> None:
         g = self._group(req["group"])
-        version = req.get("version", NEWEST_VERSION["JoinGroup"])
+        version = request_version("JoinGroup", req)
         rk = req.get("require_known_member_id")
         if rk is None:
             rk = require_known_member_id(version, req.get("instance"))
@@ -266,7 +267,9 @@ class GroupCoordinator:
                   "generation": int(req.get("generation", -1)),
                   "req_ptype": self.domains[PTYPE](pt) if pt is not None else NONE, "req_ptype_given": pt is not None,
                   "req_protocol": self.domains[PROTOCOL](pn) if pn is not None else NONE,
-                  "req_protocol_given": pn is not None, "assignments": tuple(assignments)}
+                  "req_protocol_given": pn is not None,
+                  "sync_v5": request_version("SyncGroup", req) >= SYNC_PROTOCOL_MANDATORY_SINCE,
+                  "assignments": tuple(assignments)}
         self._fire(g, "SyncGroup", params)
 
     def _api_Heartbeat(self, req: dict) -> None:
@@ -284,7 +287,7 @@ class GroupCoordinator:
         [(_, top, errors)] = leave(self, g, base, [self._who(g, ident) for ident in members])
         self._settled(g)
         errors = [ERRORS[e] for e in errors]
-        version = req.get("version", NEWEST_VERSION["LeaveGroup"])
+        version = request_version("LeaveGroup", req)
         error = ERRORS[top["error"]] if "error" in top else "NONE"
         if version < 3 and error == "NONE" and errors:
             error = errors[0]
@@ -313,7 +316,7 @@ class GroupCoordinator:
         self._fire(g, "OffsetFetch", params)
 
     def _api_DescribeGroups(self, req: dict) -> None:
-        version = req.get("version", NEWEST_VERSION["DescribeGroups"])
+        version = request_version("DescribeGroups", req)
         out = []
         for gid in req.get("groups") or []:
             g = self._group(gid)
@@ -434,6 +437,13 @@ class GroupCoordinator:
             held = g.state[E.STATE_I] != ABSENT
             self._event(gid, "load", lambda g: self._fire(g, "Load", {} if held else
                                                           self._record_params(g, lg)), g)
+            if not held and lg.record is not None:
+                # a group keeps the time it entered its state across a reload: Kafka's record holds it
+                # (GroupMetadataValue.currentStateTimestamp, read back by GMM.readGroupMessageValue), and an
+                # Empty consumer group's offsets expire from it (found running Kafka 3.9.2:
+                # docs/kafka-conformance.md).  Ours holds the time it was written, the same instant for the
+                # one state where it matters: a group is stored as it becomes Empty, and never again while so.
+                g.state_ts = lg.record["ts"]
         self._gc_groups()
 
     def mark_dead(self, gid: str) -> None:

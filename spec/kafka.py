@@ -177,6 +177,25 @@ ACCEPTED_VERSIONS: dict[str, tuple[int, int]] = {
 JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE = 4
 # DescribeGroups answers GROUP_ID_NOT_FOUND for an unknown group from v6 on.
 DESCRIBE_GROUP_ID_NOT_FOUND_SINCE = 6
+# SyncGroup must name its protocol type and name from v5 on (KafkaApis: areMandatoryProtocolTypeAndNamePresent).
+SYNC_PROTOCOL_MANDATORY_SINCE = 5
+
+
+def request_version(api: str, req: Mapping) -> int:
+    """The version a scenario request is of: its own `version`, else the newest Kafka 3.9 defines for the
+    API that carries the request as written.  That is the newest, but for two requests the newest would
+    refuse: a JoinGroup with `require_known_member_id: false` from a dynamic member is of version 3 (Kafka
+    requires a known member id from version 4, KIP-394), and a SyncGroup naming neither a protocol type nor
+    a name of version 4 (version 5 refuses it).  Every interpreter reads versions here: the runtime, and
+    the Kafka targets that send the request to Kafka itself."""
+    version = req.get("version")
+    if version is not None:
+        return version
+    if api == "JoinGroup" and req.get("require_known_member_id") is False and req.get("instance") is None:
+        return JOIN_REQUIRE_KNOWN_MEMBER_ID_SINCE - 1
+    if api == "SyncGroup" and req.get("protocol_type") is None and req.get("protocol") is None:
+        return SYNC_PROTOCOL_MANDATORY_SINCE - 1
+    return NEWEST_VERSION[api]
 
 
 # ---------------------------------------------------------------- showing what a user gave, in messages

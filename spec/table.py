@@ -100,10 +100,11 @@ def _offset_commit_error(e: Term) -> Term:
 # -- responses -------------------------------------------------------------------
 
 def join_error(error: Term | str, member=ECHO) -> dict:
-    """JoinGroupResult(memberId, error): no generation, leader or protocol."""
+    """JoinGroupResult(memberId, error): no generation, leader or protocol, and skipAssignment false (every
+    JoinGroup response of version 9 carries it: found running Kafka 3.9.2, docs/kafka-conformance.md)."""
     return dict(error=lift(error, Error) if isinstance(error, str) else error, member=member,
                 generation=Const(-1, INT), leader=NO_MEMBER, protocol=NO_PROTOCOL,
-                members=NO_MEMBERS)
+                members=NO_MEMBERS, skip_assignment=FALSE())
 
 
 def join_info(m: Term, members_to_leader: bool = True) -> dict:
@@ -697,6 +698,14 @@ _add([Row("JoinTimer: the group is Dead", "JoinTimer", ("Dead",), TRUE(),
 
 def _sync_rows() -> list[Row]:
     c = Chain("SyncGroup", ALL)
+    # KafkaApis answers before the coordinator sees the request (found by running Kafka 3.9.2's broker code:
+    # docs/kafka-conformance.md)
+    c.row("version 5+ without a protocol type and name", P.sync_v5 & (Not(P.req_ptype_given) |
+                                                                       Not(P.req_protocol_given)),
+          [reply("SyncGroup", **sync_error("INCONSISTENT_GROUP_PROTOCOL"))], None,
+          "KafkaApis.handleSyncGroupRequest: SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent",
+          response="INCONSISTENT_GROUP_PROTOCOL",
+          doc="from version 5 a SyncGroup must name its protocol type and name")
     gate(c, "SyncGroup", sync_error, loading=lambda: sync_error("REBALANCE_IN_PROGRESS"))
     src = "GC.doSyncGroup; seed 001"
     c.row("no such group", V.state == S("Absent"), [reply("SyncGroup", **sync_error("UNKNOWN_MEMBER_ID"))], None,

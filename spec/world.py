@@ -448,9 +448,10 @@ MESSAGES: dict[str, Message] = {
     # session and rebalance timeouts alike for every client
     "join": Message("JoinGroup", {}, {"session_ms": 10_000, "rebalance_ms": 10_000, "req_ptype": 0,
                                       "req_ptype_empty": False, "req_protos": 0}),
+    # SyncGroup without a protocol type and name: version 4 (version 5 must name them)
     "sync": Message("SyncGroup", {"generation": REQ["gen"], "assignments": REQ["assign"]},
                     {"req_ptype": NONE, "req_ptype_given": False, "req_protocol": NONE,
-                     "req_protocol_given": False}),
+                     "req_protocol_given": False, "sync_v5": False}),
     "heartbeat": Message("Heartbeat", {"generation": REQ["gen"]}, {}),
     # what a client commits is its position, offset 1 on every partition: durability is checked by
     # comparing the group's offsets with the log's, so one value serves

@@ -41,6 +41,8 @@ class Report:
     def as_json(self) -> dict:
         d: dict[str, Any] = {"result": self.result, "adapter": self.adapter, "seed": self.seed,
                              "examples": self.examples, "steps": self.steps, "seconds": round(self.seconds, 2)}
+        if self.stats.get("unsupported"):
+            d["steps_not_supported"] = dict(self.stats["unsupported"])
         if self.stats.get("found_after"):
             d["found_after"] = self.stats["found_after"]
         if self.result != "ok":
@@ -102,7 +104,8 @@ def run(factory: Factory, adapter: str = "", examples: int = 60, steps: int = 30
                       last.scenario(about="the implementation did not fail again on the same steps") if last else None,
                       message=f"the implementation is not deterministic on the same steps ({type(e).__name__}); "
                               f"the last run's steps are shown")
-    return Report("ok", adapter, seed, stats.get("examples", 0), stats.get("steps", 0), time.perf_counter() - start)
+    return Report("ok", adapter, seed, stats.get("examples", 0), stats.get("steps", 0), time.perf_counter() - start,
+                  stats={"unsupported": dict(stats.get("unsupported") or {})})
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from groupspec.spec.invariants import InvariantViolation
 from groupspec.spec.kafka import brief
 from groupspec.spec.lang import LangError
 
-from .adapter import perform
+from .adapter import Unsupported, perform
 from .reference import Reference
 
 ID_FIELDS = ("member", "leader", "members", "pending_members")    # fields whose strings are member ids
@@ -80,6 +80,7 @@ class Lockstep:
         self.groups = list(groups)
         self.requests = 0
         self.literals: set[str] = set()        # member ids the harness made up (echoed back, never bound)
+        self.unsupported: dict[str, int] = {}  # steps the implementation cannot be asked, by reason
 
     # -- the scenario so far ---------------------------------------------------------------------
 
@@ -108,7 +109,8 @@ class Lockstep:
             if isinstance(m, str) and not m.startswith("$"):
                 self.literals.add(m)
         real = resolve(request, self.env)
-        self._both(step, lambda: self.impl.send(api, real, rid))
+        if not self._both(step, lambda: self.impl.send(api, real, rid)):
+            return rid
         resp = self._impl_result
         if resp is None:      # parked (it may have been answered within the step: see `answered`)
             self.outstanding[rid] = api
@@ -119,13 +121,19 @@ class Lockstep:
 
     def act(self, step: dict) -> None:
         """advance_ms, storage or coordinator, as a scenario step."""
-        self._both(step, lambda: perform(self.impl, step))
-        self._observe()
+        if self._both(step, lambda: perform(self.impl, step)):
+            self._observe()
 
-    def _both(self, step: dict, call: Callable[[], Any]) -> None:
+    def _both(self, step: dict, call: Callable[[], Any]) -> bool:
+        """The step on the implementation, then on the spec; False if the implementation cannot be asked it
+        (`Unsupported`: nothing happened, and the step is left out of the run and its scenario)."""
         self.steps.append((step, True))
         try:
             self._impl_result = call()
+        except Unsupported as e:
+            self.steps.pop()
+            self.unsupported[str(e)] = self.unsupported.get(str(e), 0) + 1
+            return False
         except Exception as e:      # noqa: BLE001 - whatever the implementation raises is its failure here
             raise self._fail("error", f"step {len(self.steps)}", "an answer", f"{type(e).__name__}: {brief(str(e), 200)}",
                              None) from e
@@ -133,6 +141,7 @@ class Lockstep:
             self.ref.act(step)
         except SPEC_FAILURES as e:
             raise SpecFailure(e, self.scenario(about="the spec fails here"), len(self.steps)) from e
+        return True
 
     # -- observing the implementation ----------------------------------------------------------------
 

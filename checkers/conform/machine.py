@@ -275,7 +275,9 @@ class ConformMachine(RuleBasedStateMachine):
 
     @initialize(data=st.data())
     def start(self, data):
-        cfg = {**CONFIG_DEFAULTS, **data.draw(CONFIGS, label="config"), **self.overrides}
+        # what the implementation has no config key for is fixed at its value (Kafka's constants)
+        fixed = getattr(type(self).factory, "fixed_config", None) or {}
+        cfg = {**CONFIG_DEFAULTS, **data.draw(CONFIGS, label="config"), **fixed, **self.overrides}
         swarm = [r for r in RULES if r not in WEIGHTS]
         off = set(data.draw(st.sets(st.sampled_from(swarm)), label="swarm: rules off"))
         for rule_, undo in UNDONE_BY.items():     # what a rule leaves behind must stay undoable
@@ -288,6 +290,7 @@ class ConformMachine(RuleBasedStateMachine):
         st_ = type(self).stats
         st_["examples"] = st_.get("examples", 0) + 1
         st_["last"] = self.lock
+        st_.setdefault("unsupported", {})
 
     def on(self, name: str) -> bool:
         return self.lock is not None and name not in self.off
@@ -316,6 +319,10 @@ class ConformMachine(RuleBasedStateMachine):
                 check_state(g.state, where=f"in group {gid!r} between steps", settled=True)
 
     def teardown(self):
+        if self.lock is not None:      # the steps the implementation could not be asked, by reason
+            into = type(self).stats.setdefault("unsupported", {})
+            for why, n in self.lock.unsupported.items():
+                into[why] = into.get(why, 0) + n
         close = getattr(self.impl, "close", None)
         if callable(close):
             close()

@@ -232,4 +232,7 @@ def kafka_40(config: dict) -> KafkaInProcess:
     return KafkaInProcess(config, "4.0")
 
 
+kafka_39.fixed_config = kafka_40.fixed_config = KAFKA_CONSTANTS
+
+
 assert set(KAFKA_CONSTANTS) <= set(CONFIG_DEFAULTS)

@@ -170,13 +170,21 @@ def build(ln: Line, log=print) -> None:
     if not javac:
         raise KafkaSetupError("no `javac` on PATH: the driver is compiled against Kafka's jars (Debian: apt-get "
                               "install openjdk-17-jdk-headless)")
+    # compiled beside, then swapped in: a driver running from the old classes keeps whole folders to load from
     out = classes(ln)
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    cmd = [javac, "-nowarn", "-XDsuppressNotes", "-d", str(out), "-cp", classpath(ln, driver=False),
+    fresh = out.with_name(f"classes.{os.getpid()}")
+    shutil.rmtree(fresh, ignore_errors=True)
+    fresh.mkdir(parents=True)
+    cmd = [javac, "-nowarn", "-XDsuppressNotes", "-d", str(fresh), "-cp", classpath(ln, driver=False),
            *map(str, _sources(ln))]
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
+        shutil.rmtree(fresh, ignore_errors=True)
         errors = [x for x in run.stderr.splitlines() if "error:" in x][:3]
         raise KafkaSetupError(f"the Kafka {ln.release} driver did not compile: {' | '.join(errors) or run.stderr[-300:]}")
+    old = out.with_name(f"classes.old.{os.getpid()}")
+    if out.exists():
+        out.rename(old)
+    fresh.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
     log(f"groupspec setup: built the Kafka {ln.release} driver ({ln.coordinator})")

@@ -12,10 +12,8 @@ A request is built at one version; a field that version cannot carry (a
 group.instance.id before JoinGroup v5, `require_known_member_id: false`
 with JoinGroup v4 or later for a dynamic member) makes the request one no
 client could send: `NotExpressible` says so, and the target reports the
-step as one it cannot run.  Versions: the request's own, else the newest
-Kafka 3.9 defines (the contract), except that a JoinGroup with
-`require_known_member_id: false` and no version is sent at version 3 (the
-newest where Kafka does not require a known member id).
+step as one it cannot run.  Versions: `spec/kafka.py` request_version, as
+the runtime reads them.
 
 Assignments and protocol metadata are bytes on the wire.  A partition list
 goes as Kafka's ConsumerProtocol assignment (version 0), so a real broker
@@ -39,15 +37,10 @@ from kio import index as kio_index
 from kio.schema.errors import ErrorCode
 
 from groupspec.spec.handling import require_known_member_id
-from groupspec.spec.kafka import ERROR_CODES, NEWEST_VERSION
+from groupspec.spec.kafka import ERROR_CODES, request_version
 
 API_KEYS = {"JoinGroup": 11, "SyncGroup": 14, "Heartbeat": 12, "LeaveGroup": 13, "OffsetCommit": 8,
             "OffsetFetch": 9, "DescribeGroups": 15, "ListGroups": 16, "DeleteGroups": 42}
-# The newest JoinGroup version where Kafka derives requireKnownMemberId = false for a dynamic member.
-JOIN_WITHOUT_KNOWN_MEMBER_ID = 3
-# The newest SyncGroup version without a mandatory protocol type and name (KafkaApis refuses a v5 request
-# without them: SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent).
-SYNC_WITHOUT_PROTOCOL = 4
 ERROR_NAMES = {code: name for name, code in ERROR_CODES.items()}
 
 
@@ -233,27 +226,21 @@ def encode_metadata(protocol_type: str, metadata: str) -> bytes:
 
 def request(api: str, req: dict) -> tuple[int, Any]:
     """The scenario request `req` of `api` as (version, kio entity); NotExpressible if no client could send it."""
-    version = req.get("version")
+    version = request_version(api, req)
     if api == "JoinGroup":
-        version = _join_version(req, version)
-    elif api == "SyncGroup" and version is None and req.get("protocol_type") is None and req.get("protocol") is None:
-        version = SYNC_WITHOUT_PROTOCOL
-    if version is None:
-        version = NEWEST_VERSION[api]
+        _join_expressible(req, version)
     cls = request_class(api, version)
     return version, _BUILD[api](cls, req, api, version)
 
 
-def _join_version(req: dict, version: int | None) -> int:
+def _join_expressible(req: dict, version: int) -> None:
+    """Kafka derives require_known_member_id from the version: a request that says otherwise has no version."""
     rk, inst = req.get("require_known_member_id"), req.get("instance")
-    if version is None:
-        version = JOIN_WITHOUT_KNOWN_MEMBER_ID if rk is False and inst is None else NEWEST_VERSION["JoinGroup"]
     if rk is not None and rk != require_known_member_id(version, inst):
         raise NotExpressible(f"JoinGroup version {version} {'with' if inst is not None else 'without'} a "
                              f"group.instance.id: Kafka derives require_known_member_id = "
                              f"{str(require_known_member_id(version, inst)).lower()}, the request says "
                              f"{str(rk).lower()}")
-    return version
 
 
 def _opt(cls, api, version, values: dict, name: str, value: Any, what: str) -> None:

@@ -49,6 +49,8 @@ def run_on_adapter(sc: Scenario, target: str, factory=None) -> Result:
         impl = factory(check_config(sc.config))
     except Unsupported as e:
         return Result(sc.file, sc.name, "skip", None, message=str(e))
+    except Exception as e:      # noqa: BLE001 - the target could not be made (a JVM that died, a broker gone)
+        return Result(sc.file, sc.name, "error", None, message=f"{target} could not start: {brief(str(e), SHOW)}")
     try:
         return _steps(sc, impl)
     finally:

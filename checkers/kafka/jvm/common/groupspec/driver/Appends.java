@@ -25,8 +25,15 @@ public final class Appends {
         this.failNext = error;
     }
 
-    /** The failure the next append meets (and the failure is used up), or null. */
+    /**
+     * The failure an append meets now (and the failure is used up), or null.  While appends are held there
+     * is none: a held append is parked whatever failure waits, and the failure goes to the next append not
+     * held (the runtime coordinator's reading of the contract, which the harness compares against).
+     */
     public Errors takeFailure() {
+        if (hold) {
+            return null;
+        }
         Errors e = failNext;
         failNext = null;
         return e;

@@ -124,9 +124,11 @@ public final class Main {
                 Map.Entry<String, JsonNode> e = it.next();
                 config.put(e.getKey(), e.getValue().asLong());
             }
-            Deterministic.reseed(cmd.path("seed").asLong(0));
             int id = nextSession++;
             sessions.put(id, new Session(factory.create(config)));
+            // after the coordinator is made: whatever making one takes from the generator (the first time in a
+            // JVM, say) does not shift the member ids its requests get
+            Deterministic.reseed(cmd.path("seed").asLong(0));
             return ok().put("session", id);
         }
         Session s = sessions.get(cmd.path("session").asInt());

@@ -1,0 +1,153 @@
+"""`groupspec kafka report`: the spec beside Kafka's own coordinators, and every difference with its resolution.
+
+For each target (Kafka's coordinators in process, or a broker): the
+scenario suite (passed, failed, skipped with the reasons grouped, fields a
+target's responses cannot show), and a run of the conformance harness
+(examples, steps, steps the target cannot be asked).  Then the differences:
+those found by running Kafka and fixed in the table (each kept as a
+scenario in `tests/scenarios/kafka-oracle/`, whose `about` says what Kafka
+does and where), and what is left unexplained: any scenario that fails, any
+divergence the harness finds.  The goal is none.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from groupspec.checkers.conform.harness import run as run_harness
+from groupspec.checkers.paths import REPO, default_scenario_paths
+from groupspec.checkers.scenarios.model import load_file
+from groupspec.checkers.scenarios.report import run_files, scenario_files
+from groupspec.checkers.scenarios.targets import factory_for
+
+from . import jars
+
+ORACLE_FINDINGS = REPO / "tests" / "scenarios" / "kafka-oracle"
+DEFAULT_TARGETS = ("kafka-3.9", "kafka-4.0")
+
+
+@dataclass
+class TargetReport:
+    target: str
+    kafka: str = ""
+    scenarios: dict = field(default_factory=dict)
+    harness: dict = field(default_factory=dict)
+    unexplained: list = field(default_factory=list)
+
+
+def findings() -> list[dict]:
+    """The differences found by running Kafka and fixed in the table: one scenario each."""
+    out = []
+    for f in scenario_files([ORACLE_FINDINGS]) if ORACLE_FINDINGS.is_dir() else []:
+        for sc in load_file(f):
+            out.append({"scenario": sc.name, "file": str(Path(sc.file).relative_to(REPO)) if Path(sc.file).is_absolute()
+                        else sc.file, "about": " ".join(str(sc.about or "").split())})
+    return out
+
+
+def report_target(target: str, examples: int, steps: int, seed: int, paths: list[Path] | None = None,
+                  progress: Callable[[str], None] | None = None) -> TargetReport:
+    factory = factory_for(target)
+    rep = TargetReport(target)
+    say = progress or (lambda _m: None)
+    say(f"{target}: the scenario suite")
+    run = run_files(scenario_files(paths or default_scenario_paths()), target, factory=factory)
+    skipped = Counter(_reason(r.message) for r in run.results if r.result == "skip")
+    unobserved = Counter(f.split(".", 1)[-1] for r in run.results for f in r.unobserved)
+    rep.scenarios = {"passed": run.passed, "failed": run.failed, "errors": run.errors, "skipped": run.skipped,
+                     "seconds": round(run.seconds, 1),
+                     "skipped_by_reason": dict(skipped.most_common()),
+                     "fields_not_carried": dict(unobserved.most_common())}
+    for r in run.results:
+        if r.result in ("fail", "error"):
+            rep.unexplained.append({"kind": "scenario", "file": r.file, "scenario": r.scenario, "step": r.step,
+                                    "message": r.message, "expected": str(r.expected), "got": str(r.got)})
+    if examples:
+        say(f"{target}: the conformance harness, {examples} examples of up to {steps} steps (seed {seed})")
+        start = time.perf_counter()
+        h = run_harness(factory, target, examples, steps, seed, shrink_seconds=30)
+        took = time.perf_counter() - start
+        left_out: Counter = Counter()
+        for why, n in (h.stats.get("unsupported") or {}).items():
+            left_out[_reason(why)] += n
+        rep.harness = {"result": h.result, "examples": h.examples, "steps": h.steps, "seed": seed,
+                       "seconds": round(took, 1), "steps_per_second": round(h.steps / took, 1) if took else None,
+                       "steps_not_supported": dict(left_out.most_common())}
+        if h.result != "ok":
+            rep.unexplained.append({"kind": "harness", "message": h.message, "scenario": h.scenario})
+    rep.kafka = _kafka_release(target)
+    return rep
+
+
+def _reason(message: str) -> str:
+    """A skip's reason without what varies from one scenario to another (the target's name, a value, the
+    request's version)."""
+    text = message.split(": ", 1)[-1] if message.startswith("kafka") else message
+    text = text.split(" = ")[0] + (" (a constant in Kafka)" if " = " in text else "")
+    return re.sub(r"version \d+", "version N", text)
+
+
+def _kafka_release(target: str) -> str:
+    name = target.removeprefix("kafka-")
+    return jars.LINES[name].release if name in jars.LINES else ""
+
+
+def as_json(reports: list[TargetReport]) -> dict:
+    return {"targets": [vars(r) for r in reports], "fixed_in_the_table": findings(),
+            "unexplained": sum(len(r.unexplained) for r in reports)}
+
+
+def markdown(reports: list[TargetReport], command: str) -> str:
+    """docs/kafka-conformance.md: per target, then the differences."""
+    lines = ["# The spec beside Kafka's own coordinators", "",
+             f"Generated by `{command}` on {time.strftime('%Y-%m-%d')}.", "",
+             "Each target runs the project's whole scenario suite and a run of the conformance harness; every "
+             "difference is either fixed in the table (and kept as a scenario), or a named limit of the target. "
+             "Anything else is listed as unexplained.", "",
+             "| target | Kafka | scenarios passed | failed | skipped | harness examples | harness steps | steps/s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in reports:
+        s, h = r.scenarios, r.harness
+        lines.append(f"| `{r.target}` | {r.kafka} | {s['passed']} | {s['failed'] + s['errors']} | {s['skipped']} | "
+                     f"{h.get('examples', '-')} | {h.get('steps', '-')} | {h.get('steps_per_second', '-')} |")
+    for r in reports:
+        lines += ["", f"## `{r.target}`", ""]
+        if r.scenarios["skipped_by_reason"]:
+            lines += ["Scenarios skipped (what the target cannot be asked):", ""]
+            lines += [f"- {n} × {why}" for why, n in r.scenarios["skipped_by_reason"].items()]
+            lines.append("")
+        if r.scenarios["fields_not_carried"]:
+            lines += ["Expected fields not compared, because the response of the request's version does not carry "
+                      "them:", ""]
+            lines += [f"- {n} × `{f}`" for f, n in r.scenarios["fields_not_carried"].items()]
+            lines.append("")
+        if r.harness.get("steps_not_supported"):
+            lines += ["Harness steps left out (the target cannot be asked them):", ""]
+            lines += [f"- {n} × {why}" for why, n in r.harness["steps_not_supported"].items()]
+            lines.append("")
+        lines += ["Unexplained differences: " + (str(len(r.unexplained)) if r.unexplained else "none."), ""]
+        for u in r.unexplained:
+            if u["kind"] == "scenario":
+                lines.append(f"- `{u['file']}` {u['scenario']}, step {u['step']}: {u['message']} (expected "
+                             f"{u['expected']}, got {u['got']})")
+            else:
+                lines.append(f"- the harness: {u['message']}")
+    lines += ["", "## Differences found by running Kafka, fixed in the table", "",
+              "Each is a scenario in `tests/scenarios/kafka-oracle/`, which every target runs:", ""]
+    for f in findings():
+        lines.append(f"- **{f['scenario']}** (`{f['file']}`): {f['about']}")
+    return "\n".join(lines) + "\n"
+
+
+def run_report(targets: list[str], examples: int, steps: int, seed: int,
+               progress: Callable[[str], None] | None = None) -> list[TargetReport]:
+    return [report_target(t, examples, steps, seed, progress=progress) for t in targets]
+
+
+def unexplained(reports: list[TargetReport]) -> int:
+    return sum(len(r.unexplained) for r in reports)
+
