@@ -176,6 +176,8 @@ class WorldModel:
         self.base = {"coord": 0, "group_id_ok": True, "cfg_min_session_ms": 10, "cfg_max_session_ms": 600_000,
                      "cfg_max_size": cfg.max_size, "cfg_initial_delay_ms": 3_000,
                      "cfg_new_member_timeout_ms": 300_000,
+                     # the closed world describes Kafka 3.9's Scala coordinator (WORLD_COORDINATOR)
+                     "cfg_new_coordinator": False,
                      "proto_names": lambda pl: mask_of(_ORDER) if pl != NONE else 0,
                      "vote": lambda pl, c: vote(_ORDER, c) if pl != NONE else NONE, "supports_skip": True,
                      "assign": self.assign}

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from groupspec.spec import engine as E
 from groupspec.spec.concrete import iter_bits, mask_of
 from groupspec.spec.handling import EAGER, complete, handle, leave, record_of, require_known_member_id, vote
-from groupspec.spec.kafka import (DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX, SYNC_PROTOCOL_MANDATORY_SINCE,
+from groupspec.spec.kafka import (BOOLEAN_KEYS, NEW_COORDINATOR, DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX, SYNC_PROTOCOL_MANDATORY_SINCE,
                                   brief, check_config, request_version)
 from groupspec.spec.lang import NONE
 from groupspec.spec.rows import ECHO
@@ -150,7 +150,7 @@ class GroupCoordinator:
         self._reply: dict | None = None
         self.id_source: Callable[[str], str] = lambda client: f"{client}-{uuid.uuid4()}"
         self.cfg_params = {
-            **{param: int(self.config[key]) for param, key in CONFIG_KEYS.items()},
+            **{param: (bool if key in BOOLEAN_KEYS else int)(self.config[key]) for param, key in CONFIG_KEYS.items()},
             "proto_names": self._proto_names, "vote": self._vote,
         }
         self._cfg_vector = E.make_params(self.cfg_params)     # every row's parameters start from it
@@ -305,7 +305,7 @@ class GroupCoordinator:
             parts.append(i)
         params = {**self._base(g, "OffsetCommit", req), **self._who(g, req),
                   "generation": int(req.get("generation", -1)), "commit": tuple(commit),
-                  "commit_parts": mask_of(parts)}
+                  "commit_parts": mask_of(parts), "commit_v9": request_version("OffsetCommit", req) >= 9}
         self._fire(g, "OffsetCommit", params)
 
     def _api_OffsetFetch(self, req: dict) -> None:
@@ -563,7 +563,7 @@ class GroupCoordinator:
         if self.debug:
             from groupspec.spec.invariants import check_settled
             check_settled(g.state, where=f"in group {g.group_id!r} after row {self.fired[-1]!r} and the "
-                                         f"eager CompleteJoin")
+                                         f"eager CompleteJoin", java=bool(self.config[NEW_COORDINATOR]))
         self._release_slots(g)
 
     # -- the host of spec/handling.py: what a step does to this coordinator ----------------

@@ -89,7 +89,9 @@ class Leave:
     """LeaveGroup, as GC.handleLeaveGroup runs it: the group-level row first; if its reply says
     `each`, the per-member row for every member identity of the batch, in request order, each
     answering with its `error`; otherwise every identity gets the group-level row's
-    `member_error` (if it names one)."""
+    `member_error` (if it names one).  After the batch, the eager rule once more: the Java
+    coordinator re-checks the join only then (classicGroupLeaveToClassicGroup: maybeCompleteJoinPhase
+    after the loop), so its per-member rows say java_check "none"."""
     group: str = "LeaveGroup"
     member: str = "LeaveMember"
     go_on: str = "each"
@@ -203,7 +205,7 @@ def handle(host: Host, ctx, trigger: str, params: dict) -> list[tuple[Any, dict 
             if stones:
                 host.tombstones(b, stones)
             host.routed(b, trigger)
-            for b2, _ in settle(host, b, o.row.name):
+            for b2, _ in settle(host, b, o.row):
                 results.append((b2, reply))
     return results
 
@@ -224,15 +226,18 @@ def complete(host: Host, ctx, kind: str, fields: dict, error: str) -> list:
     return handle(host, ctx, trigger, {**params, "error": ERRORS.index(error)})
 
 
-def settle(host: Host, ctx, after: str) -> list:
+def settle(host: Host, ctx, after) -> list:
     """The eager rule (the host's, EAGER in Kafka) after row `after`: in PreparingRebalance,
-    the join completes within the step if it can."""
+    the join completes within the step if it can.  The row says how the Java coordinator re-checks
+    (Row.java_recheck), which the rule's rows read from `check_forced` and `check_skipped`."""
     rule = host.eager
-    if after in rule.skip_after:
+    if after.name in rule.skip_after:
         return [(ctx, None)]
+    check = after.java_recheck
+    params = {"check_forced": check == "complete", "check_skipped": check == "none", "check_batch": after is AFTER_BATCH}
     res = []
     for c, inside in host.in_state(ctx, rule.state):
-        res += handle(host, c, rule.trigger, {}) if inside else [(c, None)]
+        res += handle(host, c, rule.trigger, params) if inside else [(c, None)]
     return res
 
 
@@ -255,5 +260,16 @@ def leave(host: Host, ctx, params: dict, identities: list[dict]) -> list[tuple[A
                         raise EngineError(f"{LEAVE.member}: a row gave no per-member answer")
                     nxt.append((b2, errors + [r[LEAVE.each_error]]))
             branches = nxt
-        res += [(b, top, errors) for b, errors in branches]
+        for b, errors in branches:
+            res += [(b2, top, errors) for b2, _ in settle(host, b, AFTER_BATCH)]
     return res
+
+
+@dataclass(frozen=True)
+class _AfterBatch:
+    """What settle reads of a row, for the re-check after a LeaveGroup batch (maybeCompleteJoinPhase)."""
+    name: str = "LeaveGroup: after the batch"
+    java_recheck: str = "try"
+
+
+AFTER_BATCH = _AfterBatch()

@@ -77,6 +77,26 @@ class Row:
     doc: str = ""               # the guard in words (docs); defaults to the rendered guard
     otherwise: tuple = ()       # conditions of earlier rows in its chain, negated in `guard`
     own: Term | None = None     # its chain's base and its own condition: what first-match dispatch tests
+    # how the Java coordinator (group.coordinator.new.enable) re-checks a pending join after this row, where
+    # the Scala one always runs DelayedJoin.tryComplete (never during the initial delay): "try"
+    # (maybeCompleteJoinPhase: the same), "complete" (removeMemberAndUpdateClassicGroup and
+    # removePendingMemberAndUpdateClassicGroup complete it once every member has rejoined, initial delay or
+    # not), "none" (no re-check); "" says it as `java_recheck` derives it
+    java_check: str = ""
+
+    @property
+    def java_recheck(self) -> str:
+        """The Java coordinator's re-check after this row: as the row says, else "try" after a JoinGroup
+        (its paths end in maybePrepareRebalanceOrCompleteJoin or maybeCompleteJoinPhase) and after a move into
+        PreparingRebalance (prepareRebalance's maybeCompleteJoinElseSchedule), else none: the Java coordinator
+        completes a join only on those paths, where the Scala one's DelayedJoin is checked whenever the group
+        changes (the two agree wherever a join cannot stay completable, which in the Java one it can)."""
+        if self.java_check:
+            return self.java_check
+        if self.trigger == "JoinGroup" or (self.target == "PreparingRebalance" and
+                                           "PreparingRebalance" not in self.states):
+            return "try"
+        return "none"
     at: str = field(default="", compare=False)   # where it is written: "spec/table.py:123" (docs link there)
 
     def __post_init__(self):

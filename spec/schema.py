@@ -159,6 +159,11 @@ PARAM_DECLS: dict[str, tuple[Type, str]] = {
     "fetch_parts": (SetOf(PARTITION), "OffsetFetch: the partitions asked for"),
     "fetch_all": (BOOL, "OffsetFetch asks for every partition"),
     "describe_not_found": (BOOL, "DescribeGroups v6+: an unknown group is GROUP_ID_NOT_FOUND"),
+    "check_forced": (BOOL, "the eager re-check after a row that, in the Java coordinator, completes a join once "
+                           "every member has rejoined, even during the initial delay"),
+    "check_skipped": (BOOL, "the eager re-check after a row after which the Java coordinator does not re-check"),
+    "check_batch": (BOOL, "the re-check after a whole LeaveGroup batch, which only the Java coordinator makes"),
+    "commit_v9": (BOOL, "OffsetCommit v9+: the Java coordinator answers GROUP_ID_NOT_FOUND for an unknown group"),
     # storage completions
     "error": (Error, "the result of a log append"),
     "append_kind": (AppendKind, "what a group-metadata append stored"),
@@ -186,6 +191,7 @@ PARAM_DECLS: dict[str, tuple[Type, str]] = {
     "cfg_max_size": (INT, "group.max.size"),
     "cfg_initial_delay_ms": (INT, "group.initial.rebalance.delay.ms"),
     "cfg_new_member_timeout_ms": (INT, "group.new.member.join.timeout.ms (GroupCoordinator.NewMemberJoinTimeoutMs)"),
+    "cfg_new_coordinator": (BOOL, "group.coordinator.new.enable: Kafka 4.0's Java coordinator, not 3.9's Scala one"),
 }
 PARAM_TYPES: dict[str, Type] = {k: t for k, (t, _) in PARAM_DECLS.items()}
 
@@ -204,6 +210,7 @@ CONFIG_KEYS = {
     "cfg_max_size": "group.max.size",
     "cfg_initial_delay_ms": "group.initial.rebalance.delay.ms",
     "cfg_new_member_timeout_ms": "group.new.member.join.timeout.ms",
+    "cfg_new_coordinator": "group.coordinator.new.enable",
 }
 CONFIG_PARAMS = tuple(CONFIG_KEYS)
 
@@ -236,6 +243,10 @@ KAFKA_NAMES: dict[str, str] = {
     "fetch_parts": "request.partitions",
     "fetch_all": "request.partitions = null",
     "describe_not_found": "request.version ≥ 6",
+    "commit_v9": "request.version ≥ 9",
+    "check_forced": "the row removed a member (Java: completeClassicGroupJoin)",
+    "check_skipped": "the row refused a member at group.max.size (Java: no re-check)",
+    "check_batch": "after the LeaveGroup batch (Java: maybeCompleteJoinPhase)",
     "error": "appendError",
     "append_kind": "stored.kind",
     "append_gen": "stored.generation_id",
@@ -282,7 +293,7 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger("LeaveGroup", "request", _REQ, "a LeaveGroup request, group-level checks (handleLeaveGroup)"),
     Trigger("LeaveMember", "request", _REQ + _WHO,
             "one member identity of a LeaveGroup batch, in request order"),
-    Trigger("OffsetCommit", "request", _REQ + _WHO + ("generation", "commit", "commit_parts"),
+    Trigger("OffsetCommit", "request", _REQ + _WHO + ("generation", "commit", "commit_parts", "commit_v9"),
             "an OffsetCommit request (handleCommitOffsets)"),
     Trigger("OffsetFetch", "request", _REQ + ("fetch_parts", "fetch_all"),
             "an OffsetFetch request for this group (handleFetchOffsets)"),
@@ -316,7 +327,7 @@ TRIGGERS: tuple[Trigger, ...] = (
             "the group is marked Dead while requests can still reach it"),
     Trigger("ExpireOffsets", "coordinator", ("aged", "state_aged") + CONFIG_PARAMS,
             "the offset-expiry task runs (cleanupGroupMetadata)"),
-    Trigger("CompleteJoin", "internal", CONFIG_PARAMS,
+    Trigger("CompleteJoin", "internal", ("check_forced", "check_skipped", "check_batch") + CONFIG_PARAMS,
             "every member has rejoined: the delayed join completes at once (tryCompleteJoin)", total=False),
 )
 TRIGGER_BY_NAME: dict[str, Trigger] = {t.name: t for t in TRIGGERS}

@@ -70,8 +70,11 @@ member_invalid = named("validateCurrentMember fails (fenced, unknown group.insta
 
 
 def store_group_error(e: Term) -> Term:
-    """GMM.storeGroup: how a failed append's error reaches the SyncGroup callback."""
-    return named(f"storeGroup's mapping of {show(e)}", _store_group_error(e))
+    """How a failed append of the group's record reaches the request that waits on it: GMM.storeGroup's
+    callback (Scala), GroupMetadataManager.appendGroupMetadataErrorToResponseError (Java, Kafka 4.0)."""
+    return If(P.cfg_new_coordinator,
+              named(f"appendGroupMetadataErrorToResponseError({show(e)})", _append_error_java(e)),
+              named(f"storeGroup's mapping of {show(e)}", _store_group_error(e)))
 
 
 def _store_group_error(e: Term) -> Term:
@@ -83,9 +86,24 @@ def _store_group_error(e: Term) -> Term:
                           e == E("INVALID_FETCH_SIZE")), E("UNKNOWN_SERVER_ERROR"), e))))
 
 
+def _append_error_java(e: Term) -> Term:
+    """The Java coordinator's one mapping of a failed write (appendGroupMetadataErrorToResponseError, and
+    CoordinatorOperationExceptionHelper.handleOperationException for an operation the write fails whole):
+    no case for NOT_ENOUGH_REPLICAS_AFTER_APPEND, and REQUEST_TIMED_OUT is COORDINATOR_NOT_AVAILABLE."""
+    return If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"), e == E("REQUEST_TIMED_OUT")),
+              E("COORDINATOR_NOT_AVAILABLE"),
+              If(Or(e == E("NOT_LEADER_OR_FOLLOWER"), e == E("KAFKA_STORAGE_ERROR")), E("NOT_COORDINATOR"),
+                 If(Or(e == E("MESSAGE_TOO_LARGE"), e == E("RECORD_LIST_TOO_LARGE"), e == E("INVALID_FETCH_SIZE")),
+                    E("UNKNOWN_SERVER_ERROR"), e)))
+
+
 def offset_commit_error(e: Term) -> Term:
-    """GMM.maybeConvertOffsetCommitError."""
-    return named(f"maybeConvertOffsetCommitError({show(e)})", _offset_commit_error(e))
+    """How a failed append of offsets reaches the OffsetCommit: GMM.maybeConvertOffsetCommitError (Scala);
+    the Java coordinator fails the whole write operation, answered through handleOperationException."""
+    return If(P.cfg_new_coordinator,
+              named(f"handleOperationException({show(e)})",
+                    If(e == E("NETWORK_EXCEPTION"), E("COORDINATOR_LOAD_IN_PROGRESS"), _append_error_java(e))),
+              named(f"maybeConvertOffsetCommitError({show(e)})", _offset_commit_error(e)))
 
 
 def _offset_commit_error(e: Term) -> Term:
@@ -218,8 +236,11 @@ def add_member(m: Term, src: str, was_pending: bool) -> list:
     """GC.addMemberAndRebalance's bookkeeping for member m (without the rebalance)."""
     steps: list = []
     if src == "PreparingRebalance":
-        # the initial delayed join is extended while new members keep joining generation 0
-        steps.append(sets(new_member_added=(V.generation == 0) | V.new_member_added))
+        # the initial delayed join is extended while new members keep joining generation 0 (Scala), or the
+        # rebalance the group began from Empty (Java: previousState() == EMPTY, Kafka 4.0
+        # GroupMetadataManager.classicGroupJoinNewMember)
+        steps.append(sets(new_member_added=If(P.cfg_new_coordinator, V.join_timer == lift("initial", JoinTimer),
+                                              V.generation == 0) | V.new_member_added))
     steps += [
         sets(static=V.static.put(P.instance, m),
              protocol_type=If(V.members.is_empty(), P.req_ptype, V.protocol_type),
@@ -384,12 +405,13 @@ class Chain:
 
     def row(self, name: str, cond: Term, steps: list, target: str | None, source: str,
             response: str = "", doc: str = "", states: tuple[str, ...] | None = None,
-            via: tuple[str, ...] = ()) -> Row:
+            via: tuple[str, ...] = (), java_check: str = "") -> Row:
         guard = And(self.base, *[Not(c) for c in self.before], cond) if self.before else And(self.base, cond)
         own = And(self.base, *[Not(c) for c in self.routing], cond)
         row_states = states or self.states
         r = Row(f"{self.trigger}: {name}{self.suffix}", self.trigger, states or self.states, guard, steps, target,
-                source, response=response, via=via, doc=doc, otherwise=tuple(self.before), own=own)
+                source, response=response, via=via, doc=doc, otherwise=tuple(self.before), own=own,
+                java_check=java_check)
         # later rows of the chain are the `else` of this one
         self.before.append(cond if row_states == self.states else And(in_states(*row_states), cond))
         self.rows.append(r)
@@ -409,17 +431,42 @@ class Chain:
 ROW_BUILDERS.update(("Chain.row", "Chain.last"))
 
 
+JAVA = "Kafka 4.0 GroupCoordinatorService"
+
+
 def gate(chain: Chain, api: str, fields: Callable[[Term], dict], loading: Callable[[], dict] | None = None,
-         src: str = "GC.validateGroupStatus") -> None:
-    """validateGroupStatus: group id, then loading, then ownership."""
+         src: str = "GC.validateGroupStatus", java: Callable[[Term], dict] | None = None,
+         java_loading: Callable[[], dict] | None = None, java_first: list | None = None) -> None:
+    """validateGroupStatus: group id, then loading, then ownership.
+
+    The Java coordinator (group.coordinator.new.enable) checks the group id in GroupCoordinatorService, then
+    `java_first` (its other checks before the request reaches the coordinator: (name, condition, fields,
+    source) each), then meets the partition's loading or absence in the runtime, answered through
+    handleOperationException with `java` fields (else `fields`) and `java_loading` for loading (else
+    `loading`): where they differ from the Scala coordinator's, the row carries each behaviour."""
     chain.row("invalid group id", Not(P.group_id_ok), [reply(api, **fields(E("INVALID_GROUP_ID")))], None, src,
               response="INVALID_GROUP_ID")
+    for name, cond, got, source in java_first or ():
+        chain.row(f"{name} (Java coordinator: before the partition's state)", P.cfg_new_coordinator & cond,
+                  [reply(api, **got)], None, source, response=str(got.get("error", "")))
     load_fields = loading() if loading else fields(E("COORDINATOR_LOAD_IN_PROGRESS"))
-    chain.row("coordinator loading", P.coord == lift("loading", Coord), [reply(api, **load_fields)], None,
-              src + (" (and the API's mapping of it)" if loading else ""),
-              response=str(load_fields.get("error", load_fields.get("error_all", ""))))
-    chain.row("not the coordinator", P.coord == lift("not_coordinator", Coord),
-              [reply(api, **fields(E("NOT_COORDINATOR")))], None, src, response="NOT_COORDINATOR")
+    j_load = java_loading() if java_loading else java(E("COORDINATOR_LOAD_IN_PROGRESS")) if java else load_fields
+    j_not = (java or fields)(E("NOT_COORDINATOR"))
+    loading_now = P.coord == lift("loading", Coord)
+    away = P.coord == lift("not_coordinator", Coord)
+    for name, cond, scala_fields, java_fields, why in (
+            ("coordinator loading", loading_now, load_fields, j_load,
+             src + (" (and the API's mapping of it)" if loading else "")),
+            ("not the coordinator", away, fields(E("NOT_COORDINATOR")), j_not, src)):
+        if java_fields is scala_fields or repr(java_fields) == repr(scala_fields):
+            chain.row(name, cond, [reply(api, **scala_fields)], None, why,
+                      response=str(scala_fields.get("error", scala_fields.get("error_all", ""))))
+            continue
+        chain.row(f"{name} (Java coordinator)", cond & P.cfg_new_coordinator, [reply(api, **java_fields)], None,
+                  f"{JAVA} (the runtime's error, handleOperationException)",
+                  response=str(java_fields.get("error", java_fields.get("error_all", ""))))
+        chain.row(name, cond, [reply(api, **scala_fields)], None, why,
+                  response=str(scala_fields.get("error", scala_fields.get("error_all", ""))))
 
 
 # ==================================================================================
@@ -437,9 +484,11 @@ def _add(rows):
 
 def _join_rows() -> list[Row]:
     c = Chain("JoinGroup", ALL)
-    gate(c, "JoinGroup", lambda e: join_error(e))
-    c.row("session timeout out of bounds",
-          (P.session_ms < P.cfg_min_session_ms) | (P.cfg_max_session_ms < P.session_ms),
+    out_of_bounds = (P.session_ms < P.cfg_min_session_ms) | (P.cfg_max_session_ms < P.session_ms)
+    gate(c, "JoinGroup", lambda e: join_error(e), java=lambda e: join_error(e, member=NO_MEMBER),
+         java_first=[("session timeout out of bounds", out_of_bounds, join_error("INVALID_SESSION_TIMEOUT"),
+                      f"{JAVA}.joinGroup (the session timeout, before the runtime)")])
+    c.row("session timeout out of bounds", out_of_bounds,
           [reply("JoinGroup", **join_error("INVALID_SESSION_TIMEOUT"))], None,
           "GC.handleJoinGroup; seed 000", response="INVALID_SESSION_TIMEOUT",
           doc="session_timeout_ms outside [group.min.session.timeout.ms, group.max.session.timeout.ms]")
@@ -480,7 +529,8 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
                reply("JoinGroup", **join_error("GROUP_MAX_SIZE_REACHED", member=NO_MEMBER))],
               None, "GC.acceptJoiningMember; seed 000",
               response="GROUP_MAX_SIZE_REACHED (the member id, if any, is removed from the group)",
-              doc="group.max.size reached: a new member when the group (PR: the members awaiting join) is full")
+              doc="group.max.size reached: a new member when the group (PR: the members awaiting join) is full",
+              java_check="none")
 
     rows: list[Row] = []
     # ---- a new member (empty member id): doNewMemberJoinGroup
@@ -677,8 +727,17 @@ _add(_join_rows())
 
 all_joined = named("every member has rejoined and no member is pending (GM.hasAllMembersJoined)",
                    V.members.subset_of(V.awaiting_join) & V.pending.is_empty())
-_add(completion_outcomes("CompleteJoin", (V.join_timer == lift("delayed", JoinTimer)) & all_joined,
-                         "GC.tryCompleteJoin, onCompleteJoin; seed 001"))
+# The Scala coordinator re-checks with DelayedJoin.tryComplete, which the initial delay's InitialDelayedJoin
+# never passes; the Java one as the row that fired says (Row.java_check)
+_recheck = If(P.cfg_new_coordinator,
+              named("the Java coordinator re-checks: completeClassicGroupJoin after a removal, maybeCompleteJoinPhase "
+                    "(not during the initial delay) otherwise, nothing after a refusal at group.max.size",
+                    Not(P.check_skipped) & (P.check_forced | (V.join_timer == lift("delayed", JoinTimer)))),
+              Not(P.check_batch) & (V.join_timer == lift("delayed", JoinTimer)))
+_add(completion_outcomes("CompleteJoin", _recheck & all_joined,
+                         "GC.tryCompleteJoin, onCompleteJoin; seed 001; Kafka 4.0 GroupMetadataManager."
+                         "maybeCompleteJoinPhase, removeMemberAndUpdateClassicGroup, "
+                         "removePendingMemberAndUpdateClassicGroup"))
 
 _extend = (V.join_timer == lift("initial", JoinTimer)) & V.new_member_added & (V.join_remaining_ms != 0)
 _add([Row("JoinTimer: initial delay extended for new members", "JoinTimer", ("PreparingRebalance",), _extend,
@@ -706,7 +765,8 @@ def _sync_rows() -> list[Row]:
           "KafkaApis.handleSyncGroupRequest: SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent",
           response="INCONSISTENT_GROUP_PROTOCOL",
           doc="from version 5 a SyncGroup must name its protocol type and name")
-    gate(c, "SyncGroup", sync_error, loading=lambda: sync_error("REBALANCE_IN_PROGRESS"))
+    gate(c, "SyncGroup", sync_error, loading=lambda: sync_error("REBALANCE_IN_PROGRESS"),
+         java_loading=lambda: sync_error("COORDINATOR_LOAD_IN_PROGRESS"))
     src = "GC.doSyncGroup; seed 001"
     c.row("no such group", V.state == S("Absent"), [reply("SyncGroup", **sync_error("UNKNOWN_MEMBER_ID"))], None,
           "GC.handleSyncGroup", response="UNKNOWN_MEMBER_ID", states=("Absent",))
@@ -906,7 +966,8 @@ def _expiry_rows() -> list[Row]:
                         None if st == "PreparingRebalance" else "PreparingRebalance",
                         "GC.onExpireHeartbeat, removeMemberAndUpdateGroup; seed 002",
                         response="a parked JoinGroup of the member gets UNKNOWN_MEMBER_ID",
-                        doc="the member is new, or has nothing parked, and sent no heartbeat in time"))
+                        doc="the member is new, or has nothing parked, and sent no heartbeat in time",
+                        java_check="complete"))
     return rows
 
 
@@ -917,7 +978,7 @@ _add([
         response="none"),
     Row("PendingExpiry: pending member expires", "PendingExpiry", LIVE, TRUE(),
         [sets(pending=V.pending.without(P.timer_member))], None,
-        "GC.onExpireHeartbeat, removePendingMemberAndUpdateGroup", response="none"),
+        "GC.onExpireHeartbeat, removePendingMemberAndUpdateGroup", response="none", java_check="complete"),
 ])
 
 
@@ -966,14 +1027,14 @@ def _leave_rows() -> list[Row]:
               [*drop_from_group(target, st, "leader_after_leave"), reply("LeaveMember", error=E("NONE"))],
               "PreparingRebalance" if st != "PreparingRebalance" else None, src,
               response="NONE; the member is removed", states=(st,),
-              doc="empty member id: the member the group.instance.id maps to (admin removal)")
+              doc="empty member id: the member the group.instance.id maps to (admin removal)", java_check="none")
     m.row("by unknown group.instance.id", by_instance, [reply("LeaveMember", error=E("UNKNOWN_MEMBER_ID"))],
           None, src, response="UNKNOWN_MEMBER_ID", doc="empty member id and no member for the group.instance.id")
     pending = P.member.in_(V.pending)
     m.row("pending member leaves", pending,
           [sets(pending=V.pending.without(P.member)), cancel("pending-member", P.member),
            reply("LeaveMember", error=E("NONE"))], None, "GC.removePendingMemberAndUpdateGroup",
-          response="NONE")
+          response="NONE", java_check="none")
     m.row("member id rejected", member_invalid, [reply("LeaveMember", error=member_error)], None,
           "GC.validateCurrentMember", response="FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID")
     for st in LIVE:
@@ -982,7 +1043,7 @@ def _leave_rows() -> list[Row]:
         m.row(f"member leaves during {st}", TRUE(),
               [*drop_from_group(P.member, st, "leader_after_leave"), reply("LeaveMember", error=E("NONE"))],
               "PreparingRebalance" if st != "PreparingRebalance" else None, src,
-              response="NONE; the member is removed", states=(st,))
+              response="NONE; the member is removed", states=(st,), java_check="none")
     return c.rows + m.rows
 
 
@@ -1000,9 +1061,13 @@ def _commit_rows() -> list[Row]:
     c.row("offsets-only commit creates the group", (V.state == S("Absent")) & (P.generation < 0),
           [sets(state=S("Empty")), *store], "Empty", "GC.handleCommitOffsets ('simple consumer group')",
           response="parked until the offsets are stored", states=("Absent",))
+    c.row("no such group (Java coordinator, version 9+)", (V.state == S("Absent")) & P.cfg_new_coordinator & P.commit_v9,
+          [reply("OffsetCommit", **commit_errors("GROUP_ID_NOT_FOUND"))], None,
+          "Kafka 4.0 OffsetMetadataManager.validateOffsetCommit (GroupIdNotFoundException from version 9)",
+          response="GROUP_ID_NOT_FOUND for every partition", states=("Absent",), doc="generation ≥ 0")
     c.row("no such group", V.state == S("Absent"), [reply("OffsetCommit", **commit_errors("ILLEGAL_GENERATION"))],
-          None, "GC.handleCommitOffsets", response="ILLEGAL_GENERATION for every partition", states=("Absent",),
-          doc="generation ≥ 0")
+          None, "GC.handleCommitOffsets; Kafka 4.0 OffsetMetadataManager.validateOffsetCommit (before version 9)",
+          response="ILLEGAL_GENERATION for every partition", states=("Absent",), doc="generation ≥ 0")
     c.row("group is Dead", V.state == S("Dead"), [reply("OffsetCommit", **commit_errors("COORDINATOR_NOT_AVAILABLE"))],
           None, "GC.validateOffsetCommit", response="COORDINATOR_NOT_AVAILABLE", states=("Dead",))
     offsets_only = (P.generation < 0) & (V.state == S("Empty"))
@@ -1210,10 +1275,15 @@ _add([
         TRUE(), _expire, None,
         "GM.removeExpiredOffsets (offsets-only groups by commit time; consumer groups only when Empty: "
         "the subscribed topics of a Stable group are not known here)", response="none"),
-    Row("ExpireOffsets: a Dead group is removed", "ExpireOffsets", ("Dead",), TRUE(),
+    Row("ExpireOffsets: a Dead group is removed", "ExpireOffsets", ("Dead",), Not(P.cfg_new_coordinator),
         [*_expire, Out("tombstone", when=V.generation > 0), *reset()], "Absent",
         "GMM.cleanupGroupMetadata (groupMetadataCache.remove once Dead)",
         response="none; the group is removed (a tombstone if its generation > 0)"),
+    Row("ExpireOffsets: a Dead group stays (Java coordinator)", "ExpireOffsets", ("Dead",), P.cfg_new_coordinator,
+        _expire, None,
+        "Kafka 4.0 GroupCoordinatorShard.cleanupGroupMetadata: GroupMetadataManager.maybeDeleteGroup deletes only an "
+        "Empty group (ClassicGroup.isEmpty); its offsets expire as ClassicGroup.offsetExpirationCondition says",
+        response="none; the group stays Dead"),
     Row("ExpireOffsets: nothing to do", "ExpireOffsets", ("Absent",), TRUE(), [], None,
         "GMM.cleanupGroupMetadata", response="none"),
 ])

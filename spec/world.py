@@ -455,7 +455,8 @@ MESSAGES: dict[str, Message] = {
     "heartbeat": Message("Heartbeat", {"generation": REQ["gen"]}, {}),
     # what a client commits is its position, offset 1 on every partition: durability is checked by
     # comparing the group's offsets with the log's, so one value serves
-    "commit": Message("OffsetCommit", {"generation": REQ["gen"], "commit_parts": REQ["parts"]}, {"commit": 1}),
+    "commit": Message("OffsetCommit", {"generation": REQ["gen"], "commit_parts": REQ["parts"]},
+                      {"commit": 1, "commit_v9": True}),
     # AbstractCoordinator.maybeLeaveGroup sends LeaveGroup as the consumer closes: nothing reads the answer
     "leave": Message("LeaveGroup", {}, {}, answered=False),
 }

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from groupspec.checkers.console import err, fail_input, out, output_path, write_outputs
-from groupspec.spec.kafka import CONFIG_DEFAULTS, ConfigError, brief, check_config
+from groupspec.spec.kafka import BOOLEAN_KEYS, CONFIG_DEFAULTS, ConfigError, brief, check_config
 
 
 def conform_cmd(
@@ -118,6 +118,12 @@ def _config(pairs: list[str], fail_input) -> dict:
             fail_input(f"--config {brief(pair)}: give key=value, e.g. group.max.size=3")
         if key not in CONFIG_DEFAULTS:
             fail_input(f"--config {brief(key)}: unknown config key; known: {', '.join(CONFIG_DEFAULTS)}")
+        if key in BOOLEAN_KEYS:
+            v = value.strip().lower()
+            if v not in ("true", "false"):
+                fail_input(f"--config {key}: {brief(value.strip())} is not true or false")
+            out[key] = v == "true"
+            continue
         try:
             out[key] = int(value.strip())
         except ValueError:

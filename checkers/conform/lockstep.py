@@ -81,6 +81,7 @@ class Lockstep:
         self.requests = 0
         self.literals: set[str] = set()        # member ids the harness made up (echoed back, never bound)
         self.unsupported: dict[str, int] = {}  # steps the implementation cannot be asked, by reason
+        self.left_out: str | None = None       # why the last step left out was
 
     # -- the scenario so far ---------------------------------------------------------------------
 
@@ -133,6 +134,7 @@ class Lockstep:
         except Unsupported as e:
             self.steps.pop()
             self.unsupported[str(e)] = self.unsupported.get(str(e), 0) + 1
+            self.left_out = str(e)
             return False
         except Exception as e:      # noqa: BLE001 - whatever the implementation raises is its failure here
             raise self._fail("error", f"step {len(self.steps)}", "an answer", f"{type(e).__name__}: {brief(str(e), 200)}",
@@ -336,3 +338,66 @@ def _one_of(values: list) -> Any:
         if v not in distinct:
             distinct.append(v)
     return distinct[0] if len(distinct) == 1 else {"any_of": distinct}
+
+
+def replay_in_lockstep(steps: list[dict], impl, config: dict) -> tuple[int, Divergence | SpecFailure] | None:
+    """A scenario's actions on an implementation and the spec side by side, every answer and snapshot of the
+    implementation compared with what the spec allows under `config` (not with the scenario's own
+    expectations): the spec's prediction for a coordinator other than the one the scenario describes.  The
+    scenario's `expect` steps only say which variable names the ids its requests use; Unsupported propagates
+    when a step cannot be run at all.  The first difference and the number of the scenario's step that met
+    it, or None."""
+    lock = Lockstep(impl, config)
+    alias: dict[str, str] = {}       # the scenario's variable -> the lockstep's
+    sent: dict[str, str] = {}        # the scenario's request id -> the lockstep's
+    n = 0
+    try:
+        for n, b in enumerate(steps, 1):
+            if "send" in b:
+                request = _renamed({k: v for k, v in b.items() if k not in ("send", "id")}, alias)
+                sent[b["id"]] = lock.send(b["send"], request)
+            elif "expect" in b:
+                _learn(lock, sent.get(b["expect"]), b, alias)
+            elif any(k in b for k in ("advance_ms", "storage", "coordinator")):
+                lock.act(b)
+            if lock.left_out is not None:
+                raise Unsupported(lock.left_out)
+    except (Divergence, SpecFailure) as e:
+        return n, e
+    return None
+
+
+def _renamed(v: Any, alias: dict[str, str]) -> Any:
+    if isinstance(v, str) and v.startswith("$") and v[1:] in alias:
+        return "$" + alias[v[1:]]
+    if isinstance(v, list):
+        return [_renamed(x, alias) for x in v]
+    if isinstance(v, dict):
+        return {_renamed(k, alias): _renamed(x, alias) for k, x in v.items()}
+    return v
+
+
+def _learn(lock: Lockstep, rid: str | None, expect: dict, alias: dict[str, str]) -> None:
+    """The names a scenario's `expect` binds, as the lockstep's own variables for the same ids."""
+    if rid is None:
+        return
+    seen: dict = {}
+    for s, _ in lock.steps:
+        if s.get("expect") == rid:
+            seen.update(s)
+
+    def walk(want: Any, got: Any) -> None:
+        if isinstance(want, dict) and set(want) == {"bind"}:
+            if isinstance(got, dict) and set(got) == {"bind"}:
+                alias[want["bind"]] = got["bind"]
+            elif isinstance(got, str) and got.startswith("$"):
+                alias[want["bind"]] = got[1:]
+        elif isinstance(want, list) and isinstance(got, list):
+            for w, g in zip(want, got):
+                walk(w, g)
+        elif isinstance(want, dict) and isinstance(got, dict):
+            for k, w in want.items():
+                walk(w, got.get(k))
+    for k, want in expect.items():
+        if k not in ("expect", "pending"):
+            walk(want, seen.get(k))

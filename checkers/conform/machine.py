@@ -37,7 +37,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from groupspec.impl.requests import API_FIELDS
 from groupspec.spec.invariants import check_state
-from groupspec.spec.kafka import APPEND_FAILURES, CONFIG_DEFAULTS
+from groupspec.spec.kafka import APPEND_FAILURES, CONFIG_DEFAULTS, NEW_COORDINATOR
 from groupspec.spec.schema import TRIGGERS, Trigger
 from groupspec.spec.table import TIMER_TRIGGERS
 
@@ -67,11 +67,11 @@ PARAM_FIELDS = {
     "req_protos": ("protocols",), "supports_skip": ("version",), "generation": ("generation",),
     "req_protocol": ("protocol",), "req_protocol_given": ("protocol",), "assignments": ("assignments",),
     "commit": ("offsets",), "commit_parts": ("offsets",), "fetch_parts": ("partitions",),
-    "fetch_all": ("partitions",), "describe_not_found": ("version",),
+    "fetch_all": ("partitions",), "describe_not_found": ("version",), "commit_v9": ("version",),
 }
 # Versions where an API's answer changes (None: the newest, the field left out).
 VERSIONS = {"JoinGroup": (None, 0, 3, 4, 5, 8), "LeaveGroup": (None, 2), "DescribeGroups": (None, 6),
-            "SyncGroup": (None, 3), "Heartbeat": (None,), "OffsetCommit": (None,), "OffsetFetch": (None,),
+            "SyncGroup": (None, 3), "Heartbeat": (None,), "OffsetCommit": (None, 8), "OffsetFetch": (None,),
             "ListGroups": (None,), "DeleteGroups": (None,)}
 OMIT = object()          # a field strategy's value for "leave the field out"
 UNKNOWN_ID = "unknown-member-id"     # a member id no coordinator issued
@@ -244,6 +244,8 @@ CONFIGS = st.fixed_dictionaries({
     "group.initial.rebalance.delay.ms": st.sampled_from((0, 30)),
     "group.new.member.join.timeout.ms": st.sampled_from((300, 50)),
     "offsets.retention.minutes": st.just(RETENTION_MINUTES),
+    # both of Kafka's coordinators (an implementation of one of them fixes it: `fixed_config`)
+    "group.coordinator.new.enable": st.booleans(),
 })
 
 # which adapter methods each rule needs (an adapter's `unsupported` turns the rule off)
@@ -316,7 +318,8 @@ class ConformMachine(RuleBasedStateMachine):
             return
         for w in self.lock.ref.worlds:
             for gid, g in w.coord.groups.items():
-                check_state(g.state, where=f"in group {gid!r} between steps", settled=True)
+                check_state(g.state, where=f"in group {gid!r} between steps", settled=True,
+                            java=bool(self.lock.config.get(NEW_COORDINATOR)))
 
     def teardown(self):
         if self.lock is not None:      # the steps the implementation could not be asked, by reason

@@ -22,13 +22,15 @@ import time
 from typing import Any
 
 from groupspec.checkers.conform.adapter import Unsupported
-from groupspec.spec.kafka import CONFIG_DEFAULTS, brief, check_config
+from groupspec.spec.kafka import CONFIG_DEFAULTS, NEW_COORDINATOR, brief, check_config, coordinator_name
 
 from . import jars, messages
 
 # Kafka has no config for how long a new member's join may wait: a constant of 5 minutes in both coordinators
 # (GroupCoordinator.NewMemberJoinTimeoutMs, GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS).
 KAFKA_CONSTANTS = {"group.new.member.join.timeout.ms": 300_000}
+# The coordinator each line runs in process: 3.9's Scala one, 4.0's Java one (group.coordinator.new.enable).
+COORDINATOR_OF = {"3.9": False, "4.0": True}
 REPLY_TIMEOUT_S = 120          # a coordinator step is milliseconds; a JVM that says nothing this long is stuck
 START_TIMEOUT_S = 120
 API_KEYS = {"JoinGroup": "JOIN_GROUP", "SyncGroup": "SYNC_GROUP", "Heartbeat": "HEARTBEAT", "LeaveGroup": "LEAVE_GROUP",
@@ -131,7 +133,6 @@ class KafkaInProcess:
     """An adapter (checkers/conform/adapter.py) on one of Kafka's coordinators, in its driver's JVM."""
 
     unsupported: frozenset = frozenset()
-    fixed_config = KAFKA_CONSTANTS
     partial_responses = True     # a response carries the fields of its version (messages.response)
 
     def __init__(self, config: dict, line: str):
@@ -140,11 +141,14 @@ class KafkaInProcess:
             if full[key] != value:
                 raise Unsupported(f"{key} = {full[key]}: Kafka has no such config, its value is a constant "
                                   f"{value} ms in both coordinators")
+        if full[NEW_COORDINATOR] != COORDINATOR_OF[line]:
+            raise Unsupported(f"{NEW_COORDINATOR} = {str(full[NEW_COORDINATOR]).lower()}: kafka-{line} runs "
+                              f"{coordinator_name({NEW_COORDINATOR: COORDINATOR_OF[line]})}")
         self.name = f"kafka-{line}"
         self.driver = driver(line)
         self._answers: list[tuple[str, dict]] = []
         self._api: dict[str, tuple[str, int]] = {}
-        kafka_config = {k: v for k, v in full.items() if k not in KAFKA_CONSTANTS}
+        kafka_config = {k: v for k, v in full.items() if k not in KAFKA_CONSTANTS and k != NEW_COORDINATOR}
         self.session = self._ok(self.driver.call(op="new", config=kafka_config, seed=0))["session"]
 
     def _ok(self, reply: dict) -> dict:
@@ -232,7 +236,8 @@ def kafka_40(config: dict) -> KafkaInProcess:
     return KafkaInProcess(config, "4.0")
 
 
-kafka_39.fixed_config = kafka_40.fixed_config = KAFKA_CONSTANTS
+kafka_39.fixed_config = {**KAFKA_CONSTANTS, NEW_COORDINATOR: False}
+kafka_40.fixed_config = {**KAFKA_CONSTANTS, NEW_COORDINATOR: True}
 
 
 assert set(KAFKA_CONSTANTS) <= set(CONFIG_DEFAULTS)

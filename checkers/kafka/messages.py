@@ -17,10 +17,9 @@ the runtime reads them.
 
 Assignments and protocol metadata are bytes on the wire.  A partition list
 goes as Kafka's ConsumerProtocol assignment (version 0), so a real broker
-and a real client read it as they would a consumer's; protocol metadata of
-a `consumer` group goes as a ConsumerProtocol subscription whose user data
-is the scenario's metadata string (different strings, different bytes:
-Kafka compares the bytes to see changed metadata).
+and a real client read it as they would a consumer's; protocol metadata
+goes as the scenario's metadata string's bytes (different strings,
+different bytes: Kafka compares the bytes to see changed metadata).
 """
 from __future__ import annotations
 
@@ -214,12 +213,11 @@ def decode_assignment(data: bytes | None) -> list[str]:
 
 
 def encode_metadata(protocol_type: str, metadata: str) -> bytes:
-    """A protocol's metadata: for a `consumer` group a ConsumerProtocol subscription (version 0, no topics)
-    carrying the scenario's string as user data; otherwise the string's bytes."""
-    if protocol_type != "consumer":
-        return metadata.encode("utf-8")
-    user = metadata.encode("utf-8")
-    return struct.pack(">hi", 0, 0) + (struct.pack(">i", len(user)) + user if user else struct.pack(">i", -1))
+    """A protocol's metadata: the scenario's string, as its UTF-8 bytes.  A scenario's metadata says nothing
+    of subscriptions, and neither do these bytes to Kafka: for a `consumer` group they are no ConsumerProtocol
+    subscription (Kafka's coordinators then know no subscribed topics, as the table does not: they expire a
+    Stable group's offsets only when the subscriptions are known, KIP-496); an empty string is no bytes."""
+    return metadata.encode("utf-8")
 
 
 # ---------------------------------------------------------------- scenario request -> message

@@ -101,7 +101,7 @@ def line(r: Result) -> str:
     """One line for a result, whatever the names and values hold (control characters are escaped)."""
     where = f"{clip(r.file, 1000)}: {clip(r.scenario)}"
     if r.result == "pass":
-        return f"pass   {where}"
+        return f"pass   {where}" + (f" ({clip(r.message)})" if r.message else "")
     if r.result in ("error", "skip"):
         at = f", step {r.step}" if r.step else ""
         return f"{r.result:<6} {where}{at}: {clip(r.message, 1000)}"

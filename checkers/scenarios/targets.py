@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from groupspec.checkers.conform.adapter import AdapterError, Unsupported, load_factory, perform
-from groupspec.spec.kafka import brief, check_config
+from groupspec.checkers.conform.lockstep import Divergence, replay_in_lockstep
+from groupspec.spec.kafka import CONFIG_DEFAULTS, NEW_COORDINATOR, brief, check_config, coordinator_name
 
 from .match import BadUse, Mismatch, resolve
 from .model import Scenario, ScenarioError
@@ -45,14 +46,22 @@ def run_on_adapter(sc: Scenario, target: str, factory=None) -> Result:
         factory = factory or factory_for(target)
     except AdapterError as e:
         return Result(sc.file, sc.name, "error", None, message=str(e))
+    config = check_config(sc.config)
+    fixed = getattr(factory, "fixed_config", None) or {}
+    # a scenario that does not say which coordinator describes the default one (the Scala coordinator): on a
+    # target running the other one, its steps are compared with what the spec says of that one instead
+    other = NEW_COORDINATOR not in sc.config and fixed.get(NEW_COORDINATOR, CONFIG_DEFAULTS[NEW_COORDINATOR]) \
+        != CONFIG_DEFAULTS[NEW_COORDINATOR]
+    if other:
+        config = check_config({**sc.config, NEW_COORDINATOR: fixed[NEW_COORDINATOR]})
     try:
-        impl = factory(check_config(sc.config))
+        impl = factory(config)
     except Unsupported as e:
         return Result(sc.file, sc.name, "skip", None, message=str(e))
     except Exception as e:      # noqa: BLE001 - the target could not be made (a JVM that died, a broker gone)
         return Result(sc.file, sc.name, "error", None, message=f"{target} could not start: {brief(str(e), SHOW)}")
     try:
-        return _steps(sc, impl)
+        return _against_the_spec(sc, impl, config) if other else _steps(sc, impl)
     finally:
         close = getattr(impl, "close", None)
         if callable(close):
@@ -118,6 +127,21 @@ def _observable(b: dict, w: Observed, impl: Any, unobserved: list[str]) -> dict:
     missing = [k for k in b if k not in ("expect", "pending") and k not in got]
     unobserved.extend(f"{b['expect']}.{k}" for k in missing)
     return {k: v for k, v in b.items() if k not in missing}
+
+
+def _against_the_spec(sc: Scenario, impl: Any, config: dict) -> Result:
+    """The scenario's steps side by side with the spec under `config` (the target's coordinator)."""
+    against = f"against the spec's {coordinator_name(config).split(' (')[0]}: the scenario describes the other one"
+    try:
+        found = replay_in_lockstep([s.body for s in sc.steps], impl, config)
+    except Unsupported as e:
+        return Result(sc.file, sc.name, "skip", None, message=str(e))
+    if found is None:
+        return Result(sc.file, sc.name, "pass", message=against)
+    n, e = found
+    if isinstance(e, Divergence):
+        return Result(sc.file, sc.name, "fail", n, e.expected, e.got, message=f"{e.where}; {against}")
+    return Result(sc.file, sc.name, "error", n, message=f"the spec failed: {e}")
 
 
 class _Seen:
