@@ -106,7 +106,10 @@ STATE_VARS: tuple[VarDecl, ...] = (
     VarDecl("scratch_leader", Dom(MEMBER), "scratch: the leader before a row changed it (unset between steps)", NONE),
     VarDecl("scratch_session_ms", INT, "scratch: a replaced member's session timeout (0 between steps)", 0),
     VarDecl("scratch_rebalance_ms", INT, "scratch: a replaced member's rebalance timeout (0 between steps)", 0),
+    VarDecl("scratch_protos", Dom(PROTOLIST), "scratch: a replaced member's protocols (unset between steps)", NONE),
     VarDecl("pending_offsets", SetOf(PARTITION), "partitions with an offset commit appended but not completed", 0),
+    VarDecl("staged_offsets", MapOf(PARTITION, INT), "the offset of the latest commit appended but not completed, per "
+            "partition (GM.pendingOffsetCommits: a completion clears it only if it is that commit's)", NONE),
 )
 VAR_TYPES: dict[str, Type] = {v.name: v.type for v in STATE_VARS}
 
