@@ -45,8 +45,8 @@ from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, STATES, TRIGGER_BY_NAME
 from groupspec.spec.symbolic import (SymEnv, SymOutput, concrete_to_z3, fresh, in_states, row_relation,
                                      to_z3, well_formed)
-from groupspec.spec.table import ROWS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FORGOTTEN, FRESH,
+from groupspec.spec.table import rows_for
+from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FORGOTTEN, FRESH,
                                   MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, ISSUED, Kind,
                                   append_errors, armed)
 
@@ -109,7 +109,7 @@ class SymbolicWorld:
         self.sizes = cfg.sizes()
         self.model = WorldModel(cfg, rows)        # the concrete world: initial state, replay
         self.rows = {}
-        for r in (ROWS if rows is None else rows):
+        for r in rows_for(WORLD_COORDINATOR, rows):
             self.rows.setdefault(r.trigger, []).append(r)
         self.client_rows = {}
         for r in CLIENT_ROWS:
@@ -215,6 +215,8 @@ class SymbolicWorld:
             guard, applies, post, conds, members, fields = sub.tree(
                 (tguard, tapplies, twritten, [o.cond for o in touts], [o.member for o in touts], fields))
             guards.append(applies)
+            if z3.is_false(z3.simplify(guard)):
+                continue         # false with what the step fixes (a completion's kind, the coordinator)
             outs = [SymOutput(o.kind, o.api, cond, member, {**o.fields, **f}, o.timer)
                     for o, cond, member, f in zip(touts, conds, members, fields)]
             res.append(_SymOutcome(r, guard, post, outs))

@@ -40,7 +40,6 @@ import z3
 from groupspec.spec.invariants import Invariant
 from groupspec.spec.lang import walk
 from groupspec.spec.schema import STATE_VARS, GroupRecord
-from groupspec.spec.table import ROWS
 
 RECORD = "record"
 
@@ -172,12 +171,13 @@ class Horn:
         self.clauses.append(self._clause([self.inv_of(self.system.shared.state, self.rec), *body],
                                          z3.BoolVal(False)))
 
-    def solve(self, work: int):
+    def solve(self, work: int, seed: int = 0):
         """sat: an Inv exists (safe); unsat: a derivation of false (a path to a violation).
-        `work`: Z3's resource units it may spend (`prove.Work`)."""
+        `work`: Z3's resource units it may spend (`prove.Work`); `seed`: Spacer's random seed."""
         s = z3.SolverFor("HORN")
         from .prove import rlimit
         s.set("rlimit", rlimit(work))
+        s.set("fp.spacer.random_seed", seed)
         s.set("fp.xform.inline_eager", False)
         s.add(*self.clauses)
         return s.check(), s
@@ -243,7 +243,7 @@ ALL = {v.name for v in STATE_VARS} | {RECORD}
 
 
 def spacer(system, inv: Invariant, budget_s: float = 30.0,
-           start: set[str] | None = None) -> SpacerResult:
+           start: set[str] | None = None, seed: int = 0) -> SpacerResult:
     """Spacer on the table's Horn clauses in `system` (a fixed-size reading), localized: Inv
     over the invariant's variables first, widened along the cone of influence (`widen`) while
     Spacer finds a path to a violation that may come from the variables left free."""
@@ -264,7 +264,7 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
         for body in queries(system, inv)(h):
             h.query(body)
         a0 = time.perf_counter()
-        res, solver = h.solve(budget.left())
+        res, solver = h.solve(budget.left(), seed)
         attempts.append({"variables": sorted(keep), "result": str(res), "seconds": round(time.perf_counter() - a0, 3)})
         if res == z3.sat:
             formulas = h.lemmas(solver)

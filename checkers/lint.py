@@ -71,11 +71,12 @@ PARAM_FACTS = (
      "leader is a member, and only its members carry a group.instance.id, no two the same"),
 )
 
-# Which triggers may make the cache moves (create, load, drop a group).
+# Which triggers may make the cache moves (create, load, drop a group).  A write's completion drops a group
+# only in the Java coordinator: its failed write of a group it created is reverted (the group is undone).
 CACHE_MOVE_TRIGGERS = {
     ("Absent", "Empty"): {"JoinGroup", "OffsetCommit", "Load"},
     ("Absent", "Stable"): {"Load"},
-    ("Dead", "Absent"): {"Unload", "DeleteGroup", "ExpireOffsets"},
+    ("Dead", "Absent"): {"Unload", "DeleteGroup", "ExpireOffsets", "StoreGroupDone", "StoreOffsetsDone"},
 }
 
 

@@ -47,7 +47,7 @@ import z3
 
 from groupspec.spec import unbounded as U
 from groupspec.spec.invariants import INVARIANTS, Invariant
-from groupspec.spec.lang import BOOL, Count, ForAll, Implies, Not, Or, Term, lift, walk
+from groupspec.spec.lang import Count, ForAll, Implies, Not, Or, Term, lift, walk
 from groupspec.spec.rows import Out, Set_
 from groupspec.spec.schema import (MEMBER, PARAM_TYPES, STATE_VARS, STATES, TRIGGER_BY_NAME,
                                    GroupRecord, GroupState, P, V)
@@ -931,11 +931,11 @@ class Prover:
     def __init__(self, rows=None, query_work: int = QUERY_WORK, strengthen: bool = True,
                  bound: int = 2, progress: Callable[[str], None] | None = None, budget_s: float = 60.0,
                  presets: tuple[str, ...] = ("tiny", "small"), search: str = "vocabulary", engine: str = "both",
-                 spacer_budget_s: float = 60.0):
+                 spacer_budget_s: float = 60.0, spacer_seed: int = 0):
         self.rows = list(ROWS if rows is None else rows)
         self.query_work, self.strengthen, self.bound = query_work, strengthen, bound
         self.budget_s, self.search, self.engine = budget_s, search, engine
-        self.spacer_budget_s = spacer_budget_s
+        self.spacer_budget_s, self.spacer_seed = spacer_budget_s, spacer_seed
         self.presets = tuple(presets)
         self.rows_arg = rows
         self.progress = progress or (lambda s: None)
@@ -1036,7 +1036,7 @@ class Prover:
         from .chc import refuted, spacer
         sizes = fixed_sizes(self.bound)
         system = self.system(inv.scope, sizes)
-        r = spacer(system, inv, budget_s=self.spacer_budget_s)
+        r = spacer(system, inv, budget_s=self.spacer_budget_s, seed=self.spacer_seed)
         method = f"Spacer, constrained Horn clauses (fixed sizes, N={self.bound}; Inv over {len(r.keep)} variables)"
         if r.status != "proved":
             return Proof(inv.name, "unknown", method, reason=r.reason, engine="spacer")

@@ -38,9 +38,9 @@ from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
 from groupspec.spec.lang import NONE, Term, choices_in, default_of, walk
 from groupspec.spec.rows import ECHO, Out, Set_
 from groupspec.spec.schema import PARAM_TYPES, STATES, TRIGGER_BY_NAME
-from groupspec.spec.table import ROWS
+from groupspec.spec.table import rows_for
 from groupspec.spec.tla import TlaEnv, element, literal, to_tla
-from groupspec.spec.world import (ALL_VARS, AT, C, FAILOVER, FRESH, ISSUED, MESSAGES, OUT, REQ, ROUTE_EFFECTS, SENDER,
+from groupspec.spec.world import (WORLD_COORDINATOR, ALL_VARS, AT, C, FAILOVER, FRESH, ISSUED, MESSAGES, OUT, REQ, ROUTE_EFFECTS, SENDER,
                                   WHO, Kind, append_errors, armed)
 
 from .world_model import SKIPPED_OUTPUTS, WorldModel
@@ -273,7 +273,7 @@ class TlaWorld:
         self.eager = self.model.eager
         self.sizes = cfg.sizes()
         self.names = [0]
-        rows = ROWS if self.model._rows is None else self.model._rows
+        rows = rows_for(WORLD_COORDINATOR, self.model._rows)
         self.rows: dict = {}
         for r in rows:
             self.rows.setdefault(r.trigger, []).append(r)

@@ -378,7 +378,7 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     for i, (cname, ctype, meaning) in enumerate(CONSTANTS):
         out += [f"    \\* @type: {ctype};", f"    {cname}{',' if i < len(CONSTANTS) - 1 else ''}  \\* {meaning}"]
     out.append("")
-    out.append(f"ASSUME \\* the world's functions below are tabulated for these bounds")
+    out.append("ASSUME \\* the world's functions below are tabulated for these bounds")
     out.append("    /\\ " + "\n    /\\ ".join(
         f"{DOMAIN_SETS[d]} = 0..{sizes[d] - 1}" for d in ("Member", "Instance", "Partition", "Protocol",
                                                           "ProtoList", "ProtocolType")))
@@ -513,7 +513,7 @@ def _checks(world) -> list[str]:
     out.append("\\* parameters q; handed: the row hands out an assignment), or \"none\"")
     body = "".join(f"IF {cond} THEN \"{n}\"\n    ELSE " for cond, n in calls)
     out.append(f"AfterRow(prev, w, q, handed) ==\n    {body}{NOT_BROKEN}")
-    out.append(f"\\* b, unless it names a broken check: then the first one broken stays")
+    out.append("\\* b, unless it names a broken check: then the first one broken stays")
     out.append(f"Then(b, c) == IF b = {NOT_BROKEN} THEN c ELSE b")
     return out
 

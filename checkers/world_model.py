@@ -56,8 +56,8 @@ from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
 from groupspec.spec.lang import NONE, Or
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
-from groupspec.spec.table import TIMER_TRIGGERS
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ENDED, FAILOVER, FORGOTTEN, FRESH, ISSUED,
+from groupspec.spec.table import TIMER_TRIGGERS, rows_for
+from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, ALL_VARS, ENDED, FAILOVER, FORGOTTEN, FRESH, ISSUED,
                                   MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, WHO,
                                   WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
                                   append_errors, armed, fairness)
@@ -167,7 +167,7 @@ class WorldModel:
         self.eager = eager
         self.n = cfg.clients
         self.sizes = cfg.sizes()
-        self.group = E.Engine(rows, skip_outputs=SKIPPED_OUTPUTS)
+        self.group = E.Engine(rows_for(WORLD_COORDINATOR, rows), skip_outputs=SKIPPED_OUTPUTS)
         # apart from the model, so that the model is in no reference cycle and is freed at once
         self.assign = _Assignor(cfg)
         names = list(E.PARAM_NAMES) + list(WORLD_PARAMS)
@@ -176,8 +176,8 @@ class WorldModel:
         self.base = {"coord": 0, "group_id_ok": True, "cfg_min_session_ms": 10, "cfg_max_session_ms": 600_000,
                      "cfg_max_size": cfg.max_size, "cfg_initial_delay_ms": 3_000,
                      "cfg_new_member_timeout_ms": 300_000,
-                     # the closed world describes Kafka 3.9's Scala coordinator (WORLD_COORDINATOR)
-                     "cfg_new_coordinator": False,
+                     # the closed world describes one coordinator (spec/world.py WORLD_COORDINATOR)
+                     "cfg_new_coordinator": WORLD_COORDINATOR,
                      "proto_names": lambda pl: mask_of(_ORDER) if pl != NONE else 0,
                      "vote": lambda pl, c: vote(_ORDER, c) if pl != NONE else NONE, "supports_skip": True,
                      "assign": self.assign}

@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 from groupspec.spec import engine as E
 from groupspec.spec.concrete import iter_bits, mask_of
-from groupspec.spec.handling import EAGER, complete, handle, leave, record_of, require_known_member_id, vote
+from groupspec.spec.handling import (EAGER, JAVA_WRITES, complete, handle, leave, record_of, require_known_member_id,
+                                     vote)
 from groupspec.spec.kafka import (BOOLEAN_KEYS, NEW_COORDINATOR, DESCRIBE_GROUP_ID_NOT_FOUND_SINCE, ERRORS, INT64_MAX, SYNC_PROTOCOL_MANDATORY_SINCE,
                                   brief, check_config, request_version)
 from groupspec.spec.lang import NONE
@@ -42,6 +43,7 @@ logger = logging.getLogger("groupspec.coordinator")
 COORD = {name: i for i, name in enumerate(Coord.values)}
 ERROR_INDEX = {name: i for i, name in enumerate(ERRORS)}
 ABSENT = STATES.index("Absent")
+EMPTY = STATES.index("Empty")
 
 
 class Interner:
@@ -71,16 +73,28 @@ class Parked:
     api: str
     callback: Callable[[dict], None] | None
     member_id: str
+    answered: bool = False
 
 
 @dataclass
 class PendingAppend:
     group: str
-    kind: str                       # sync, empty, static_replace, offsets
+    kind: str                       # sync, empty, static_replace, create, offsets; "" for tombstones (Java)
     fields: dict                    # what the append output captured (its completion's parameters)
     record: list                    # what the log holds once it succeeds
     request: Any = None             # the request waiting on it (an OffsetCommit, a static member's JoinGroup)
     reserved: tuple = ()            # member slots it refers to
+    # the Java coordinator's replies waiting behind it (JAVA_WRITES): (api, request, id, callback, reply)
+    after: list = field(default_factory=list)
+    # the Java coordinator's write made while earlier ones were held: it completes right after them
+    # (JAVA_WRITES.in_order), not at a storage step
+    rides: bool = False
+
+
+class NotABehaviour(ValueError):
+    """A step the table does not describe for the configured coordinator (the Java coordinator's held write
+    failing, which it never does; its tombstone write failing at once, which the table does not say yet:
+    spec/handling.py JAVA_WRITES); the message says why.  Raised before the step changes anything."""
 
 
 @dataclass
@@ -141,6 +155,8 @@ class GroupCoordinator:
         self._votes: dict[tuple, int] = {}              # (PROTOLIST index, candidates) -> the vote
         self.hold = False
         self.fail_next: str | None = None
+        self.java = bool(self.config[NEW_COORDINATOR])   # Kafka 4.0's Java coordinator (JAVA_WRITES)
+        self._result = False       # the request's reply is its operation's result (Row.java_result)
         self.appends: deque[PendingAppend] = deque()   # held appends, oldest first
         self.fired: list[str] = []                     # names of the rows fired (coverage)
         self.outcomes_worked = 0                       # outcomes the engine worked out (the work done)
@@ -204,11 +220,21 @@ class GroupCoordinator:
         rid = request_id if request_id is not None else next(self._ids)
         self._current = (rid, api, on_response, req.get("member") or "")
         self._reply = None
+        self._result = False
         tr = self.trace
         if tr is not None:
             tr.begin()
         try:
             handler(req)
+            if self.java and self._result and self._reply is not None and self.appends:
+                # the Java coordinator's operation result waits behind the writes not yet completed (JAVA_WRITES)
+                self.appends[-1].after.append((api, req, rid, on_response, self._reply))
+                self._reply = None
+            elif self.java and self._reply is None and self.appends:
+                # parked in an operation that waits behind them: answered from away if they fail first
+                parked = self._parked(rid)
+                if parked is not None:
+                    self.appends[-1].after.append((api, req, rid, on_response, parked))
         finally:
             self._current = None
             if tr is not None:
@@ -342,7 +368,18 @@ class GroupCoordinator:
                 out.append({"group": gid, "state": r.get("state"), "protocol_type": r.get("protocol_type")})
         self._reply = {"error": error, "groups": out}
 
+    def _untold_tombstones(self, what: str) -> None:
+        """NotABehaviour where the Java coordinator's tombstones would meet the failure set for the next write
+        (JAVA_WRITES: the table does not say how it undoes the deletion)."""
+        if self.java and self.fail_next and not self.hold and self.coord == "active":
+            raise NotABehaviour(f"{what} with {self.fail_next} set for the next write: the Java coordinator undoes "
+                                f"a deletion whose tombstones fail, which the table does not describe yet "
+                                f"(spec/handling.py JAVA_WRITES)")
+
     def _api_DeleteGroups(self, req: dict) -> None:
+        if any(self.groups.get(gid) is not None and self.groups[gid].state[E.STATE_I] == EMPTY
+               for gid in req.get("groups") or []):
+            self._untold_tombstones("DeleteGroups of an Empty group")
         errors = {}
         for gid in req.get("groups") or []:
             g = self._group(gid)
@@ -387,23 +424,37 @@ class GroupCoordinator:
         _require_error("storage_fail_next", error)
         self.fail_next = error
 
-    def storage_complete(self, error: str = "NONE") -> bool:
-        """Complete the oldest held append.  False if none is held."""
+    def storage_complete(self, error: str = "NONE", cause: str | None = None) -> bool:
+        """Complete the oldest held append.  False if none is held.  `cause` "unload": it fails as the
+        offsets partition moves away (how the Java coordinator's writes fail once made, JAVA_WRITES)."""
         _require_error("storage_complete", error)
         if not self.appends:
             return False
+        moving_away = cause == "unload" and error == JAVA_WRITES.unload_error
+        if self.java and error != "NONE" and not JAVA_WRITES.held_can_fail and not moving_away:
+            raise NotABehaviour(f"storage complete: {error} on a write already made: Kafka 4.0's Java coordinator "
+                                f"fails a write only as it is made (fail_next_append), or all of them as the "
+                                f"partition moves away (spec/handling.py JAVA_WRITES)")
         if self.trace is not None:
             self.trace.begin()
-            try:
-                self._complete(self.appends.popleft(), error)
-            finally:
+        try:
+            self._complete(self.appends.popleft(), error, cause)
+            while error == "NONE" and self.appends and self.appends[0].rides:
+                self._complete(self.appends.popleft(), "NONE", rode=True)
+        finally:
+            if self.trace is not None:
                 self.trace.end()
-            return True
-        self._complete(self.appends.popleft(), error)
         return True
 
+    def _behind_held(self) -> bool:
+        """A write now would be committed only after held ones (JAVA_WRITES.in_order)."""
+        return self.java and JAVA_WRITES.in_order and bool(self.appends)
+
     def unload(self) -> None:
-        """The offsets partition moves away: groups unloaded, held appends fail."""
+        """The offsets partition moves away: groups unloaded (the Java coordinator first fails every write not
+        yet completed, JAVA_WRITES)."""
+        while self.java and self.appends:
+            self.storage_complete(JAVA_WRITES.unload_error, cause="unload")
         for gid in list(self.groups):
             self._event(gid, "unload", lambda g: self._fire(self._own(g), "Unload", {}))
         if self.trace is not None:      # groups the trace knows that are no longer held learn it too
@@ -451,6 +502,7 @@ class GroupCoordinator:
         self._event(gid, "mark_dead", lambda g: self._fire(g, "MarkDead", {}), self._group(gid))
 
     def expire_offsets(self) -> None:
+        self._untold_tombstones("offset expiry")
         now = self.clock.now()
         retention = int(self.config["offsets.retention.minutes"]) * 60_000
         for g in list(self.groups.values()):
@@ -588,6 +640,7 @@ class GroupCoordinator:
 
     def enter(self, g: Group, out, params: dict) -> None:
         self.fired.append(out.row.name)
+        self._result = self._result or out.row.java_result
         prev_state = g.state
         before = g.state[E.STATE_I]
         g.state = out.state
@@ -612,6 +665,8 @@ class GroupCoordinator:
             g.slot_of[g.ids[o.member]] = o.member
         elif k == "answer":
             parked = g.parked.pop((o.api, o.member), None)
+            if parked is not None:
+                parked.answered = True
             if parked is not None and (parked.callback is not None or self.trace is not None):
                 response = self._render(g, o.api, o.fields, echo=parked.member_id)
                 if self.trace is not None:
@@ -654,7 +709,11 @@ class GroupCoordinator:
 
     def _write_tombstones(self, batch: list[dict]) -> None:
         """Kafka removes the group or offsets from its cache whatever the append does, and only
-        logs a failed tombstone append (GMM.cleanupGroupMetadata); so do we."""
+        logs a failed tombstone append (GMM.cleanupGroupMetadata); so do we.  The Java coordinator's are
+        a write of the operation, held like any (JAVA_WRITES.tombstones_held): one with no completion row."""
+        if self.java and JAVA_WRITES.tombstones_held and (self.hold or self._behind_held()):
+            self.appends.append(PendingAppend(batch[0]["group"], "", {}, batch, rides=not self.hold))
+            return
         try:
             self.log.append(batch)
         except StorageError as e:
@@ -696,6 +755,10 @@ class GroupCoordinator:
             return [(g, None)]
         error = self.fail_next or "NONE"
         self.fail_next = None
+        if error == "NONE" and self._behind_held():
+            a.rides = True
+            self.appends.append(a)
+            return [(g, None)]
         error = self._write(a, error)
         if self.trace is not None:
             self.trace.stored(g.group_id, error, at_once=True)
@@ -717,13 +780,16 @@ class GroupCoordinator:
                 g.commit_ts[i] = a.record[0]["commit_ts"] if a.record else self.clock.now()
         return error
 
-    def _complete(self, a: PendingAppend, error: str) -> None:
-        """A held append completes: its completion row answers the request that waits on it."""
+    def _complete(self, a: PendingAppend, error: str, cause: str | None = None, rode: bool = False) -> None:
+        """A held append completes: its completion row answers the request that waits on it.  `rode`: a write
+        made behind held ones, completing right after them (JAVA_WRITES.in_order), in their step."""
         g = self._group(a.group)
         error = self._write(a, error)
         if self.trace is not None:
-            self.trace.stored(a.group, error, at_once=False)
-        if a.request is None:
+            self.trace.stored(a.group, error, at_once=False, cause=cause, rode=rode)
+        if not a.kind:      # the Java coordinator's tombstones: no row completes them
+            pass
+        elif a.request is None:
             complete(self, g, a.kind, a.fields, error)
         else:
             rid, cb, mid = a.request
@@ -739,6 +805,42 @@ class GroupCoordinator:
             if reply is not None and cb is not None:
                 cb(reply)
         self._settled(g)
+        for api, req, rid, cb, reply in a.after:
+            # the replies waiting behind this write: theirs once it is committed; if it failed (the Java
+            # coordinator's writes fail only as the partition moves away), the answer of a coordinator that no
+            # longer holds the partition.  A request parked in its operation is answered so only if the write
+            # fails before anything answered it (even once its member rejoined with another request)
+            if isinstance(reply, Parked):
+                if error != "NONE" and not reply.answered:
+                    reply.answered = True
+                    self._unpark(reply)
+                    self._release(api, req, rid, cb, self._answer_away(api, req, rid, cb))
+                continue
+            self._release(api, req, rid, cb, reply if error == "NONE" else self._answer_away(api, req, rid, cb))
+
+    def _parked(self, rid: Any) -> Parked | None:
+        return next((p for g in self.groups.values() for p in g.parked.values() if p.request_id == rid), None)
+
+    def _unpark(self, parked: Parked) -> None:
+        for g in self.groups.values():
+            for key in [k for k, p in g.parked.items() if p is parked]:
+                del g.parked[key]
+
+    def _release(self, api: str, req: dict, rid: Any, cb, reply: dict) -> None:
+        if self.trace is not None:
+            self.trace.answer_parked(api, req, rid, reply)
+        if cb is not None:
+            cb(reply)
+
+    def _answer_away(self, api: str, req: dict, rid: Any, cb) -> dict | None:
+        """The request answered by this coordinator as if its partition were elsewhere (the table's gate)."""
+        saved = self.coord, self._current, self._reply, self._result
+        self.coord, self._current, self._reply = "not_coordinator", (rid, api, cb, req.get("member") or ""), None
+        try:
+            getattr(self, "_api_" + api)(req)
+            return self._reply
+        finally:
+            self.coord, self._current, self._reply, self._result = saved
 
     def _group_record(self, g: Group, fields: dict) -> dict:
         f = record_of(fields, self._selected_only)

@@ -136,8 +136,11 @@ class TraceWriter:
                 gid = entry.get("group")
                 recs += self._record(gid, "request", id=rid, api=api, request={**req, "groups": [gid]},
                                      response={**reply, "groups": [entry]})
+        elif api == "DeleteGroups" and reply is None:     # parked (the Java coordinator: behind held writes)
+            for gid in dict.fromkeys(req.get("groups") or []):
+                recs += self._record(gid, "request", id=rid, api=api, request={**req, "groups": [gid]}, response=None)
         elif api == "DeleteGroups":
-            for gid, e in ((reply or {}).get("errors") or {}).items():
+            for gid, e in (reply.get("errors") or {}).items():
                 recs += self._record(gid, "request", id=rid, api=api, request={**req, "groups": [gid]},
                                      response={**reply, "errors": {gid: e}})
         elif api == "ListGroups":
@@ -159,11 +162,25 @@ class TraceWriter:
     def answer(self, group: str, rid: Any, response: dict) -> None:
         self._emit(self._record(group, "response", id=rid, response=response))
 
-    def stored(self, group: str, error: str, at_once: bool) -> None:
-        if at_once:
+    def answer_parked(self, api: str, req: dict, rid: Any, response: dict) -> None:
+        """A parked request answered: a DeleteGroups in each group it named, with that group's error."""
+        if api == "DeleteGroups":
+            for gid, e in (response.get("errors") or {}).items():
+                self.answer(gid, rid, {**response, "errors": {gid: e}})
+        else:
+            self.answer(req.get("group") or "", rid, response)
+
+    def stored(self, group: str, error: str, at_once: bool, cause: str | None = None, rode: bool = False) -> None:
+        """An append completed.  Fields beyond trace format 1's, for the Java coordinator: `cause` "unload"
+        (it failed as the offsets partition moved away: its writes fail only so once made); `rode` (a write
+        made behind held ones, completing right after them, within their step: JAVA_WRITES.in_order)."""
+        extra = {"cause": cause} if cause else {}
+        if rode:
+            self._emit(self._record(group, "storage", result=error, at_once=True, after_held=True))
+        elif at_once:
             self._emit(self._record(group, "storage", result=error, at_once=True))
         else:
-            self.lead(group, "storage", result=error)
+            self.lead(group, "storage", result=error, **extra)
 
     def timer(self, group: str, name: str, member: str | None) -> None:
         fields = {"timer": name}

@@ -101,6 +101,49 @@ class Leave:
 
 LEAVE = Leave()
 
+
+@dataclass(frozen=True)
+class JavaWrites:
+    """Around a step of the Java coordinator (group.coordinator.new.enable), where it differs from the Scala
+    one: Kafka 4.0's CoordinatorRuntime runs every request and timer of a partition as an operation whose
+    records are written in order, so
+
+    - a reply of a row marked `java_result` (an operation's own result, not an answer it throws) waits
+      behind every write not yet completed when it was made, and goes out when the last of them completes
+      (CoordinatorContext.append: waitForPendingWrites, the deferred event queue);
+    - when the partition moves away, every write not yet completed fails, oldest first, with `unload_error`,
+      its completion row firing as for any failed write, and every reply waiting behind one becomes the
+      request's answer from a coordinator that no longer holds the partition (CoordinatorContext.unload:
+      deferredEventQueue.failAll); so does a request parked in an operation that waited behind one (a
+      JoinGroup or SyncGroup awaiting the join or the sync, even one its member's later request replaced),
+      unless something answered it first (GroupCoordinatorService: the operation's failure completes its
+      response if not yet done); then the groups are unloaded;
+    - a write already made does not fail afterwards (`held_can_fail`): CoordinatorPartitionWriter appends
+      with acks=1 and fails only at once, so completing a held write with an error is no behaviour of it;
+    - writes are committed in order (`in_order`: the partition's high watermark): a write made while earlier
+      ones are held completes (its row fires) right after the last of them completes, with no step of
+      its own (CoordinatorRuntime completes a write's operation once the high watermark passes it);
+    - a row's tombstones are a write like any other (`tombstones_held`): held while appends are held, the
+      row's result waiting for them; their completion fires no row (the Scala coordinator appends them
+      straight to the leader's log, GMM.cleanupGroupMetadata, whatever the storage steps say).
+
+    Not in the table yet: a write failing as it is made reverts the whole operation that made it
+    (CoordinatorRuntime puts its state back to before the operation; its answer is the write's mapped
+    error), which the rows say only of the write of a group a request creates and of an offset commit,
+    not of a LeaveGroup or a session expiry that empties a group, nor of a deletion's tombstones; and the
+    tombstones of several groups are one write (a DeleteGroups naming several, offset expiry); and its reads
+    (ListGroups, DescribeGroups, OffsetFetch) see the state of the last committed write.  Kafka's
+    in-process target leaves those steps out, naming why (checkers/kafka/inprocess.py).
+
+    The runtime coordinator (impl/) runs this; the closed world describes the Scala coordinator."""
+    unload_error: str = "NOT_COORDINATOR"
+    held_can_fail: bool = False
+    in_order: bool = True
+    tombstones_held: bool = True
+
+
+JAVA_WRITES = JavaWrites()
+
 # What the log holds of a group (GMM.groupMetadataValue): a term per GroupRecord field over
 # the fields the `append` output captured (`rec.<field>`).  Each member's protocols are cut to
 # the group's selected protocol: Kafka writes a member's subscription for that protocol only,

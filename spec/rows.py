@@ -83,18 +83,26 @@ class Row:
     # removePendingMemberAndUpdateClassicGroup complete it once every member has rejoined, initial delay or
     # not), "none" (no re-check); "" says it as `java_recheck` derives it
     java_check: str = ""
+    # the Java coordinator answers this row's reply as its write operation's result, which CoordinatorRuntime
+    # releases only once every earlier write is committed (CoordinatorContext.append: waitForPendingWrites), where
+    # an answer it throws (a failed validation) goes out at once; the Scala coordinator answers at once
+    java_result: bool = False
 
     @property
     def java_recheck(self) -> str:
-        """The Java coordinator's re-check after this row: as the row says, else "try" after a JoinGroup
-        (its paths end in maybePrepareRebalanceOrCompleteJoin or maybeCompleteJoinPhase) and after a move into
-        PreparingRebalance (prepareRebalance's maybeCompleteJoinElseSchedule), else none: the Java coordinator
-        completes a join only on those paths, where the Scala one's DelayedJoin is checked whenever the group
-        changes (the two agree wherever a join cannot stay completable, which in the Java one it can)."""
+        """The Java coordinator's re-check after this row: as the row says, else "try" after a JoinGroup that
+        adds or updates a member (it marks one awaiting the join: addMemberThenRebalanceOrCompleteJoin,
+        updateMemberThenRebalanceOrCompleteJoin, updateStaticMemberThenRebalanceOrCompleteJoin end in
+        maybeCompleteJoinPhase) and after a move into PreparingRebalance (prepareRebalance's
+        maybeCompleteJoinElseSchedule), else none: a JoinGroup answered with an error or MEMBER_ID_REQUIRED
+        returns at once.  The Java coordinator completes a join only on those paths, where the Scala one's
+        DelayedJoin is checked whenever the group changes (the two agree wherever a join cannot stay
+        completable, which in the Java one it can: found running Kafka 4.0.2's harness)."""
         if self.java_check:
             return self.java_check
-        if self.trigger == "JoinGroup" or (self.target == "PreparingRebalance" and
-                                           "PreparingRebalance" not in self.states):
+        joins = any(isinstance(st, Set_) and "awaiting_join" in st.updates for st in self.steps)
+        if (self.trigger == "JoinGroup" and joins) or (self.target == "PreparingRebalance" and
+                                                       "PreparingRebalance" not in self.states):
             return "try"
         return "none"
     at: str = field(default="", compare=False)   # where it is written: "spec/table.py:123" (docs link there)

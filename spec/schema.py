@@ -63,7 +63,7 @@ def kafka_moves() -> set[tuple[str, str]]:
 Error = Enum("Error", *ERRORS)
 JoinTimer = Enum("JoinTimer", "none", "initial", "delayed")
 Coord = Enum("Coordinator", "active", "loading", "not_coordinator")
-AppendKind = Enum("AppendKind", "sync", "empty", "static_replace")
+AppendKind = Enum("AppendKind", "sync", "empty", "static_replace", "create")
 
 
 # -- state variables -------------------------------------------------------------
@@ -172,6 +172,7 @@ PARAM_DECLS: dict[str, tuple[Type, str]] = {
     "append_kind": (AppendKind, "what a group-metadata append stored"),
     "append_gen": (INT, "the generation the append was made in"),
     "append_member": (Dom(MEMBER), "the member whose request made the append"),
+    "append_created": (BOOL, "the offsets commit created the group (the Java coordinator undoes that if it fails)"),
     "append_old": (Dom(MEMBER), "static replacement: the replaced member"),
     "append_old_protos": (Dom(PROTOLIST), "static replacement: the replaced member's protocols"),
     "append_old_session_ms": (INT, "static replacement: the replaced member's session timeout"),
@@ -254,6 +255,7 @@ KAFKA_NAMES: dict[str, str] = {
     "append_kind": "stored.kind",
     "append_gen": "stored.generation_id",
     "append_member": "stored.member_id",
+    "append_created": "stored.created_the_group",
     "append_old": "stored.oldMemberId",
     "append_old_protos": "stored.oldProtocols",
     "append_old_session_ms": "stored.oldSessionTimeoutMs",
@@ -320,7 +322,8 @@ TRIGGERS: tuple[Trigger, ...] = (
                                            "append_ptype", "append_protocol", "append_leader", "append_members",
                                            "assignments", "proto_names", "vote") + CONFIG_PARAMS,
             "a group-metadata append completes (storeGroup's callback)"),
-    Trigger("StoreOffsetsDone", "storage", ("error", "commit", "commit_parts", "append_member") + CONFIG_PARAMS,
+    Trigger("StoreOffsetsDone", "storage", ("error", "commit", "commit_parts", "append_member", "append_created")
+            + CONFIG_PARAMS,
             "an offset-commit append completes (storeOffsets' callback)"),
     Trigger("Unload", "coordinator", CONFIG_PARAMS,
             "the group's offsets partition moves away (onGroupUnloaded)"),

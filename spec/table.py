@@ -15,9 +15,10 @@ shared/seeds/ (`seed 000` = the lecture on handleJoinGroup, and so on).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
-from .lang import (FALSE, TRUE, And, Apply, Choose, Count, Filter, ForAll, If, Max, MaxOver,
+from .lang import (FALSE, TRUE, And, Apply, Choose, Count, Filter, ForAll, If, Implies, Max, MaxOver,
                    Min, Not, Or, Term, empty, lift, named, none, Const, INT)
 from .lang import show
 from .rows import (ECHO, ROW_BUILDERS, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
@@ -205,6 +206,15 @@ def remove_member(m: Term, choice: str) -> list:
     return remove_members(singleton(m), choice)
 
 
+def reset() -> list:
+    """The coordinator drops the group: every variable back to its initial value."""
+    upd = {}
+    for v in STATE_VARS:
+        var = getattr(V, v.name)
+        upd[v.name] = var.fill(v.initial) if v.type.kind == "map" else lift(v.initial, v.type)
+    return labelled("drop the group from the coordinator (its timers too)", [Out("cancel_all"), Set_(upd)])
+
+
 def prepare_rebalance(src: str) -> list:
     """GC.prepareRebalance from state `src` (the row then moves to PreparingRebalance)."""
     steps: list = []
@@ -362,7 +372,7 @@ def completion(kind: str, f: dict) -> tuple[str, dict]:
     through this, so what a completion sees is defined once, here beside the rows."""
     if kind == "offsets":
         return "StoreOffsetsDone", {"commit": f["commit"], "commit_parts": f["commit_parts"],
-                                    "append_member": f["member"]}
+                                    "append_member": f["member"], "append_created": f.get("created", False)}
     from .lang import NONE as _NONE
     return "StoreGroupDone", {
         "append_kind": AppendKind.values.index(kind), "append_gen": f.get("append_gen", f["generation"]),
@@ -405,13 +415,13 @@ class Chain:
 
     def row(self, name: str, cond: Term, steps: list, target: str | None, source: str,
             response: str = "", doc: str = "", states: tuple[str, ...] | None = None,
-            via: tuple[str, ...] = (), java_check: str = "") -> Row:
+            via: tuple[str, ...] = (), java_check: str = "", java_result: bool = False) -> Row:
         guard = And(self.base, *[Not(c) for c in self.before], cond) if self.before else And(self.base, cond)
         own = And(self.base, *[Not(c) for c in self.routing], cond)
         row_states = states or self.states
         r = Row(f"{self.trigger}: {name}{self.suffix}", self.trigger, states or self.states, guard, steps, target,
                 source, response=response, via=via, doc=doc, otherwise=tuple(self.before), own=own,
-                java_check=java_check)
+                java_check=java_check, java_result=java_result)
         # later rows of the chain are the `else` of this one
         self.before.append(cond if row_states == self.states else And(in_states(*row_states), cond))
         self.rows.append(r)
@@ -500,7 +510,27 @@ def _join_rows() -> list[Row]:
     # The group exists (or is created Empty for a new member): one cascade per state.
     for st in ("Absent",) + HELD:
         rows += _join_in_state(c, st)
-    return rows
+    # The Java coordinator writes the group a JoinGroup creates (the record of an empty group), so that the
+    # group is in the committed state; the Scala one writes nothing until a rebalance stores the group.  Each
+    # row that creates a group has its Java twin, which also writes it.
+    twins = []
+    for r in rows:
+        if r.states == ("Absent",) and (r.target is not None or r.via):
+            twins.append(dataclasses.replace(
+                r, name=f"{r.name} (Java coordinator: the new group is written)",
+                guard=And(r.guard, P.cfg_new_coordinator), own=And(r.own, P.cfg_new_coordinator),
+                steps=[*r.steps, append("create", **_created_record())],
+                source=r.source + "; Kafka 4.0 GroupMetadataManager.classicGroupJoin ('append records to the log "
+                                  "to commit the group to the timeline')"))
+            r.guard, r.own = And(r.guard, Not(P.cfg_new_coordinator)), And(r.own, Not(P.cfg_new_coordinator))
+    return rows + twins
+
+
+def _created_record() -> dict:
+    """GroupCoordinatorRecordHelpers.newEmptyGroupMetadataRecord: generation 0, no protocol type (""), no
+    protocol, leader or members."""
+    return {**group_record(None), "generation": lift(0, INT), "protocol_type": none("ProtocolType"),
+            "protocol": NO_PROTOCOL, "leader": NO_MEMBER, "members": NO_MEMBERS}
 
 
 def _accept(st: str) -> Term:
@@ -779,10 +809,15 @@ def _sync_rows() -> list[Row]:
     c.row("wrong generation", P.generation != V.generation,
           [reply("SyncGroup", **sync_error("ILLEGAL_GENERATION"))], None, "GC.validateSyncGroup; seed 001",
           response="ILLEGAL_GENERATION", states=LIVE)
-    bad = (P.req_ptype_given & (P.req_ptype != V.protocol_type)) | \
-        (P.req_protocol_given & (P.req_protocol != V.protocol))
+    # the Java coordinator finds a name inconsistent only against one the group has (isProtocolInconsistent):
+    # a group with no protocol selected yet accepts any
+    def differs(given, asked, own):
+        return given & (asked != own) & (Not(P.cfg_new_coordinator) | own.is_some())
+    bad = differs(P.req_ptype_given, P.req_ptype, V.protocol_type) | \
+        differs(P.req_protocol_given, P.req_protocol, V.protocol)
     c.row("inconsistent protocol type or name", bad, [reply("SyncGroup", **sync_error("INCONSISTENT_GROUP_PROTOCOL"))],
-          None, "GC.validateSyncGroup (v5+)", response="INCONSISTENT_GROUP_PROTOCOL", states=LIVE)
+          None, "GC.validateSyncGroup (v5+); Kafka 4.0 GroupMetadataManager.validateSyncGroup (isProtocolInconsistent: "
+          "only against the group's own)", response="INCONSISTENT_GROUP_PROTOCOL", states=LIVE)
     m = P.member
     # (Kafka's `case Empty => UNKNOWN_MEMBER_ID` is unreachable: validateCurrentMember fails first.)
     c.row("during PreparingRebalance", TRUE(), [reply("SyncGroup", **sync_error("REBALANCE_IN_PROGRESS"))], None,
@@ -852,6 +887,20 @@ _add([Row("StoreGroupDone: the group moved on", "StoreGroupDone", ALL,
 _add([Row("StoreGroupDone: empty group stored", "StoreGroupDone", ALL,
           P.append_kind == lift("empty", AppendKind), [], None,
           "GC.onCompleteJoin (a failed append is only logged)", response="none")])
+_created = (P.append_kind == lift("create", AppendKind)) & P.cfg_new_coordinator
+_add([Row("StoreGroupDone: new group stored (Java coordinator)", "StoreGroupDone", ALL,
+          _created & (P.error == E("NONE")), [], None,
+          "Kafka 4.0 GroupMetadataManager.classicGroupJoin (the new group's record committed)", response="none"),
+      Row("StoreGroupDone: new group not stored, undone (Java coordinator)", "StoreGroupDone", HELD,
+          _created & (P.error != E("NONE")),
+          [answer_each("JoinGroup", V.awaiting_join, lambda m: join_error(store_group_error(P.error), member=NO_MEMBER)),
+           *reset()], "Absent",
+          "Kafka 4.0 GroupMetadataManager.classicGroupJoin (the append future's failure answers the JoinGroup); "
+          "CoordinatorRuntime reverts the timeline to before the write (CoordinatorContext.failCurrentBatch)",
+          response="a parked JoinGroup gets the (mapped) error; the group is gone", via=("Dead",)),
+      Row("StoreGroupDone: new group not stored, already gone (Java coordinator)", "StoreGroupDone", ("Absent",),
+          _created & (P.error != E("NONE")), [], None,
+          "Kafka 4.0 CoordinatorRuntime (nothing left to revert)", response="none")])
 
 
 def _static_done_rows() -> list[Row]:
@@ -935,14 +984,15 @@ def _heartbeat_rows() -> list[Row]:
           None, "GC.validateHeartbeat", response="ILLEGAL_GENERATION", states=LIVE)
     beat = rearm_heartbeats(lift_single(P.member), session_of)
     # (Kafka's `case Empty => UNKNOWN_MEMBER_ID` is unreachable: validateCurrentMember fails first.)
+    # the Java coordinator returns these (classicGroupHeartbeatToClassicGroup), where it throws the errors above
     c.row("during CompletingRebalance", TRUE(), [*beat, reply("Heartbeat", error=E("NONE"))], None,
           "GC.handleHeartbeat (the code answers NONE; its comment is older)", response="NONE",
-          states=("CompletingRebalance",))
+          states=("CompletingRebalance",), java_result=True)
     c.row("during PreparingRebalance", TRUE(), [*beat, reply("Heartbeat", error=E("REBALANCE_IN_PROGRESS"))], None,
           "GC.handleHeartbeat; seed 003", response="REBALANCE_IN_PROGRESS: the member learns of the rebalance",
-          states=("PreparingRebalance",))
+          states=("PreparingRebalance",), java_result=True)
     c.row("during Stable", TRUE(), [*beat, reply("Heartbeat", error=E("NONE"))], None, "GC.handleHeartbeat; seed 002",
-          response="NONE", states=("Stable",))
+          response="NONE", states=("Stable",), java_result=True)
     return c.rows
 
 
@@ -1016,11 +1066,13 @@ def _leave_rows() -> list[Row]:
     c.row("no such group", V.state == S("Absent"),
           [reply("LeaveGroup", error=E("NONE"), each=FALSE(), member_error=E("UNKNOWN_MEMBER_ID"))], None,
           "GC.handleLeaveGroup", response="NONE; every member UNKNOWN_MEMBER_ID", states=("Absent",))
+    # the Java coordinator returns these (classicGroupLeaveToClassicGroup), where it throws for an unknown group
     c.row("group is Dead", V.state == S("Dead"), [reply("LeaveGroup", error=E("COORDINATOR_NOT_AVAILABLE"),
                                                         each=FALSE())], None,
-          "GC.handleLeaveGroup", response="COORDINATOR_NOT_AVAILABLE", states=("Dead",))
+          "GC.handleLeaveGroup", response="COORDINATOR_NOT_AVAILABLE", states=("Dead",), java_result=True)
     c.row("members leave one by one", TRUE(), [reply("LeaveGroup", error=E("NONE"), each=TRUE())], None,
-          "GC.handleLeaveGroup", response="NONE, with an error per member (LeaveMember)", states=LIVE)
+          "GC.handleLeaveGroup", response="NONE, with an error per member (LeaveMember)", states=LIVE,
+          java_result=True)
 
     m = Chain("LeaveMember", LIVE)
     src = "GC.handleLeaveGroup; seed 003"
@@ -1037,6 +1089,16 @@ def _leave_rows() -> list[Row]:
     m.row("by unknown group.instance.id", by_instance, [reply("LeaveMember", error=E("UNKNOWN_MEMBER_ID"))],
           None, src, response="UNKNOWN_MEMBER_ID", doc="empty member id and no member for the group.instance.id")
     pending = P.member.in_(V.pending)
+    for st in ("CompletingRebalance", "Stable"):
+        # the Java coordinator rebalances once any member of the batch left, a pending one too; the Scala
+        # one only removes the pending member (found running Kafka 4.0.2's harness)
+        m.row(f"pending member leaves during {st} (Java coordinator: the group rebalances)",
+              pending & P.cfg_new_coordinator,
+              [sets(pending=V.pending.without(P.member)), cancel("pending-member", P.member), *prepare_rebalance(st),
+               reply("LeaveMember", error=E("NONE"))], "PreparingRebalance",
+              "Kafka 4.0 GroupMetadataManager.classicGroupLeaveToClassicGroup (maybePrepareRebalanceOrCompleteJoin "
+              "after the batch when any member left)", response="NONE; the group rebalances", states=(st,),
+              java_check="none")
     m.row("pending member leaves", pending,
           [sets(pending=V.pending.without(P.member)), cancel("pending-member", P.member),
            reply("LeaveMember", error=E("NONE"))], None, "GC.removePendingMemberAndUpdateGroup",
@@ -1061,12 +1123,14 @@ _add(_leave_rows())
 def _commit_rows() -> list[Row]:
     c = Chain("OffsetCommit", ALL)
     gate(c, "OffsetCommit", commit_errors)
-    store = [sets(pending_offsets=V.pending_offsets | P.commit_parts,
-                  staged_offsets=V.staged_offsets.put_all(P.commit_parts, lambda p: P.commit[p])),
-             append("offsets", commit=P.commit, commit_parts=P.commit_parts, member=P.member)]
+    def store(created: bool) -> list:
+        return [sets(pending_offsets=V.pending_offsets | P.commit_parts,
+                     staged_offsets=V.staged_offsets.put_all(P.commit_parts, lambda p: P.commit[p])),
+                append("offsets", commit=P.commit, commit_parts=P.commit_parts, member=P.member,
+                       created=TRUE() if created else FALSE())]
     src = "GC.validateOffsetCommit, doCommitOffsets; seed 001"
     c.row("offsets-only commit creates the group", (V.state == S("Absent")) & (P.generation < 0),
-          [sets(state=S("Empty")), *store], "Empty", "GC.handleCommitOffsets ('simple consumer group')",
+          [sets(state=S("Empty")), *store(True)], "Empty", "GC.handleCommitOffsets ('simple consumer group')",
           response="parked until the offsets are stored", states=("Absent",))
     c.row("no such group (Java coordinator, version 9+)", (V.state == S("Absent")) & P.cfg_new_coordinator & P.commit_v9,
           [reply("OffsetCommit", **commit_errors("GROUP_ID_NOT_FOUND"))], None,
@@ -1078,7 +1142,7 @@ def _commit_rows() -> list[Row]:
     c.row("group is Dead", V.state == S("Dead"), [reply("OffsetCommit", **commit_errors("COORDINATOR_NOT_AVAILABLE"))],
           None, "GC.validateOffsetCommit", response="COORDINATOR_NOT_AVAILABLE", states=("Dead",))
     offsets_only = (P.generation < 0) & (V.state == S("Empty"))
-    c.row("offsets-only commit to an Empty group", offsets_only, store, None, src,
+    c.row("offsets-only commit to an Empty group", offsets_only, store(False), None, src,
           response="parked until the offsets are stored", states=("Empty",),
           doc="generation < 0 and the group is Empty")
     as_member = (P.generation >= 0) | Not(P.member_empty) | P.instance.is_some()
@@ -1094,7 +1158,7 @@ def _commit_rows() -> list[Row]:
     c.row("commit during CompletingRebalance", TRUE(),
           [reply("OffsetCommit", **commit_errors("REBALANCE_IN_PROGRESS"))], None, src,
           response="REBALANCE_IN_PROGRESS", states=("CompletingRebalance",))
-    c.row("member commits", TRUE(), [*rearm_heartbeats(lift_single(P.member), session_of), *store], None,
+    c.row("member commits", TRUE(), [*rearm_heartbeats(lift_single(P.member), session_of), *store(False)], None,
           src + " (a commit counts as a heartbeat)", response="parked until the offsets are stored",
           states=("Stable", "PreparingRebalance"))
     return c.rows
@@ -1114,12 +1178,27 @@ _add([
         [sets(offsets=V.offsets.put_all(P.commit_parts & V.pending_offsets, lambda p: P.commit[p]), **_unstage),
          reply("OffsetCommit", **commit_errors("NONE"))], None, "GMM.storeOffsets (onOffsetCommitAppend)",
         response="NONE for every partition"),
-    Row("StoreOffsetsDone: offsets not stored", "StoreOffsetsDone", LIVE, P.error != E("NONE"),
+    Row("StoreOffsetsDone: the group the commit created is undone (Java coordinator)", "StoreOffsetsDone", LIVE,
+        (P.error != E("NONE")) & P.cfg_new_coordinator & P.append_created,
+        [reply("OffsetCommit", **commit_errors(offset_commit_error(P.error))), *reset()], "Absent",
+        "Kafka 4.0 OffsetMetadataManager.commitOffset (getOrMaybeCreateClassicGroup in the write); the write failing, "
+        "CoordinatorRuntime reverts the timeline to before it (CoordinatorContext.failCurrentBatch)",
+        response="the mapped error for every partition; the group is gone", via=("Dead",)),
+    Row("StoreOffsetsDone: offsets not stored", "StoreOffsetsDone", LIVE,
+        (P.error != E("NONE")) & Not(P.cfg_new_coordinator & P.append_created),
         [sets(**_unstage),
          reply("OffsetCommit", **commit_errors(offset_commit_error(P.error)))], None,
         "GMM.storeOffsets (failPendingOffsetWrite), maybeConvertOffsetCommitError",
         response="the mapped error for every partition"),
-    Row("StoreOffsetsDone: group gone", "StoreOffsetsDone", ("Absent", "Dead"), TRUE(),
+    Row("StoreOffsetsDone: stored for a Dead group (Java coordinator)", "StoreOffsetsDone", ("Dead",),
+        P.cfg_new_coordinator & (P.error == E("NONE")),
+        [sets(offsets=V.offsets.put_all(P.commit_parts, lambda p: P.commit[p]), **_unstage),
+         reply("OffsetCommit", **commit_errors("NONE"))], None,
+        "Kafka 4.0 OffsetMetadataManager.commitOffset: the offsets are the write's records, replayed as it is made "
+        "and read once it is committed, whatever became of the group meanwhile",
+        response="NONE for every partition; the offsets are the group's"),
+    Row("StoreOffsetsDone: group gone", "StoreOffsetsDone", ("Absent", "Dead"),
+        Not(P.cfg_new_coordinator & (P.error == E("NONE")) & (V.state == S("Dead"))),
         [reply("OffsetCommit", **commit_errors(offset_commit_error(P.error)))], None,
         "GMM.storeOffsets (the cache is not updated for a Dead group)", response="the append's (mapped) result"),
 ])
@@ -1189,28 +1268,27 @@ _add([
 ])
 
 
-def reset() -> list:
-    """The coordinator drops the group: every variable back to its initial value."""
-    upd = {}
-    for v in STATE_VARS:
-        var = getattr(V, v.name)
-        upd[v.name] = var.fill(v.initial) if v.type.kind == "map" else lift(v.initial, v.type)
-    return labelled("drop the group from the coordinator (its timers too)", [Out("cancel_all"), Set_(upd)])
+# a removed group's tombstone: the Scala coordinator writes one once the group has a record (generation > 0,
+# GMM.cleanupGroupMetadata), the Java one always (ClassicGroup.createGroupTombstoneRecords: it writes a group
+# from its creation on, at generation 0 too)
+_tombstone = Out("tombstone", when=(V.generation > 0) | P.cfg_new_coordinator)
 
 
 def _delete_rows() -> list[Row]:
     c = Chain("DeleteGroup", ALL)
     gate(c, "DeleteGroup", lambda e: dict(error=e))
+    # the Java coordinator gathers every group's answer into its write operation's result (deleteGroups)
     c.row("no such group", in_states("Absent", "Dead"), [reply("DeleteGroup", error=E("GROUP_ID_NOT_FOUND"))],
-          None, "GC.handleDeleteGroups (groupNotExists)", response="GROUP_ID_NOT_FOUND", states=("Absent", "Dead"))
+          None, "GC.handleDeleteGroups (groupNotExists)", response="GROUP_ID_NOT_FOUND", states=("Absent", "Dead"),
+          java_result=True)
     c.row("Empty group is deleted", TRUE(),
           [Out("delete_offsets", fields={"parts": Filter_offsets()}, when=Not(Filter_offsets().is_empty())),
-           Out("tombstone", when=V.generation > 0), reply("DeleteGroup", error=E("NONE")), *reset()], "Absent",
+           _tombstone, reply("DeleteGroup", error=E("NONE")), *reset()], "Absent",
           "GC.handleDeleteGroups, GMM.cleanupGroupMetadata", response="NONE; offsets and group removed",
-          states=("Empty",), via=("Dead",))
+          states=("Empty",), via=("Dead",), java_result=True)
     c.row("group has members", TRUE(), [reply("DeleteGroup", error=E("NON_EMPTY_GROUP"))], None,
           "GC.handleDeleteGroups", response="NON_EMPTY_GROUP",
-          states=("PreparingRebalance", "CompletingRebalance", "Stable"))
+          states=("PreparingRebalance", "CompletingRebalance", "Stable"), java_result=True)
     return c.rows
 
 
@@ -1278,9 +1356,10 @@ _left = Filter_offsets().is_empty() & V.pending_offsets.is_empty()   # not GM.ha
 _add([
     Row("ExpireOffsets: Empty group loses its last offsets", "ExpireOffsets", ("Empty",),
         (Filter_offsets() - _expired).is_empty() & V.pending_offsets.is_empty(),
-        [*_expire, Out("tombstone", when=V.generation > 0), *reset()], "Absent",
-        "GMM.cleanupGroupMetadata ('transitioned to Dead')", via=("Dead",),
-        response="none; the group is removed (a tombstone if its generation > 0)"),
+        [*_expire, _tombstone, *reset()], "Absent",
+        "GMM.cleanupGroupMetadata ('transitioned to Dead'); Kafka 4.0 GroupMetadataManager.maybeDeleteGroup",
+        via=("Dead",), response="none; the group is removed (a tombstone if its generation > 0, or by the Java "
+                                 "coordinator)"),
     Row("ExpireOffsets: Empty group keeps offsets", "ExpireOffsets", ("Empty",),
         Not((Filter_offsets() - _expired).is_empty() & V.pending_offsets.is_empty()),
         _expire, None, "GM.removeExpiredOffsets", response="none"),
@@ -1339,8 +1418,31 @@ ENABLED: dict[str, Term] = {
     **{trig: Or(*[cond for t, cond in TIMERS.values() if t == trig]) for trig in dict.fromkeys(TIMER_TRIGGERS.values())},
     "LeaveMember": in_states(*LIVE),
     "ListGroupsEntry": Not(V.state == S("Absent")),
+    # only the Java coordinator writes the group a request creates
+    "StoreGroupDone": Implies(P.append_kind == lift("create", AppendKind), P.cfg_new_coordinator),
 }
 
 
 def enabled(trigger: str) -> Term:
     return ENABLED.get(trigger, TRUE())
+
+
+def _conjuncts(t: Term) -> list[Term]:
+    return [c for a in t.args for c in _conjuncts(a)] if t.op == "and" else [t]
+
+
+def coordinator_of(row: Row) -> bool | None:
+    """Which coordinator a row's guard confines it to: True (the Java one: a conjunct
+    group.coordinator.new.enable), False (the Scala one: its negation), None (both)."""
+    for c in _conjuncts(row.guard):
+        if c.op == "param" and c.data == "cfg_new_coordinator":
+            return True
+        if c.op == "not" and c.args[0].op == "param" and c.args[0].data == "cfg_new_coordinator":
+            return False
+    return None
+
+
+def rows_for(new_coordinator: bool, rows: list[Row] | None = None) -> list[Row]:
+    """The rows (the table's, or a mutant's) that can fire under one coordinator: a host that describes only
+    one (the closed world describes the Scala coordinator) leaves the other's out."""
+    return [r for r in (ROWS if rows is None else rows) if coordinator_of(r) in (None, new_coordinator)]

@@ -443,6 +443,11 @@ WHO = {"member": If(REQ["member"].in_(W.members | W.pending), REQ["member"], non
 # JoinGroup without an id once they are spent is cut as a bound, not a behaviour).
 FRESH = Lowest(W.parked_join.keys_where(lambda c: TRUE()) - W.used_ids)
 
+# The closed world describes Kafka 3.9's Scala coordinator (group.coordinator.new.enable=false): its hosts
+# (the explicit search, BMC, the TLA+ export) run the rows that can fire under it (table.rows_for).  The Java
+# coordinator's runtime around a step (handling.JAVA_WRITES) is the runtime coordinator's alone.
+WORLD_COORDINATOR = False
+
 MESSAGES: dict[str, Message] = {
     # a consumer of Kafka 3.9: JoinGroup at its newest version, one protocol type and list, the
     # session and rebalance timeouts alike for every client
@@ -525,7 +530,7 @@ def _routes() -> dict:
     kept = {f: W.log[f] for f in GroupRecord.values}
     r[("append", "offsets")] = Effect(TRUE(), {"log_has": TRUE(), "log": Record(GroupRecord, **{
         **kept, "offsets": W.log["offsets"].put_all(OUT["commit_parts"], lambda p: OUT["commit"][p])})})
-    for kind in ("sync", "empty", "static_replace"):
+    for kind in ("sync", "empty", "static_replace", "create"):
         r[("append", kind)] = Effect(TRUE(), {"log_has": TRUE(), "log": Record(GroupRecord, **{
             **RECORD, "offsets": W.log["offsets"]})})
     # the record is gone: nothing can load it again (offset tombstones: offsets never expire here)

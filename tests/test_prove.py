@@ -231,10 +231,13 @@ def test_a_crash_while_proving_one_invariant_is_that_invariants_unknown():
         return real(inv)
     prover.prove = prove
     # forked from here (not from the clean server the command uses), so the patched prove runs
-    crashed, proved = _isolated(lambda: prover, [BY_NAME["generation-monotone"],
-                                                 BY_NAME["assignment-only-when-stable"]], 2, None, start="fork")
+    crashed, proved = _isolated(lambda spacer_seed: prover, [BY_NAME["generation-monotone"],
+                                                             BY_NAME["assignment-only-when-stable"]], 2, None,
+                                start="fork")
     assert crashed.status == "unknown" and "segmentation fault" in crashed.reason, crashed.reason
     assert proved.status == "proved"
+    # Spacer crashes with one random seed and not another: a crashed invariant is tried with the next seeds
+    assert "seeds 0 to 2" in crashed.reason, crashed.reason
 
 
 def test_the_command_prints_json_and_refuses_bad_input():

@@ -49,7 +49,7 @@ import importlib
 import random
 from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
-from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.coordinator import GroupCoordinator, NotABehaviour
 from groupspec.impl.storage import InMemoryLog
 from groupspec.spec.kafka import brief
 
@@ -105,8 +105,11 @@ class CoordinatorAdapter:
         self._answers: list[tuple[str, dict]] = []
 
     def send(self, api: str, request: dict, request_id: str) -> dict | None:
-        return self.coord.send(api, request, on_response=lambda r, rid=request_id: self._answers.append((rid, r)),
-                               request_id=request_id)
+        try:
+            return self.coord.send(api, request, on_response=lambda r, rid=request_id: self._answers.append((rid, r)),
+                                   request_id=request_id)
+        except NotABehaviour as e:
+            raise Unsupported(str(e)) from None
 
     def answered(self) -> list[tuple[str, dict]]:
         out, self._answers = self._answers, []
@@ -122,7 +125,10 @@ class CoordinatorAdapter:
         self.coord.storage_fail_next(error)
 
     def storage_complete(self, error: str) -> bool:
-        return self.coord.storage_complete(error)
+        try:
+            return self.coord.storage_complete(error)
+        except NotABehaviour as e:
+            raise Unsupported(str(e)) from None
 
     def unload(self) -> None:
         self.coord.unload()
@@ -137,7 +143,10 @@ class CoordinatorAdapter:
         self.coord.mark_dead(group)
 
     def expire_offsets(self) -> None:
-        self.coord.expire_offsets()
+        try:
+            self.coord.expire_offsets()
+        except NotABehaviour as e:
+            raise Unsupported(str(e)) from None
 
     def snapshot(self, group: str) -> dict | None:
         return self.coord.snapshot(group)
@@ -188,7 +197,10 @@ class SpecAdapter:
             self.ref.worlds = [self.rnd.choice(self.ref.worlds)]
 
     def _do(self, step: dict) -> None:
-        self.ref.act(step)
+        try:
+            self.ref.act(step)
+        except NotABehaviour as e:
+            raise Unsupported(str(e)) from None
         self._one()
 
     def send(self, api: str, request: dict, request_id: str) -> dict | None:

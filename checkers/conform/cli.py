@@ -137,8 +137,11 @@ def _config(pairs: list[str], fail_input) -> dict:
 
 def _check_adapter(factory, name: str, overrides: dict, missing_methods, fail_input) -> None:
     """Make one adapter before the run, so that a factory that cannot work is one line, not a divergence."""
+    from .adapter import Unsupported
     try:
-        impl = factory(check_config(overrides))
+        impl = factory(check_config({**(getattr(factory, "fixed_config", None) or {}), **overrides}))
+    except Unsupported as e:
+        fail_input(f"--adapter {name}: {e}")
     except Exception as e:      # noqa: BLE001 - the user's factory: whatever it raises is said in one line
         fail_input(f"--adapter {name}: the factory raised {type(e).__name__}: {brief(str(e), 150)} when called with "
                    f"a config (a dict of Kafka's config keys); it must return an adapter")

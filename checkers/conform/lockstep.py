@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from groupspec.checkers.scenarios.match import BadUse, Mismatch, match, resolve
 from groupspec.checkers.scenarios.model import RESPONSE_FIELDS, SUMMARY
+from groupspec.impl.coordinator import NotABehaviour
 from groupspec.impl.lifecycle import IllegalMove
 from groupspec.spec.engine import EngineError
 from groupspec.spec.invariants import InvariantViolation
@@ -33,7 +34,9 @@ SPEC_FAILURES = (EngineError, LangError, InvariantViolation, IllegalMove)
 
 class Divergence(AssertionError):
     """The implementation did what no behaviour of the spec does.  `kind`: response, pending (parked where
-    the spec answers, or the other way), answered-twice, snapshot, error (the implementation raised)."""
+    the spec answers, or the other way), answered-twice, snapshot, error (the implementation raised),
+    storage (an append held in one and not the other), undescribed (a step the spec has no behaviour for
+    under the run's config, spec/handling.py JAVA_WRITES)."""
 
     def __init__(self, kind: str, where: str, expected: Any, got: Any, scenario: dict, step: int):
         self.kind, self.where, self.expected, self.got = kind, where, expected, got
@@ -121,8 +124,19 @@ class Lockstep:
         return rid
 
     def act(self, step: dict) -> None:
-        """advance_ms, storage or coordinator, as a scenario step."""
+        """advance_ms, storage or coordinator, as a scenario step.  Completing an append where the
+        implementation holds none is a step of neither, if the spec holds none either (a scenario written
+        for another coordinator may complete an append this one failed already)."""
+        completes = "storage" in step and "complete" in step["storage"]
+        if completes and not any(w.coord.appends for w in self.ref.worlds):
+            if perform(self.impl, step) is not False:
+                raise self._fail("storage", "storage complete", "no append held", "an append held and completed",
+                                 None)
+            return
         if self._both(step, lambda: perform(self.impl, step)):
+            if completes and self._impl_result is False:
+                raise self._fail("storage", "storage complete", "an append held and completed", "no append held",
+                                 None)
             self._observe()
 
     def _both(self, step: dict, call: Callable[[], Any]) -> bool:
@@ -141,6 +155,9 @@ class Lockstep:
                              None) from e
         try:
             self.ref.act(step)
+        except NotABehaviour as e:     # the implementation took a step the spec has no behaviour for
+            raise self._fail("undescribed", f"step {len(self.steps)}", f"no such step under this config ({e})",
+                             "the step taken", None) from e
         except SPEC_FAILURES as e:
             raise SpecFailure(e, self.scenario(about="the spec fails here"), len(self.steps)) from e
         return True

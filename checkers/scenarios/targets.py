@@ -17,7 +17,7 @@ from typing import Any
 
 from groupspec.checkers.conform.adapter import AdapterError, Unsupported, load_factory, perform
 from groupspec.checkers.conform.lockstep import Divergence, replay_in_lockstep
-from groupspec.spec.kafka import CONFIG_DEFAULTS, NEW_COORDINATOR, brief, check_config, coordinator_name
+from groupspec.spec.kafka import NEW_COORDINATOR, brief, check_config, coordinator_name
 
 from .match import BadUse, Mismatch, resolve
 from .model import Scenario, ScenarioError
@@ -48,10 +48,9 @@ def run_on_adapter(sc: Scenario, target: str, factory=None) -> Result:
         return Result(sc.file, sc.name, "error", None, message=str(e))
     config = check_config(sc.config)
     fixed = getattr(factory, "fixed_config", None) or {}
-    # a scenario that does not say which coordinator describes the default one (the Scala coordinator): on a
-    # target running the other one, its steps are compared with what the spec says of that one instead
-    other = NEW_COORDINATOR not in sc.config and fixed.get(NEW_COORDINATOR, CONFIG_DEFAULTS[NEW_COORDINATOR]) \
-        != CONFIG_DEFAULTS[NEW_COORDINATOR]
+    # a scenario describes one coordinator (the Scala one unless its config says otherwise): on a target running
+    # the other one, its steps are compared with what the spec says of that one instead
+    other = NEW_COORDINATOR in fixed and config[NEW_COORDINATOR] != fixed[NEW_COORDINATOR]
     if other:
         config = check_config({**sc.config, NEW_COORDINATOR: fixed[NEW_COORDINATOR]})
     try:

@@ -132,12 +132,12 @@ class BuggyCoordinator(GroupCoordinator):
             return res
         return super().append(g, o)
 
-    def _complete(self, a, error: str) -> None:
+    def _complete(self, a, error: str, cause: str | None = None) -> None:
         if getattr(a, "early", False):
             g = self._group(a.group)
             error = self._write(a, error)
             if self.trace is not None:
-                self.trace.stored(a.group, error, at_once=False)
+                self.trace.stored(a.group, error, at_once=False, cause=cause)
             self._settled(g)
             return
-        super()._complete(a, error)
+        super()._complete(a, error, cause)

@@ -186,7 +186,7 @@ def run_step(w: World, gid: str, lead: dict, effects: list[dict], check_deadline
     ts = lead["ts_ms"]
     if ts > c.clock.now_ms:
         c.clock.now_ms = ts
-    c.at_once = deque(r["result"] for r in effects if r["kind"] == "storage")
+    c.at_once = deque(r["result"] for r in effects if r["kind"] == "storage" and not r.get("after_held"))
     kind = lead["kind"]
     if kind == "request":
         _request(w, gid, lead)
@@ -196,7 +196,12 @@ def run_step(w: World, gid: str, lead: dict, effects: list[dict], check_deadline
         if not c.appends:
             raise Violation("no-append-in-flight", "a write completed, but the spec has no append of this "
                             "group in flight")
-        c.storage_complete(lead["result"])
+        c.storage_complete(lead["result"], lead.get("cause"))
+        # the Java coordinator's writes made behind it, committed with it (its appends here are all held)
+        for r in effects:
+            if r["kind"] == "storage" and r.get("after_held") and not c.storage_complete(r["result"]):
+                raise Violation("no-append-in-flight", "a write made behind a held one completed, but the spec "
+                                "has no append of this group in flight")
     elif kind == "coordinator":
         ev = lead["event"]
         if ev == "mark_dead":

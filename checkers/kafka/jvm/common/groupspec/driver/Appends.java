@@ -62,6 +62,16 @@ public final class Appends {
         return !held.isEmpty();
     }
 
+    /** A failure waits for the next append. */
+    public boolean failing() {
+        return failNext != null;
+    }
+
+    /** The partition moved away and took the parked appends with it: none will complete. */
+    public void dropAll() {
+        held.clear();
+    }
+
     /** The partition moved away: every parked append fails with {@code error}, oldest first. */
     public void failAll(Errors error) {
         while (complete(error)) {

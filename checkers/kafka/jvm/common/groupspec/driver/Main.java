@@ -183,6 +183,11 @@ public final class Main {
         }
         t.settle();
         reply.set("answered", answered(s));
+        // where the log stands, for targets whose steps depend on it (checkers/kafka/inprocess.py)
+        reply.put("writes_held", t.appends().anyHeld());
+        reply.put("holding", t.appends().holding());
+        reply.put("write_failing", t.appends().failing());
+        reply.put("groups_in_use", t.anyGroupInUse());
         return reply;
     }
 

@@ -31,6 +31,12 @@ final class RecordLog {
         return endOffset;
     }
 
+    /** Drop every batch at or after {@code offset} (a batch boundary): the log a new leader keeps. */
+    void truncate(long offset) {
+        batches.removeIf(r -> r.batches().iterator().next().baseOffset() >= offset);
+        endOffset = Math.min(endOffset, offset);
+    }
+
     long endOffset() {
         return endOffset;
     }

@@ -37,6 +37,11 @@ public interface Target {
     /** The offset-expiry task runs now. */
     void expireOffsets();
 
+    /** Whether a group it holds has members or is rebalancing (a step may then write an empty group). */
+    default boolean anyGroupInUse() {
+        return false;
+    }
+
     /** The coordinator's view of a group in the scenario contract's snapshot fields, or null if not held. */
     ObjectNode snapshot(String group, ObjectNode out);
 

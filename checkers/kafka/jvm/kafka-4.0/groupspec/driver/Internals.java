@@ -10,6 +10,7 @@ import org.apache.kafka.coordinator.group.GroupCoordinatorShard;
 import org.apache.kafka.coordinator.group.GroupMetadataManager;
 import org.apache.kafka.coordinator.group.OffsetAndMetadata;
 import org.apache.kafka.coordinator.group.classic.ClassicGroup;
+import org.apache.kafka.coordinator.group.classic.ClassicGroupState;
 import org.apache.kafka.timeline.TimelineHashMap;
 
 /**
@@ -52,6 +53,17 @@ final class Internals {
 
     static GroupMetadataManager groups(GroupCoordinatorShard shard) {
         return Kafka.field(shard, "groupMetadataManager");
+    }
+
+    /** Whether a classic group (its latest state) has members or is rebalancing. */
+    static boolean anyClassicGroupInUse(GroupCoordinatorShard shard) {
+        TimelineHashMap<String, Object> all = Kafka.field(groups(shard), "groups");
+        for (Object g : all.values()) {
+            if (g instanceof ClassicGroup c && (c.numMembers() > 0 || !c.isInState(ClassicGroupState.EMPTY))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A group's committed offsets ({@code topic-N}: offset) as of {@code committedOffset}, sorted. */

@@ -98,6 +98,11 @@ public final class Java40 implements Target {
         // after the 5 ms Kafka 4.0 lets writes gather (a linger of 0 flushes in CoordinatorContext.append).
         props.put("group.coordinator.append.linger.ms", "0");
         props.put("offsets.retention.check.interval.ms", String.valueOf(NEVER_MS));
+        // A write held in the log stays held until the scenario completes it (the contract's storage steps): the
+        // runtime's own write timeout (offsets.commit.timeout.ms, CoordinatorRuntime.OperationTimeout) would give
+        // up on it after 5 s, as the Scala coordinator's ReplicaManager would on acks=all, which the contract
+        // expresses as `complete: REQUEST_TIMED_OUT`.  (Kafka validates it as an int of at least 1.)
+        props.put("offsets.commit.timeout.ms", String.valueOf(Integer.MAX_VALUE));
         for (Map.Entry<String, Long> e : scenario.entrySet()) {
             if (Kafka.CONFIG_KEYS.contains(e.getKey())) {
                 props.put(e.getKey(), String.valueOf(e.getValue()));
@@ -227,6 +232,7 @@ public final class Java40 implements Target {
     public void unload() {
         service.onResignation(PARTITION, OptionalInt.of(++epoch));
         loader.abandon();
+        writer.abandon();
     }
 
     /** The contract's begin_load: a loaded partition is unloaded first; a load already under way goes on. */
@@ -292,6 +298,11 @@ public final class Java40 implements Target {
                 LOG.info("expire_offsets: the write did not run: {}", e.getMessage());
                 return null;
             });
+    }
+
+    @Override
+    public boolean anyGroupInUse() {
+        return active() && Internals.anyClassicGroupInUse(Internals.shard(runtime, OFFSETS));
     }
 
     @Override

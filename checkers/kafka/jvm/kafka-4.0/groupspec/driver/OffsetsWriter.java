@@ -131,6 +131,17 @@ final class OffsetsWriter implements PartitionWriter {
         }
     }
 
+    /**
+     * The partition moved away: what it had not committed is gone with it (the runtime failed those writes as it
+     * unloaded), so the log keeps what is under the high watermark, as the contract's failed appends are not in
+     * it, and no held append is left to complete.
+     */
+    void abandon() {
+        log.truncate(highWatermark);
+        uncommitted.clear();
+        appends.dropAll();
+    }
+
     /** Transactional offset commits are not among the requests the driver sends. */
     @Override
     public CompletableFuture<VerificationGuard> maybeStartTransactionVerification(
