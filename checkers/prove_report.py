@@ -301,7 +301,8 @@ def as_json(proofs, prover) -> dict:
 def print_table(console, proofs, prover) -> None:
     from rich.table import Table
     from .prove import CLOSED_WORLD, ENVIRONMENT
-    t = Table(title="groupspec prove: induction over every row of the table")
+    t = Table(title="groupspec prove: induction over every row of the table (both coordinators, "
+                    "group.coordinator.new.enable either way)")
     for col in ("invariant", "status", "method", "lemmas", "seconds"):
         t.add_column(col)
     colour = {"proved": "green", "proved up to N": "yellow", "violated": "red", "unknown": "magenta"}

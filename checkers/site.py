@@ -55,7 +55,10 @@ def _index(links: D.Links) -> str:
     return f"""# groupspec: Kafka's classic consumer-group coordinator
 
 An executable specification of Kafka 3.9's classic group coordinator, written once as a declarative transition
-table; every page here is generated from it. {len(ROWS)} rows over {len(STATES)} states.
+table; every page here is generated from it. {len(ROWS)} rows over {len(STATES)} states. Where Kafka 4.0's Java
+coordinator (`group.coordinator.new.enable=true`) differs, the table carries both behaviours: its rows are named
+"(Java coordinator)", and the closed world's pages describe the Scala coordinator.  Both are run beside Kafka's own
+coordinators: see [Kafka conformance](kafka.md).
 
 ## Questions a reviewer asks
 
@@ -81,7 +84,18 @@ which the runtime coordinator follows).
 - [The closed world](world.md): clients, network, faults, fairness
 - [Canonical flows](flows/index.md) and [findings](findings.md): sequence diagrams drawn by running scenarios
 - [Coverage](coverage.md): which rows the scenario suite reaches
+- [Kafka conformance](kafka.md): the suite and the harness run on Kafka's own coordinators, every difference
+  and its resolution
 """
+
+
+def _kafka_conformance(path: Path) -> str:
+    """docs/kafka-conformance.md (`groupspec kafka report --out`), or how to make it."""
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    return ("# The spec beside Kafka's own coordinators\n\nNo report yet: `groupspec kafka report --out "
+            "docs/kafka-conformance.md` runs the scenario suite and the conformance harness on Kafka 3.9's and "
+            "4.0's coordinators (their jars fetched by `.ci/setup`) and writes it; this page then shows it.\n")
 
 
 def _states_index() -> str:
@@ -202,6 +216,7 @@ def write_pages(src: Path) -> None:
     for f in FLOWS:
         pages[f"flows/{f.slug}.md"] = _flow_page(f)
     pages["findings.md"] = _findings()
+    pages["kafka.md"] = _kafka_conformance(REPO / "docs" / "kafka-conformance.md")
     for name, text in pages.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text, encoding="utf-8")
@@ -220,7 +235,7 @@ def _config(src: Path, out: Path) -> dict:
                                             if any(r.trigger == t.name for r in ROWS)]},
            {"Invariants": "invariants.md"}, {"World": "world.md"},
            {"Flows": ["flows/index.md"] + [{f.title: f"flows/{f.slug}.md"} for f in FLOWS]},
-           {"Findings": "findings.md"}, {"Coverage": "coverage.md"}]
+           {"Findings": "findings.md"}, {"Coverage": "coverage.md"}, {"Kafka conformance": "kafka.md"}]
     return {"site_name": "groupspec", "docs_dir": str(src), "site_dir": str(out), "use_directory_urls": False,
             "theme": {"name": "material", "font": False, "features": ["navigation.sections", "search.highlight"]},
             "plugins": ["search", "offline"], "nav": nav, "strict": False,

@@ -636,8 +636,12 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
         answer("JoinGroup", old, when=old.in_(V.awaiting_join), **join_error("FENCED_INSTANCE_ID", member=old)),
         answer("SyncGroup", old, when=old.in_(V.awaiting_sync), **sync_error("FENCED_INSTANCE_ID")),
         cancel("heartbeat", old, when=old.in_(V.hb_armed)),
+        # the Scala coordinator renames the member (it stays new, isNew, if it was); the Java one makes a member
+        # afresh (ClassicGroup.replaceStaticMember: new ClassicGroupMember), not new, which therefore cannot
+        # expire while it awaits the join (found by the harness against Kafka 4.0.2)
         sets(members=V.members.without(old).with_(m),
-             new_members=If(old.in_(V.new_members), V.new_members.without(old).with_(m), V.new_members),
+             new_members=If(old.in_(V.new_members) & Not(P.cfg_new_coordinator),
+                            V.new_members.without(old).with_(m), V.new_members.without(old)),
              awaiting_join=V.awaiting_join.without(old), awaiting_sync=V.awaiting_sync.without(old),
              hb_armed=V.hb_armed.without(old).with_(m),
              leader=If(V.leader == old, m, V.leader), static=V.static.put(P.instance, m),
@@ -928,7 +932,8 @@ def _static_done_rows() -> list[Row]:
                                             "protocol": V.protocol, "leader": P.append_old_leader}),
                   cancel("heartbeat", new, when=new.in_(V.hb_armed)),
                   sets(members=V.members.without(new).with_(old),
-                       new_members=If(new.in_(V.new_members), V.new_members.without(new).with_(old), V.new_members),
+                       new_members=If(new.in_(V.new_members) & Not(P.cfg_new_coordinator),
+                                      V.new_members.without(new).with_(old), V.new_members.without(new)),
                        awaiting_join=V.awaiting_join.without(new), awaiting_sync=V.awaiting_sync.without(new),
                        hb_armed=V.hb_armed.without(new).with_(old),
                        leader=If(V.leader == new, old, V.leader),

@@ -93,6 +93,11 @@ def test_the_site_renders_draws_its_diagrams_and_has_no_broken_link(browser, tmp
     browser.get(href)
     line = unquote(urlparse(href).fragment)
     assert browser.execute_script(f"return document.getElementById('{line}').textContent").strip()
+    # Kafka's own coordinators beside the spec: the report, per target, with its findings and known differences
+    browser.get((site / "kafka.html").as_uri())
+    text = browser.find_element("tag name", "article").text
+    assert "The spec beside Kafka's own coordinators" in text       # docs/kafka-conformance.md, committed
+    assert "kafka-3.9" in text and "kafka-4.0" in text and "Known differences not yet in the table" in text
 
 
 def test_check_out_writes_a_counterexample_page_that_draws(browser, tmp_path, monkeypatch):

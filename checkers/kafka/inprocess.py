@@ -144,18 +144,32 @@ JAVA_TOMBSTONES_ONE_WRITE = (
     "a deletion of several groups while writes are held: the Java coordinator writes their tombstones as one "
     "write (GroupCoordinatorShard.deleteGroups, cleanupGroupMetadata), the table a group at a time")
 JAVA_FAILED_WRITE_REVERTS = (
-    "a write set to fail while a group has members: a write failing as it is made makes the Java coordinator "
+    "a write set to fail while a group has members or is rebalancing: a write failing as it is made makes the "
+    "Java coordinator "
     "revert the whole operation that made it (CoordinatorRuntime: its state back to before the operation, its "
     "answer the write's mapped error), a LeaveGroup or a session expiry that empties a group too; the table "
     "says so only of the write of a group a request creates and of an offset commit (spec/handling.py "
     "JAVA_WRITES)")
+JAVA_REVERT_KEEPS_TIMERS = (
+    "a member joining with a write set to fail: the Java coordinator undoes the group the join created but not "
+    "the delayed join it armed (timers are outside the reverted state), which later completes a join of "
+    "whatever group has that id then, an Empty one too (GroupMetadataManager.completeClassicGroupJoin checks "
+    "no state): not in the table")
 JAVA_HELD_WRITES_DO_NOT_FAIL = (
     "the Java coordinator's writes, once made, fail only as the partition moves away (spec/handling.py "
     "JAVA_WRITES)")
 # every reason the Java coordinator's target leaves a step out for (docs/kafka-conformance.md)
 JAVA_LIMITS = (JAVA_READS_COMMITTED, JAVA_TOMBSTONES_FAIL, JAVA_TOMBSTONES_ONE_WRITE, JAVA_FAILED_WRITE_REVERTS,
-               JAVA_HELD_WRITES_DO_NOT_FAIL)
+               JAVA_REVERT_KEEPS_TIMERS, JAVA_HELD_WRITES_DO_NOT_FAIL)
 READS = ("ListGroups", "DescribeGroups", "OffsetFetch")
+
+
+def _joins_at_once(request: dict) -> bool:
+    """A JoinGroup with no member id that adds its member at once (not MEMBER_ID_REQUIRED): a static member, a
+    version before 4, or require_known_member_id false (KIP-394)."""
+    version = request.get("version")
+    return request.get("member") == "" and (request.get("instance") is not None or request.get(
+        "require_known_member_id") is False or (isinstance(version, int) and version < 4))
 
 
 class KafkaInProcess:
@@ -201,10 +215,16 @@ class KafkaInProcess:
     def _do(self, op: str, **args: Any) -> dict:
         return self._ok(self.driver.call(op=op, session=self.session, **args))
 
-    def _outside(self, what: str, groups: list | tuple = ()) -> None:
+    def _outside(self, what: str, groups: list | tuple = (), request: dict | None = None) -> None:
         """Refuse a step of the Java coordinator that the table does not describe (the reasons above)."""
         if not self.java:
             return
+        if what == "JoinGroup" and self._failing and _joins_at_once(request or {}):
+            raise Unsupported(f"{self.name}: {JAVA_REVERT_KEEPS_TIMERS}")
+        # a failure set before a group came into use: a step that may write its group (a join completing
+        # empty, a leave, an expiry as time moves) would meet it
+        if self._failing and self._in_use and what not in ("Heartbeat", "OffsetCommit", *READS):
+            raise Unsupported(f"{self.name}: {JAVA_FAILED_WRITE_REVERTS}")
         if what in READS and self._held:
             raise Unsupported(f"{self.name}: {JAVA_READS_COMMITTED}")
         if what in ("DeleteGroups", "expire_offsets") and self._failing:
@@ -213,7 +233,7 @@ class KafkaInProcess:
             raise Unsupported(f"{self.name}: {JAVA_TOMBSTONES_ONE_WRITE}")
 
     def send(self, api: str, request: dict, request_id: str) -> dict | None:
-        self._outside(api, request.get("groups") or () if api == "DeleteGroups" else ())
+        self._outside(api, request.get("groups") or () if api == "DeleteGroups" else (), request)
         try:
             version, message = messages.request(api, request)
         except messages.NotExpressible as e:
@@ -232,6 +252,7 @@ class KafkaInProcess:
         return out
 
     def advance(self, ms: int) -> None:
+        self._outside("advance")
         self._do("advance", ms=ms)
 
     def storage_hold(self, hold: bool) -> None:

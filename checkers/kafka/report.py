@@ -25,6 +25,7 @@ from groupspec.checkers.scenarios.report import run_files, scenario_files
 from groupspec.checkers.scenarios.targets import factory_for
 
 from . import jars
+from .inprocess import JAVA_LIMITS
 
 ORACLE_FINDINGS = REPO / "tests" / "scenarios" / "kafka-oracle"
 DEFAULT_TARGETS = ("kafka-3.9", "kafka-4.0")
@@ -125,9 +126,17 @@ def markdown(reports: list[TargetReport], command: str) -> str:
                       "them:", ""]
             lines += [f"- {n} × `{f}`" for f, n in r.scenarios["fields_not_carried"].items()]
             lines.append("")
-        if r.harness.get("steps_not_supported"):
+        left_out = r.harness.get("steps_not_supported") or {}
+        untold = {why: n for why, n in left_out.items() if any(lim in why for lim in JAVA_LIMITS)}
+        asked = {why: n for why, n in left_out.items() if why not in untold}
+        if asked:
             lines += ["Harness steps left out (the target cannot be asked them):", ""]
-            lines += [f"- {n} × {why}" for why, n in r.harness["steps_not_supported"].items()]
+            lines += [f"- {n} × {why}" for why, n in asked.items()]
+            lines.append("")
+        if untold:
+            lines += ["Harness steps left out where the table does not yet say what this coordinator does "
+                      "(below, and `spec/handling.py` JAVA_WRITES):", ""]
+            lines += [f"- {n} × {why}" for why, n in untold.items()]
             lines.append("")
         lines += ["Unexplained differences: " + (str(len(r.unexplained)) if r.unexplained else "none."), ""]
         for u in r.unexplained:
@@ -137,9 +146,15 @@ def markdown(reports: list[TargetReport], command: str) -> str:
             else:
                 lines.append(f"- the harness: {u['message']}")
     lines += ["", "## Differences found by running Kafka, fixed in the table", "",
-              "Each is a scenario in `tests/scenarios/kafka-oracle/`, which every target runs:", ""]
+              "Each is a scenario in `tests/scenarios/kafka-oracle/`, which every target runs (a scenario of one "
+              "coordinator runs on the other side by side with the spec's prediction for it):", ""]
     for f in findings():
         lines.append(f"- **{f['scenario']}** (`{f['file']}`): {f['about']}")
+    lines += ["", "## Known differences not yet in the table", "",
+              "Where Kafka 4.0's Java coordinator does what the table does not say yet.  Its in-process target "
+              "leaves such a step out, naming the reason (counted above), so that the rest of a run is still "
+              "compared; the Scala coordinator's target has none.", ""]
+    lines += [f"- {why}" for why in JAVA_LIMITS]
     return "\n".join(lines) + "\n"
 
 
