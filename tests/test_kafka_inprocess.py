@@ -122,7 +122,7 @@ def test_the_java_coordinator_leaves_out_what_the_table_does_not_say_and_keeps_i
     """Kafka 4.0's target refuses, naming why, a step where the Java coordinator does what the table does not
     say yet (spec/handling.py JAVA_WRITES); a refused step changes nothing."""
     _need("4.0")
-    impl = inprocess.kafka_40({})
+    impl = inprocess.kafka_40(dict(inprocess.kafka_40.fixed_config))
     try:
         impl.storage_hold(True)
         assert impl.send("OffsetCommit", {"group": "o", "member": "", "generation": -1, "offsets": {"t-0": 3}},

@@ -11,9 +11,11 @@ from groupspec.checkers.conform.adapter import AdapterError
 from groupspec.checkers.console import err, fail_input, out, output_path, write_outputs
 
 from . import jars, report
+from .broker_cli import broker_app
 
 kafka_app = typer.Typer(no_args_is_help=True,
                         help="Kafka itself as the oracle: its jars, its brokers, and how the spec compares.")
+kafka_app.add_typer(broker_app, name="broker")
 
 
 @kafka_app.command("setup")
