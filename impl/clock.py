@@ -9,6 +9,7 @@ advance (advance(0) fires it).
 """
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import time
@@ -75,6 +76,11 @@ class Timers:
         """Every armed timer as (key, deadline, arming order): all that decides which fires when
         (timers due at the same moment fire in the order they were armed)."""
         return [(key, deadline, seq) for key, (deadline, seq) in self._live.items()]
+
+    def next_order(self) -> int:
+        """The arming order the next timer armed gets: timers armed between two readings of it were armed by
+        what ran between them."""
+        return next(copy.copy(self._seq))
 
     def _next_due(self, until: int):
         while self._heap:

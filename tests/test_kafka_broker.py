@@ -826,3 +826,29 @@ def _processes_naming(text: str) -> list[int]:
         except OSError:       # it ended while we looked
             pass
     return found
+
+
+@pytest.mark.parametrize("target", ["broker:5.0", "broker:3.9:kotlin", "broker:"])
+def test_a_report_on_brokers_of_no_such_line_or_coordinator_is_one_line(target):
+    run = CliRunner().invoke(app, ["kafka", "report", "--target", target, "--examples", "0"])
+    assert run.exit_code == 2, run.output
+    assert "give broker:VERSION[:COORDINATOR]" in run.output and "e.g. broker:4.0:java" in run.output
+
+
+@pytest.mark.kafka
+def test_a_fleet_starts_a_broker_per_config_one_at_a_time(state_home, tmp_path):
+    """broker:3.9 in the report: scenarios grouped by the config a broker starts with, one broker at a time,
+    none left running; a scenario of the Java coordinator runs beside the spec's prediction for the Scala one."""
+    from groupspec.checkers.kafka import report
+    _need("3.9")
+    src = (REPO / "tests/scenarios/kafka/leave.yaml").read_text()
+    (tmp_path / "a.yaml").write_text(src)
+    (tmp_path / "b.yaml").write_text(src.replace("group.max.size: 4", "group.max.size: 3"))
+    seen = []
+    rep = report.report_target("broker:3.9", examples=3, steps=10, seed=1, paths=[tmp_path],
+                               progress=lambda m: seen.append((m, len(registry.running()))))
+    starts = [m for m, _ in seen if m.startswith("starting Kafka 3.9")]
+    assert len(starts) == 2 and any("group.max.size=3" in m for m in starts), seen
+    assert all(n <= 1 for _, n in seen) and registry.running() == []
+    assert rep.scenarios["failed"] == 0 and rep.scenarios["passed"] >= 4, rep.scenarios
+    assert rep.harness["examples"] >= 3 and rep.kafka == "3.9.2" and not rep.unexplained

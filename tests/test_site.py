@@ -98,6 +98,10 @@ def test_the_site_renders_draws_its_diagrams_and_has_no_broken_link(browser, tmp
     text = browser.find_element("tag name", "article").text
     assert "The spec beside Kafka's own coordinators" in text       # docs/kafka-conformance.md, committed
     assert "kafka-3.9" in text and "kafka-4.0" in text and "Known differences not yet in the table" in text
+    # measurements are dated and say how they were made
+    browser.get((site / "benchmarks.html").as_uri())
+    text = browser.find_element("tag name", "article").text
+    assert re.search(r"20\d\d-\d\d-\d\d", text) and "benchmarks/kafka.py" in text and "steps per second" in text
 
 
 def test_check_out_writes_a_counterexample_page_that_draws(browser, tmp_path, monkeypatch):

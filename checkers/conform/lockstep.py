@@ -25,6 +25,7 @@ from groupspec.spec.lang import LangError
 
 from .adapter import Unsupported, perform
 from .reference import Reference
+from .wallclock import SpecTimers, check_resolution
 
 ID_FIELDS = ("member", "leader", "members", "pending_members")    # fields whose strings are member ids
 SNAPSHOT_FIELDS = ("state", "generation", "leader", "protocol", "protocol_type", "members", "pending_members",
@@ -85,6 +86,7 @@ class Lockstep:
         self.literals: set[str] = set()        # member ids the harness made up (echoed back, never bound)
         self.unsupported: dict[str, int] = {}  # steps the implementation cannot be asked, by reason
         self.left_out: str | None = None       # why the last step left out was
+        self.timers = SpecTimers()             # which step armed each of the spec's timers (wall-clock targets)
 
     # -- the scenario so far ---------------------------------------------------------------------
 
@@ -144,6 +146,7 @@ class Lockstep:
         (`Unsupported`: nothing happened, and the step is left out of the run and its scenario)."""
         self.steps.append((step, True))
         try:
+            check_resolution(self.impl, self.timers.step((w.coord for w in self.ref.worlds), len(self.steps)), step)
             self._impl_result = call()
         except Unsupported as e:
             self.steps.pop()
@@ -378,7 +381,9 @@ def replay_in_lockstep(steps: list[dict], impl, config: dict) -> tuple[int, Dive
             elif any(k in b for k in ("advance_ms", "storage", "coordinator")):
                 lock.act(b)
             if lock.left_out is not None:
-                raise Unsupported(lock.left_out)
+                left_out = Unsupported(lock.left_out)
+                left_out.step = n
+                raise left_out
     except (Divergence, SpecFailure) as e:
         return n, e
     return None

@@ -42,7 +42,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from groupspec.spec.kafka import CONFIG_DEFAULTS, ConfigError, brief, check_config
+from groupspec.checkers.conform.adapter import Unsupported
+from groupspec.spec.kafka import CONFIG_DEFAULTS, NEW_COORDINATOR, ConfigError, brief, check_config
 
 from . import jars, wire
 from .registry import BrokerState, find, ours, save, state_file, state_home
@@ -531,3 +532,58 @@ def stop(state: BrokerState, timeout: float = STOP_TIMEOUT_S) -> str:
     how = _end(state.pid, timeout) if ours(state) else "already ended"
     state_file(state.port).unlink(missing_ok=True)
     return how
+
+
+# -- a broker per config -------------------------------------------------------------------------------------
+
+class Fleet:
+    """A target factory (config -> adapter) on brokers of one Kafka line and coordinator started as the
+    configs ask: a broker's group config is fixed when it starts, so a config with other group keys stops the
+    broker running and starts one with them.  One runs at a time (each is a JVM of up to a gigabyte): run the
+    scenarios grouped by `key`.  `close` stops the last."""
+
+    def __init__(self, version: str, coordinator: str | None, time_scale: int,
+                 progress: Callable[[str], None] | None = None):
+        self.version, self.coordinator, self.time_scale = version, coordinator, time_scale
+        self.say = progress or (lambda _m: None)
+        self.state: BrokerState | None = None
+        self.factory: Callable | None = None
+        self.current: tuple | None = None
+        self.started = 0
+        # what every broker of the fleet fixes (checkers/scenarios/targets.py: a scenario of the other
+        # coordinator runs side by side with the spec's prediction for this one)
+        self.fixed_config = {NEW_COORDINATOR: (coordinator or DEFAULT_COORDINATOR[version]) == "java",
+                             wire.NEW_MEMBER_KEY: wire.NEW_MEMBER_JOIN_TIMEOUT_MS}
+
+    @staticmethod
+    def key(config: dict) -> tuple:
+        """What a broker is started with, of a scenario's config (the order to run scenarios in)."""
+        full = check_config(config)
+        return tuple(full[k] for k in GROUP_KEYS)
+
+    def __call__(self, config: dict):
+        self.running(self.key(config))
+        return self.factory(config)
+
+    def running(self, key: tuple) -> Callable:
+        """The factory of a broker started with the group config `key`: the one running, or a new one."""
+        if key != self.current:
+            self.close()
+            cfg = dict(zip(GROUP_KEYS, key))
+            self.say(f"starting Kafka {self.version} ({self.coordinator or DEFAULT_COORDINATOR[self.version]}) with "
+                     + ", ".join(f"{k}={v}" for k, v in cfg.items()))
+            try:
+                self.state = start(self.version, self.coordinator, config=cfg, time_scale=self.time_scale)
+            except BrokerError as e:
+                raise Unsupported(f"no broker starts with this config: {e}") from None
+            self.started += 1
+            self.factory = wire.broker_factory(self.state.address)
+            self.current = key
+        return self.factory
+
+    def close(self) -> None:
+        if self.factory is not None:
+            self.factory.broker.close()
+        if self.state is not None:
+            stop(self.state)
+        self.state = self.factory = self.current = None

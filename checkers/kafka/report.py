@@ -20,15 +20,23 @@ from typing import Callable
 
 from groupspec.checkers.conform.harness import run as run_harness
 from groupspec.checkers.paths import REPO, default_scenario_paths
-from groupspec.checkers.scenarios.model import load_file
-from groupspec.checkers.scenarios.report import run_files, scenario_files
-from groupspec.checkers.scenarios.targets import factory_for
+from groupspec.checkers.scenarios.model import ScenarioError, load_file
+from groupspec.checkers.scenarios.runner import Result
+from groupspec.checkers.conform.adapter import BROKER_SCHEME, AdapterError
+from groupspec.checkers.scenarios.report import Run, run_files, scenario_files
+from groupspec.checkers.scenarios.targets import factory_for, run_on_adapter
+from groupspec.spec.kafka import ConfigError, brief
 
-from . import jars
+from . import broker, jars
 from .inprocess import JAVA_LIMITS
 
 ORACLE_FINDINGS = REPO / "tests" / "scenarios" / "kafka-oracle"
 DEFAULT_TARGETS = ("kafka-3.9", "kafka-4.0")
+# broker:VERSION[:COORDINATOR]: brokers this command starts, one per group config the scenarios need
+FLEET_PREFIX = "broker:"
+# A broker's real milliseconds per scenario millisecond: the suite's longest advances (tens of seconds of
+# scenario time) then take minutes, and its one-millisecond distances are left out, named (wallclock.py)
+BROKER_TIME_SCALE = 20
 
 
 @dataclass
@@ -51,12 +59,58 @@ def findings() -> list[dict]:
 
 
 def report_target(target: str, examples: int, steps: int, seed: int, paths: list[Path] | None = None,
-                  progress: Callable[[str], None] | None = None) -> TargetReport:
-    factory = factory_for(target)
-    rep = TargetReport(target)
+                  progress: Callable[[str], None] | None = None, time_scale: int = BROKER_TIME_SCALE) -> TargetReport:
     say = progress or (lambda _m: None)
+    files = scenario_files(paths or default_scenario_paths())
+    if target.startswith(FLEET_PREFIX):
+        fleet = broker.Fleet(*_fleet_of(target), time_scale=time_scale, progress=say)
+        try:
+            return _report(target, lambda: _run_grouped(files, target, fleet),
+                           lambda: fleet.running(fleet.key(broker.SUITE_CONFIG)), examples, steps, seed, say)
+        finally:
+            fleet.close()
+    factory = factory_for(target)
+    return _report(target, lambda: run_files(files, target, factory=factory), lambda: factory,
+                   examples, steps, seed, say)
+
+
+def _fleet_of(target: str) -> tuple[str, str | None]:
+    """broker:VERSION[:COORDINATOR] -> (version, coordinator); AdapterError (one line) for anything else."""
+    version, _, coordinator = target.removeprefix(FLEET_PREFIX).partition(":")
+    if version not in jars.LINES or coordinator not in ("", *broker.COORDINATORS):
+        raise AdapterError(f"--target {brief(target)}: give {FLEET_PREFIX}VERSION[:COORDINATOR], VERSION one of "
+                           f"{', '.join(jars.LINES)}, COORDINATOR scala or java (e.g. {FLEET_PREFIX}4.0:java)")
+    return version, coordinator or None
+
+
+def _run_grouped(files: list[Path], target: str, fleet: "broker.Fleet") -> Run:
+    """The scenarios on a fleet of brokers, grouped by the config a broker starts with (one start each)."""
+    run = Run(target)
+    began = time.perf_counter()
+    scenarios = []
+    for f in files:
+        try:
+            scenarios += load_file(f)
+        except ScenarioError as e:
+            run.results.append(Result(str(f), e.scenario or "(file)", "error", e.step, message=e.message))
+    for sc in sorted(scenarios, key=lambda sc: _config_order(fleet, sc)):
+        run.results.append(run_on_adapter(sc, target, fleet))
+    run.seconds = time.perf_counter() - began
+    return run
+
+
+def _config_order(fleet: "broker.Fleet", sc) -> tuple:
+    try:
+        return (0, fleet.key(sc.config))
+    except ConfigError:
+        return (1, ())        # the spec refuses the config: the scenario says so, with no broker needed
+
+
+def _report(target: str, scenarios: Callable[[], Run], harness_factory: Callable, examples: int,
+            steps: int, seed: int, say: Callable[[str], None]) -> TargetReport:
+    rep = TargetReport(target)
     say(f"{target}: the scenario suite")
-    run = run_files(scenario_files(paths or default_scenario_paths()), target, factory=factory)
+    run = scenarios()
     skipped = Counter(_reason(r.message) for r in run.results if r.result == "skip")
     unobserved = Counter(f.split(".", 1)[-1] for r in run.results for f in r.unobserved)
     rep.scenarios = {"passed": run.passed, "failed": run.failed, "errors": run.errors, "skipped": run.skipped,
@@ -70,7 +124,7 @@ def report_target(target: str, examples: int, steps: int, seed: int, paths: list
     if examples:
         say(f"{target}: the conformance harness, {examples} examples of up to {steps} steps (seed {seed})")
         start = time.perf_counter()
-        h = run_harness(factory, target, examples, steps, seed, shrink_seconds=30)
+        h = run_harness(harness_factory(), target, examples, steps, seed, shrink_seconds=30)
         took = time.perf_counter() - start
         left_out: Counter = Counter()
         for why, n in (h.stats.get("unsupported") or {}).items():
@@ -89,11 +143,14 @@ def _reason(message: str) -> str:
     request's version)."""
     text = message.split(": ", 1)[-1] if message.startswith("kafka") else message
     text = text.split(" = ")[0] + (" (a constant in Kafka)" if " = " in text else "")
+    if "wall clock" in text or "of real time" in text or "group config is fixed" in text:
+        # a broker's limits of time and config: the same limit whatever the values
+        text = re.sub(r"\d+(\.\d+)?", "N", text.split(": ", 1)[0] if "group config is fixed" in text else text)
     return re.sub(r"version \d+", "version N", text)
 
 
 def _kafka_release(target: str) -> str:
-    name = target.removeprefix("kafka-")
+    name = target.removeprefix("kafka-").removeprefix(FLEET_PREFIX).split(":")[0]
     return jars.LINES[name].release if name in jars.LINES else ""
 
 
@@ -158,9 +215,16 @@ def markdown(reports: list[TargetReport], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def on_wall_clock(target: str) -> bool:
+    """A broker's target: its harness examples take real time."""
+    return target.startswith((FLEET_PREFIX, BROKER_SCHEME))
+
+
 def run_report(targets: list[str], examples: int, steps: int, seed: int,
-               progress: Callable[[str], None] | None = None) -> list[TargetReport]:
-    return [report_target(t, examples, steps, seed, progress=progress) for t in targets]
+               progress: Callable[[str], None] | None = None, time_scale: int = BROKER_TIME_SCALE,
+               broker_examples: int | None = None) -> list[TargetReport]:
+    return [report_target(t, broker_examples if on_wall_clock(t) and broker_examples is not None else examples,
+                          steps, seed, progress=progress, time_scale=time_scale) for t in targets]
 
 
 def unexplained(reports: list[TargetReport]) -> int:

@@ -788,6 +788,19 @@ class BrokerTarget:
         self._sleep(target)
         self._trace("advanced", "", ms=ms, late=round((time.monotonic() - target) * 1000, 2))
 
+    def clock_lead_ms(self, advance_ms: int = 0) -> float:
+        """How far ahead of the scenario's clock the broker's may be once the next step is done, in scenario ms
+        (checkers/conform/wallclock.py): the real time since the scenario clock's present (after an advance of
+        `advance_ms`, the requests' phase and the grace it waits out), and what the step itself may take (the
+        settle window, the grace)."""
+        scale = self.broker.time_scale
+        now = time.monotonic()
+        if advance_ms:
+            ahead = max(self.phase + self.timing.grace_s, now - self._real(self.clock_ms + advance_ms))
+        else:
+            ahead = max(0.0, now - self._real(self.clock_ms))
+        return (ahead + self.timing.settle_s + self.timing.grace_s) * 1000 / scale
+
     def _real(self, clock_ms: int) -> float:
         """The monotonic time at which the broker's clock shows scenario time `clock_ms`, for a request sent
         exactly then.

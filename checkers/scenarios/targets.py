@@ -17,6 +17,7 @@ from typing import Any
 
 from groupspec.checkers.conform.adapter import AdapterError, Unsupported, load_factory, perform
 from groupspec.checkers.conform.lockstep import Divergence, replay_in_lockstep
+from groupspec.checkers.conform.wallclock import check_resolution, spec_timers
 from groupspec.spec.kafka import NEW_COORDINATOR, brief, check_config, coordinator_name
 
 from .match import BadUse, Mismatch, resolve
@@ -74,9 +75,11 @@ def _steps(sc: Scenario, impl: Any) -> Result:
     w = Observed(impl)
     unobserved: list[str] = []
     unsupported = set(getattr(impl, "unsupported", ()) or ())
+    timers = spec_timers(sc) if hasattr(impl, "clock_lead_ms") else {}
     for step in sc.steps:
         b = step.body
         try:
+            check_resolution(impl, timers.get(step.number, []), b)
             if step.kind == "send":
                 rid = b["id"]
                 req = resolve({k: v for k, v in b.items() if k not in ("send", "id")}, w.env)
@@ -134,7 +137,7 @@ def _against_the_spec(sc: Scenario, impl: Any, config: dict) -> Result:
     try:
         found = replay_in_lockstep([s.body for s in sc.steps], impl, config)
     except Unsupported as e:
-        return Result(sc.file, sc.name, "skip", None, message=str(e))
+        return Result(sc.file, sc.name, "skip", getattr(e, "step", None), message=str(e))
     if found is None:
         return Result(sc.file, sc.name, "pass", message=against)
     n, e = found
