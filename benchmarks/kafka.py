@@ -2,6 +2,7 @@
 and how long setup takes with a cold and a warm Maven cache.
 
     .venv/bin/python benchmarks/kafka.py [--examples 100] [--steps 30] [--runs 3] [--setup] [--broker]
+                                         [--broker-examples 10]
 
 Prints one JSON object:
   harness   per target (the runtime first: the anchor, in the same run), over --runs runs of the same seed:
@@ -10,7 +11,7 @@ Prints one JSON object:
   setup     (--setup) `groupspec kafka setup` into an empty cache and an empty Maven repository (cold: every
             jar from Maven Central), then again (warm: nothing fetched nor built), seconds
   broker    (--broker) seconds from `groupspec kafka broker start` to a broker answering FindCoordinator, per
-            Kafka line and coordinator
+            Kafka line and coordinator, and harness steps per second against it (--broker-examples)
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def harness(examples: int, steps: int, runs: int) -> dict:
     out = {}
     for name, factory in targets.items():
         if name != "runtime":
-            factory({}).close()            # the JVM starts once per process: not part of a run
+            factory(dict(factory.fixed_config)).close()    # the JVM starts once per process: not part of a run
         rates, shares = [], []
         for _ in range(runs):
             spent = [0.0]
@@ -91,20 +92,36 @@ def setup_times() -> dict:
     return out
 
 
-def broker_times() -> dict:
+def broker_times(examples: int, steps: int) -> dict:
+    """Per Kafka line and coordinator: `groupspec kafka broker start` until it answers FindCoordinator (and is
+    warmed up), and harness steps per second against it at the report's time scale (real time: every advance
+    sleeps)."""
+    from groupspec.checkers.kafka import report, wire
     out = {}
     for version, coordinator in (("3.9", "scala"), ("3.9", "java"), ("4.0", "java"), ("4.0", "scala")):
         with tempfile.TemporaryDirectory(prefix="groupspec-broker-") as d:
             t = time.perf_counter()
             p = subprocess.run([*CLI, "kafka", "broker", "start", "--version", version, "--coordinator", coordinator,
-                                "--port", "0", "--dir", d, "--json"], capture_output=True, text=True)
+                                "--dir", d, "--time-scale", str(report.BROKER_TIME_SCALE), "--json"],
+                               capture_output=True, text=True)
             took = time.perf_counter() - t
             if p.returncode != 0:
                 out[f"{version}-{coordinator}"] = {"error": p.stderr.strip()[-300:]}
                 continue
-            port = json.loads(p.stdout)["port"]
-            subprocess.run([*CLI, "kafka", "broker", "stop", "--port", str(port)], capture_output=True)
-            out[f"{version}-{coordinator}"] = {"start_seconds": round(took, 1)}
+            state = json.loads(p.stdout)
+            try:
+                factory = wire.broker_factory(state["address"])
+                t = time.perf_counter()
+                r = run(factory, state["address"], examples, steps, seed=20261127, shrink_seconds=0)
+                ran = time.perf_counter() - t
+                factory.broker.close()
+            finally:
+                subprocess.run([*CLI, "kafka", "broker", "stop", "--port", str(state["port"])], capture_output=True)
+            out[f"{version}-{coordinator}"] = {
+                "start_seconds": round(took, 1), "jvm_to_ready_seconds": state["startup_seconds"],
+                "format_seconds": state["format_seconds"], "warm_up_seconds": state["warm_up_seconds"],
+                "harness": {"result": r.result, "examples": r.examples, "steps": r.steps,
+                            "steps_per_second": round(r.steps / ran, 1), "time_scale": report.BROKER_TIME_SCALE}}
     return out
 
 
@@ -114,7 +131,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--setup", action="store_true", help="also time setup, cold and warm (fetches ~100 MB)")
-    ap.add_argument("--broker", action="store_true", help="also time a broker's start-up")
+    ap.add_argument("--broker", action="store_true", help="also time a broker's start-up, and the harness on it")
+    ap.add_argument("--broker-examples", type=int, default=10)
     a = ap.parse_args()
     doc = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
            "command": " ".join(["benchmarks/kafka.py", *sys.argv[1:]]),
@@ -122,7 +140,7 @@ def main() -> None:
     if a.setup:
         doc["setup"] = setup_times()
     if a.broker:
-        doc["broker"] = broker_times()
+        doc["broker"] = broker_times(a.broker_examples, a.steps)
     print(json.dumps(doc, indent=2))
 
 

@@ -852,3 +852,24 @@ def test_a_fleet_starts_a_broker_per_config_one_at_a_time(state_home, tmp_path):
     assert all(n <= 1 for _, n in seen) and registry.running() == []
     assert rep.scenarios["failed"] == 0 and rep.scenarios["passed"] >= 4, rep.scenarios
     assert rep.harness["examples"] >= 3 and rep.kafka == "3.9.2" and not rep.unexplained
+
+
+def test_a_brokers_difference_its_twin_does_not_show_is_the_wall_clocks(tmp_path):
+    """A scenario failing on a broker but passing on the same coordinator in process (here: the runtime as the
+    twin) is listed as a limit of the wall clock; one failing on both is unexplained; with no twin, every
+    failure is unexplained."""
+    from groupspec.checkers.kafka import report
+    from groupspec.checkers.scenarios.report import Run
+    from groupspec.checkers.scenarios.runner import Result
+    good = REPO / "tests/scenarios/kafka/leave.yaml"
+    name = next(iter(__import__("yaml").safe_load(good.read_text())["scenarios"]))["scenario"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(good.read_text().replace("error: NONE", "error: UNKNOWN_MEMBER_ID", 1))
+    run = Run("broker:3.9", [Result(str(good), name, "fail", 3, "x", "y", message="late"),
+                             Result(str(bad), name, "fail", 3, "x", "y", message="wrong")])
+    rep = report._report("broker:3.9", lambda: run, None, 0, 10, 0, lambda _m: None, twin="runtime")
+    assert [u["file"] for u in rep.timing] == [str(good)] and [u["file"] for u in rep.unexplained] == [str(bad)]
+    text = report.markdown([rep], "groupspec kafka report")
+    assert "Differences of the wall clock (a limit of this target): 1" in text and "Unexplained differences: 1" in text
+    alone = report._report("broker:3.9", lambda: run, None, 0, 10, 0, lambda _m: None)
+    assert len(alone.unexplained) == 2 and not alone.timing

@@ -686,7 +686,9 @@ class BrokerTarget:
         if api in ("DescribeGroups", "ListGroups") and isinstance(resp.get("groups"), list):
             groups = resp["groups"]
             if api == "ListGroups":       # the broker's other groups (other scenarios', anyone's) are not this one's
-                groups = [g for g in groups if self._ours(g.get("group"))]
+                # the empty id cannot be namespaced: once this scenario named it, the group of that id is its own
+                groups = [g for g in groups if self._ours(g.get("group")) or (g.get("group") == "" and
+                                                                             self._empty_cleared)]
             resp["groups"] = [{**g, "group": self._back(g.get("group"))} for g in groups]
         if api == "DeleteGroups" and isinstance(resp.get("errors"), dict):
             resp["errors"] = {self._back(g): e for g, e in resp["errors"].items()}
