@@ -53,27 +53,32 @@ def test_a_target_not_on_the_wall_clock_is_never_asked():
     assert run_on_adapter(DELAY, "runtime", factory=runtime).result == "pass"
 
 
-@pytest.mark.parametrize("timers,step,lead,left_out", [
-    ([(5, 1)], {"advance_ms": 5}, 2.0, False),     # due at the advance's end: fires on both sides
-    ([(6, 1)], {"advance_ms": 5}, 2.0, True),      # due 1 ms after it
-    ([(8, 1)], {"advance_ms": 5}, 2.0, False),     # 3 ms after it, beyond the lead
-    ([(0, 1)], {"send": "Heartbeat"}, 2.0, True),  # due now: the spec fires it at the next advance, a broker at once
-    ([(3, 1)], {"send": "Heartbeat"}, 2.0, False),
-    ([(4, 1), (4, 2)], {"advance_ms": 9}, 2.0, True),    # one instant, armed by two steps: either order
-    ([(3, 1), (4, 2)], {"advance_ms": 9}, 2.0, True),    # 1 ms apart, within the lead
-    ([(4, 1), (4, 1)], {"advance_ms": 9}, 2.0, False),   # armed by one step: one phase, the spec's order
-    ([(4, 1), (4, 1, "sync")], {"advance_ms": 9}, 2.0, True),   # one step, two kinds: two timer threads
-    ([(1, 1), (4, 2)], {"advance_ms": 9}, 2.0, False),   # 3 ms apart
-    ([(1, 1), (2, 1), (3, 2)], {"advance_ms": 9}, 2.0, True),   # 1 and 3: 2 ms apart, different steps
+def _timers(spec):
+    """(due, armed by[, kind[, group]]): a heartbeat of group g unless said."""
+    return [Timer(*t, *("heartbeat", "g")[len(t) - 2:]) for t in spec]
+
+
+@pytest.mark.parametrize("before,after,step,left_out", [
+    ([(5, 1)], [], {"advance_ms": 5}, False),          # due at the advance's end: fires on both sides
+    ([(6, 1)], [(1, 1)], {"advance_ms": 5}, True),     # due 1 ms after it
+    ([(8, 1)], [(3, 1)], {"advance_ms": 5}, False),    # 3 ms after it, beyond the lead
+    ([], [(0, 2)], {"send": "JoinGroup"}, True),       # armed by the step, due now: a broker fires it at once
+    ([], [(3, 2)], {"send": "JoinGroup"}, False),
+    ([(4, 1), (4, 2)], [], {"advance_ms": 9}, True),   # one instant, armed by two steps: either order
+    ([(3, 1), (4, 2)], [], {"advance_ms": 9}, True),   # 1 ms apart, within the lead
+    ([(4, 1), (4, 1)], [], {"advance_ms": 9}, False),  # armed by one step: one phase, the spec's order
+    ([(4, 1), (4, 1, "sync")], [], {"advance_ms": 9}, True),   # one step, two kinds: two timer threads
+    ([(1, 1), (4, 2)], [], {"advance_ms": 9}, False),  # 3 ms apart
+    ([(1, 1), (2, 1), (3, 2)], [], {"advance_ms": 9}, True),   # 1 and 3: 2 ms apart, different steps
+    ([(4, 1, "heartbeat", "g"), (4, 2, "heartbeat", "h")], [], {"advance_ms": 9}, False),  # two groups
 ])
-def test_which_timers_are_too_near(timers, step, lead, left_out):
-    impl = Leading(check_config({}), lead)
-    timers = [Timer(*t) if len(t) == 3 else Timer(*t, "heartbeat") for t in timers]
+def test_which_timers_are_too_near(before, after, step, left_out):
+    impl = Leading(check_config({}), 2.0)
     if left_out:
         with pytest.raises(Unsupported, match="below its resolution"):
-            check_resolution(impl, timers, step)
+            check_resolution(impl, _timers(before), _timers(after), step)
     else:
-        check_resolution(impl, timers, step)
+        check_resolution(impl, _timers(before), _timers(after), step)
 
 
 def test_the_lockstep_leaves_the_step_out_before_either_side_takes_it():
@@ -85,3 +90,16 @@ def test_the_lockstep_leaves_the_step_out_before_either_side_takes_it():
         replay_in_lockstep(steps, impl, check_config({**DELAY.config, NEW_COORDINATOR: True}))
     assert left_out.value.step == 2
     assert impl.inner.coord.clock.now() == 0      # the advance of step 2 never reached it
+
+
+def test_a_step_arming_a_timer_due_at_once_is_left_out_before_it_is_taken():
+    """With no initial rebalance delay a first join arms a join timer due now: the spec answers at the next
+    advance, a broker at once.  Side by side with the spec, the step is foreseen on a copy of the spec and left
+    out before either side takes it."""
+    config = check_config({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10})
+    join = {"send": "JoinGroup", "id": "j", "group": "g", "member": "", "client": "c", "session_timeout_ms": 500,
+            "protocol_type": "consumer", "protocols": ["range"], "require_known_member_id": False}
+    impl = Leading(config, 1.5)
+    with pytest.raises(Unsupported, match="due 0 ms after this step") as left_out:
+        replay_in_lockstep([join], impl, config)
+    assert left_out.value.step == 1 and impl.inner.coord.groups == {}

@@ -25,7 +25,7 @@ from groupspec.spec.lang import LangError
 
 from .adapter import Unsupported, perform
 from .reference import Reference
-from .wallclock import SpecTimers, check_resolution
+from .wallclock import SpecTimers, after_step, check_resolution
 
 ID_FIELDS = ("member", "leader", "members", "pending_members")    # fields whose strings are member ids
 SNAPSHOT_FIELDS = ("state", "generation", "leader", "protocol", "protocol_type", "members", "pending_members",
@@ -146,7 +146,10 @@ class Lockstep:
         (`Unsupported`: nothing happened, and the step is left out of the run and its scenario)."""
         self.steps.append((step, True))
         try:
-            check_resolution(self.impl, self.timers.step((w.coord for w in self.ref.worlds), len(self.steps)), step)
+            if hasattr(self.impl, "clock_lead_ms"):      # a wall clock: what the spec's timers leave undecided
+                number = len(self.steps)
+                before = self.timers.step((w.coord for w in self.ref.worlds), number)
+                check_resolution(self.impl, before, after_step(self.ref, self.timers, step, number), step)
             self._impl_result = call()
         except Unsupported as e:
             self.steps.pop()

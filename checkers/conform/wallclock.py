@@ -30,6 +30,7 @@ worlds in a lockstep run, or the scenario run on the spec first
 from __future__ import annotations
 
 import bisect
+import copy
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -44,6 +45,7 @@ class Timer:
     due: int          # ms from now
     armed_by: int     # the step that armed it (its number among the steps taken)
     kind: str         # heartbeat, join, sync, ... (the coordinator's timer names)
+    group: str = ""   # timers of different groups never decide each other's outcome
 
 
 class SpecTimers:
@@ -59,35 +61,40 @@ class SpecTimers:
         if coords:
             self._starts.append(coords[0].timers.next_order())
             self._steps.append(number)
-        return sorted({Timer(deadline - c.clock.now(), self._origin(order), str(key[1]) if isinstance(key, tuple)
-                             else str(key)) for c in coords for key, deadline, order in c.timers.schedule()},
-                      key=lambda t: (t.due, t.armed_by, t.kind))
+        return sorted({Timer(deadline - c.clock.now(), self._origin(order), *_named(key))
+                       for c in coords for key, deadline, order in c.timers.schedule()},
+                      key=lambda t: (t.due, t.armed_by, t.kind, t.group))
 
     def _origin(self, order: int) -> int:
         i = bisect.bisect_right(self._starts, order) - 1
         return self._steps[i] if i >= 0 else 0
 
 
-def check_resolution(impl: Any, timers: list[Timer], step: dict) -> None:
-    """Unsupported when `impl` is on the wall clock and the outcome of `step` hangs on `timers` (the spec's,
-    before the step) closer than its clock resolves."""
+def _named(key: Any) -> tuple[str, str]:
+    """(kind, group) of a timer's key: the coordinator's keys are (group, kind, member)."""
+    return (str(key[1]), str(key[0])) if isinstance(key, tuple) and len(key) > 1 else (str(key), "")
+
+
+def check_resolution(impl: Any, before: list[Timer], after: list[Timer] | None, step: dict) -> None:
+    """Unsupported when `impl` is on the wall clock and the outcome of `step` hangs on the spec's timers closer
+    than its clock resolves: `before` the step (the ones an advance fires, in order) and `after` it (the ones
+    still to fire, the step's own among them; None when the spec could not take the step)."""
     lead_of = getattr(impl, "clock_lead_ms", None)
-    if lead_of is None or not timers:
+    if lead_of is None:
         return
     moved = step.get("advance_ms") if isinstance(step.get("advance_ms"), int) else 0
     lead = lead_of(moved)
     there = f"the target's wall clock may be {lead:.1f} ms ahead of the scenario's there"
-    # what is due by the end of an advance fires on both sides; what is due after it must not have fired yet
-    near = [t.due - moved for t in timers if 0 <= t.due - moved <= lead and (t.due > moved or not moved)]
+    near = [t.due for t in after or () if 0 <= t.due <= lead]
     if near:
         raise Unsupported(f"a timer of the spec is due {min(near)} ms after this step, and {there}: below its "
                           f"resolution (a broker with a larger --time-scale resolves it)")
-    fired = [t for t in timers if t.due <= moved] if moved else []
+    fired = [t for t in before if t.due <= moved] if moved else []
     for i, a in enumerate(fired):
         for b in fired[i + 1:]:
             if b.due - a.due > lead:
                 break
-            if (a.armed_by, a.kind) != (b.armed_by, b.kind):
+            if a.group == b.group and (a.armed_by, a.kind) != (b.armed_by, b.kind):
                 raise Unsupported(f"timers of the spec ({a.kind}, {b.kind}) fire {b.due - a.due} ms apart in this "
                                   f"advance, armed by {'one step' if a.armed_by == b.armed_by else 'different steps'}, "
                                   f"and {there}: their order is below its resolution (a broker with a larger "
@@ -95,8 +102,9 @@ def check_resolution(impl: Any, timers: list[Timer], step: dict) -> None:
 
 
 def spec_timers(sc: Any) -> dict[int, list[Timer]]:
-    """The spec's timers before each step of a scenario (step number -> timers), from the spec run on its
-    steps; as far as it runs (the spec target itself reports a scenario it fails)."""
+    """The spec's timers before each step of a scenario (step number -> timers; the number after the last
+    step: once it is done), from the spec run on its steps; as far as it runs (the spec target itself reports
+    a scenario it fails)."""
     ref = Reference(check_config(sc.config))
     seen = SpecTimers()
     out: dict[int, list[Timer]] = {}
@@ -105,9 +113,24 @@ def spec_timers(sc: Any) -> dict[int, list[Timer]]:
         try:
             if step.kind in ("expect", "snapshot"):
                 if ref.check(step.body) is not None:
-                    break
+                    return out
             elif step.kind != "assign":
                 ref.act(step.body)
         except Exception:     # noqa: BLE001 - the spec's own failure: its target says it, with the step
-            break
+            return out
+    if sc.steps:
+        out[sc.steps[-1].number + 1] = seen.step((w.coord for w in ref.worlds), sc.steps[-1].number + 1)
     return out
+
+
+def after_step(ref: Reference, seen: SpecTimers, step: dict, number: int) -> list[Timer] | None:
+    """The spec's timers once `step` (an action) is done, from a copy of the reference that takes it (the
+    reference itself is left as it was); None when the spec cannot take it."""
+    trial = copy.deepcopy(ref)
+    try:
+        trial.act(step)
+    except Exception:     # noqa: BLE001 - the step taken for real says what the spec does with it
+        return None
+    probe = copy.copy(seen)
+    probe._starts, probe._steps = list(seen._starts), list(seen._steps)
+    return probe.step((w.coord for w in trial.worlds), number + 1)

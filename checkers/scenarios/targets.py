@@ -79,7 +79,7 @@ def _steps(sc: Scenario, impl: Any) -> Result:
     for step in sc.steps:
         b = step.body
         try:
-            check_resolution(impl, timers.get(step.number, []), b)
+            check_resolution(impl, timers.get(step.number, []), timers.get(step.number + 1), b)
             if step.kind == "send":
                 rid = b["id"]
                 req = resolve({k: v for k, v in b.items() if k not in ("send", "id")}, w.env)
