@@ -11,6 +11,7 @@ divergence the harness finds.  The goal is none.
 """
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import time
@@ -157,8 +158,13 @@ def _report(target: str, scenarios: Callable[[], Run], harness_factory: Callable
 
 def _difference(u: dict) -> str:
     if u["kind"] == "scenario":
-        return f"`{u['file']}` {u['scenario']}, step {u['step']}: {u['message']} (expected {u['expected']}, got {u['got']})"
+        return f"`{_shown_path(u['file'])}` {u['scenario']}, step {u['step']}: {u['message']} (expected {u['expected']}, got {u['got']})"
     return f"the harness: {u['message']}"
+
+
+def _shown_path(file: str) -> str:
+    """A scenario file as the repository's reader finds it: relative to the repository's root."""
+    return os.path.relpath(file, REPO) if Path(file).is_absolute() else file
 
 
 def _twin_of(version: str, coordinator: str | None) -> str | None:
@@ -247,8 +253,10 @@ def markdown(reports: list[TargetReport], command: str) -> str:
             lines += [f"- {n} × {why}" for why, n in untold.items()]
             lines.append("")
         if r.timing:
-            lines += [f"Differences of the wall clock (a limit of this target): {len(r.timing)}, each passing on Kafka's "
-                      f"same coordinator in process, where time moves only when the scenario says:", ""]
+            lines += [f"Differences of the wall clock (a limit of this target): {len(r.timing)}. Each passes on Kafka's "
+                      f"same coordinator in process, the same code with time moved only when the scenario says, so "
+                      f"what differs is the broker's clock (or, not seen so far, its request layer, which the "
+                      f"in-process driver stands in for):", ""]
             lines += [f"- {_difference(u)}" for u in r.timing]
             lines.append("")
         lines += ["Unexplained differences: " + (str(len(r.unexplained)) if r.unexplained else "none."), ""]
