@@ -608,13 +608,14 @@ def timing(broker: Broker) -> Timing:
 # answered at once 1-2 / 7-12 ms on every coordinator; a leader's SyncGroup 2-5 / 10-40 ms on the Scala
 # coordinator, 9-15 / 18-107 ms on the Java one with Kafka's default append linger (10 ms in 3.9, 5 ms in 4.0,
 # then the commit), 2.5 / 7.5 ms with none (group.coordinator.append.linger.ms=0, as broker.py starts it); a
-# timer's answer 3-7 ms after its deadline / 12-100 ms.  The settle window is above the usual worst
-# (an answer later than it is taken for parked, and reported by `answered` when it comes); the grace is above
-# the usual timer answer (a timer that fires as another's answer is sent, a rebalance arming the members'
-# session timers, adds its own).  Each advance adds the grace to the requests' phases (see `_real`): it is kept
-# short, and a timer due one scenario millisecond after an advance must not fire within it (the scale must be
-# well above it).
-SETTLE_MS = {False: 25.0, True: 40.0}      # Scala, or Java appending at once; Java lingering
+# timer's answer 3-7 ms after its deadline / 12-100 ms.  The settle window is above the worst measured (an
+# answer later than it is taken for parked, and reported by `answered` when it comes: at 25 ms, below the
+# worst, a loaded machine made two of the suite's immediate answers "parked"); the grace is above the usual
+# timer answer (a timer that fires as another's answer is sent, a rebalance arming the members' session timers,
+# adds its own).  Both are real time the scenario does not see pass: they count in how far the broker's clock
+# may run ahead (`clock_lead_ms`), and the steps that leaves undecided are left out (checkers/conform/
+# wallclock.py).
+SETTLE_MS = {False: 45.0, True: 110.0}     # Scala, or Java appending at once; Java lingering
 GRACE_MS = {False: 15.0, True: 25.0}
 
 
