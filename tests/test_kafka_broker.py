@@ -873,3 +873,16 @@ def test_a_brokers_difference_its_twin_does_not_show_is_the_wall_clocks(tmp_path
     assert "Differences of the wall clock (a limit of this target): 1" in text and "Unexplained differences: 1" in text
     alone = report._report("broker:3.9", lambda: run, None, 0, 10, 0, lambda _m: None)
     assert len(alone.unexplained) == 2 and not alone.timing
+
+
+def test_a_broker_address_has_a_twin_only_when_its_release_and_coordinator_are_known():
+    """kafka://host:port in the report: a broker this project started (its release known) running its line's
+    own coordinator is settled against that coordinator in process; any other broker's differences stay
+    unexplained."""
+    from types import SimpleNamespace as B
+
+    from groupspec.checkers.kafka import report
+    assert report._twin_of_broker(B(release="4.0.2", coordinator="java")) == "kafka-4.0"
+    assert report._twin_of_broker(B(release="3.9.2", coordinator="scala")) == "kafka-3.9"
+    assert report._twin_of_broker(B(release="3.9.2", coordinator="java")) is None
+    assert report._twin_of_broker(B(release="", coordinator="scala")) is None      # someone else's broker

@@ -78,7 +78,7 @@ def report_target(target: str, examples: int, steps: int, seed: int, paths: list
             fleet.close()
     factory = factory_for(target)
     return _report(target, lambda: run_files(files, target, factory=factory), lambda: factory,
-                   examples, steps, seed, say)
+                   examples, steps, seed, say, twin=_twin_of_broker(getattr(factory, "broker", None)))
 
 
 def _fleet_of(target: str) -> tuple[str, str | None]:
@@ -171,6 +171,13 @@ def _twin_of(version: str, coordinator: str | None) -> str | None:
     """The in-process target running the same coordinator as a broker of this line, if there is one."""
     line_default = broker.DEFAULT_COORDINATOR[version]
     return f"kafka-{version}" if (coordinator or line_default) == line_default else None
+
+
+def _twin_of_broker(b) -> str | None:
+    """A kafka://host:port broker's twin: known when this project started it (its release is then known) and
+    it runs its line's own coordinator."""
+    version = next((name for name, ln in jars.LINES.items() if b is not None and ln.release == b.release), None)
+    return _twin_of(version, b.coordinator) if version else None
 
 
 def _scenario_named(file: str, name: str):
