@@ -65,7 +65,6 @@ scenario fails with the reason).  Every read has a deadline.
 """
 from __future__ import annotations
 
-import io
 import math
 import os
 import select
@@ -77,21 +76,18 @@ from typing import Any, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 from kio import index as kio_index
-from kio.serial import entity_reader, entity_writer
-from kio.serial.readers import read_int32
-from kio.serial.writers import write_int32
 
 from groupspec.checkers.conform.adapter import BROKER_SCHEME, AdapterError, Unsupported
 from groupspec.spec.kafka import NEW_COORDINATOR, brief, coordinator_name
 
-from . import messages, registry
+from . import framing, messages, registry
 
 # -- what the target waits for (real seconds) ------------------------------------------------------------------
 
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0       # a request that cannot park: a broker silent this long is stuck
 TOPIC_TIMEOUT_S = 20.0         # a topic created for a commit shows in the broker's metadata by then
-MAX_FRAME = 64 << 20           # a frame longer than this is not an answer to anything we ask
+MAX_FRAME = framing.MAX_FRAME  # a frame longer than this is not an answer to anything we ask
 # Kafka's NewMemberJoinTimeoutMs: a constant (GroupCoordinator.NewMemberJoinTimeoutMs in 3.9, CLASSIC_GROUP_NEW_
 # MEMBER_JOIN_TIMEOUT_MS in 4.0), never scaled; the horizon below which it cannot act keeps this margin
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
@@ -243,18 +239,10 @@ class Connection:
         """Write one request (kio: header of the entity's own header schema, then the body, framed by its size)."""
         assert self.pending is None, "one request at a time per connection"
         self.correlation += 1
-        header_cls = entity.__header_schema__
-        header = header_cls(request_api_key=entity.__api_key__, request_api_version=entity.__version__,
-                            correlation_id=self.correlation, client_id=client_id)
-        body = io.BytesIO()
-        entity_writer(header_cls)(body, header)
-        entity_writer(type(entity))(body, entity)
-        frame = io.BytesIO()
-        write_int32(frame, len(body.getbuffer()))
-        frame.write(body.getbuffer())
+        frame = framing.encode_request(entity, self.correlation, client_id)
         response_cls = kio_index.load_response_schema(entity.__api_key__, entity.__version__)
         try:
-            self.sock.sendall(frame.getbuffer())
+            self.sock.sendall(frame)
         except socket.timeout:
             self.close()
             raise WireError(f"{self.where}: the broker takes no more bytes (sending for {REQUEST_TIMEOUT_S:g} s)") \
@@ -281,35 +269,26 @@ class Connection:
         return self._frame()
 
     def _frame(self) -> tuple[Any, Any] | None:
-        if len(self.buf) < 4:
-            return None
-        size, _ = read_int32(bytes(self.buf[:4]), 0)
-        if not 0 < size <= MAX_FRAME:
+        try:
+            data = framing.take_frame(self.buf, MAX_FRAME)
+        except framing.FrameError as e:
             self.close()
-            raise WireError(f"{self.where}: the broker's answer is not a Kafka frame (size field {size})")
-        if len(self.buf) < 4 + size:
+            raise WireError(f"{self.where}: the broker's answer is not a Kafka frame ({e})") from None
+        if data is None:
             return None
-        data = bytes(self.buf[4:4 + size])
-        if self.pending is None or len(self.buf) > 4 + size:
+        if self.pending is None or self.buf:
             self.close()
             raise WireError(f"{self.where}: the broker sent bytes nobody asked for")
-        del self.buf[:4 + size]
         correlation, response_cls, tag = self.pending
         try:
-            header, at = entity_reader(response_cls.__header_schema__)(data, 0)
-            body, used = entity_reader(response_cls)(data, at)
-        except Exception as e:    # noqa: BLE001 - kio's decode errors (and any other): the bytes are not the answer
+            header, body = framing.decode_response(data, response_cls)
+        except framing.FrameError as e:
             self.close()
-            raise WireError(f"{self.where}: the broker's answer cannot be read as Kafka's {_name(response_cls)} "
-                            f"({type(e).__name__}: {brief(str(e), 80)})") from None
+            raise WireError(f"{self.where}: the broker's answer: {e}") from None
         if header.correlation_id != correlation:
             self.close()
             raise WireError(f"{self.where}: the broker answered correlation id {header.correlation_id}, expected "
                             f"{correlation}")
-        if at + used != len(data):
-            self.close()
-            raise WireError(f"{self.where}: the broker's {_name(response_cls)} has {len(data) - at - used} bytes "
-                            f"more than Kafka's schema gives it")
         self.pending = None
         return tag, body
 
