@@ -549,6 +549,24 @@ class GroupCoordinator:
             "offsets": {self.domains[PARTITION].values[i]: o for i, o in enumerate(get("offsets")) if o != NONE},
         }
 
+    def member_metadata(self, gid: str) -> dict[str, str]:
+        """Each member's metadata for the group's selected protocol, as the member sent it: what Kafka's JoinGroup
+        answer gives the leader with the member list (a real consumer's leader assigns from its members'
+        subscriptions; a scenario's answer names the members only).  {} while no protocol is selected."""
+        g = self.groups.get(gid)
+        if g is None or g.state[E.STATE_I] == ABSENT:
+            return {}
+        s = g.state
+        protocol = self._name(PROTOCOL, E.get(s, "protocol"))
+        if protocol is None:
+            return {}
+        out = {}
+        for m in iter_bits(E.get(s, "members")):
+            pl = E.get(s, "protos")[m]
+            protos = self.domains[PROTOLIST].values[pl] if pl != NONE else ()
+            out[self._id(g, m)] = next((meta for name, meta in protos if name == protocol), "")
+        return out
+
     # ------------------------------------------------------------------ the engine
 
     def _group(self, gid: str) -> Group:

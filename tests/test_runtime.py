@@ -9,7 +9,7 @@ from groupspec.impl.clock import SAME_INSTANT_LIMIT, ManualClock, TimerLivelock,
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.lifecycle import GroupLifecycle, IllegalMove, move
 from groupspec.impl.storage import FileLog
-from groupspec.spec.kafka import ERRORS
+from groupspec.spec.kafka import ERRORS, check_config
 
 CFG = {"group.min.session.timeout.ms": 10, "group.initial.rebalance.delay.ms": 0}
 
@@ -135,3 +135,24 @@ def test_any_request_sequence_gets_kafka_errors_and_keeps_the_invariants(seq):
             assert all(e in ERRORS for e in errs if e is not None)
             if resp.get("member"):
                 members.append(resp["member"])
+
+
+def test_member_metadata_is_each_members_for_the_selected_protocol():
+    """What Kafka's JoinGroup answer gives the leader besides the member ids (a real consumer's leader assigns
+    from its members' subscriptions): each member's metadata for the protocol the group selected, as the
+    member last sent it; nothing while none is selected."""
+    c = GroupCoordinator(check_config({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10}))
+    got: dict = {}
+
+    def join(member: str, meta: str, rid: str) -> None:
+        c.send("JoinGroup", {"group": "g", "member": member, "client": "c", "session_timeout_ms": 500,
+                             "protocol_type": "consumer", "require_known_member_id": False,
+                             "protocols": [{"name": "roundrobin", "metadata": "rr-" + meta},
+                                           {"name": "range", "metadata": meta}]},
+               on_response=lambda r: got.__setitem__(rid, r), request_id=rid)
+    join("", "a", "1")
+    join("", "b", "2")
+    assert c.member_metadata("g") == {} and c.member_metadata("nobody") == {}
+    c.advance(1)
+    assert {r["protocol"] for r in got.values()} == {"roundrobin"}
+    assert c.member_metadata("g") == {got["1"]["member"]: "rr-a", got["2"]["member"]: "rr-b"}
