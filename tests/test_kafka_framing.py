@@ -106,3 +106,30 @@ def test_trailing_bytes_after_a_request_are_refused():
     data = framing.take_frame(bytearray(framing.encode_request(entity, 1, None)))
     with pytest.raises(framing.FrameError, match="1 bytes more than its schema gives it"):
         framing.decode_request(data + b"\x00")
+
+
+def _as_sent(api: str, req: dict, version: int) -> dict:
+    """What a request says on the wire, in the contract's fields: `req` with the values the message fills in
+    (an empty member id, the session timeout as the rebalance timeout of a version without one)."""
+    out = {**req, "version": version}
+    if api == "JoinGroup" and ("rebalance_timeout_ms" not in req or version == 0):
+        out["rebalance_timeout_ms"] = req["session_timeout_ms"]
+    return out
+
+
+@pytest.mark.parametrize("api", sorted(REQUESTS))
+def test_a_request_reads_back_in_the_contracts_fields_at_every_version(api):
+    """messages.parse_request, a server's side, undoes messages.request, a client's, through the bytes."""
+    for version in _versions(api):
+        req = REQUESTS[api]
+        if api == "LeaveGroup" and version >= 3:
+            req = {"group": "g", "members": [{"member": "m"}, {"member": "", "instance": "i"}]}
+        _, entity = messages.request(api, {**req, "version": version})
+        _, back = framing.decode_request(framing.take_frame(bytearray(framing.encode_request(entity, 1, None))))
+        assert messages.parse_request(api, back) == _as_sent(api, req, version), (api, version)
+
+
+def test_metadata_bytes_that_are_not_utf8_stay_themselves():
+    raw = b"\x00\x01\xff\xfe subscription"
+    text = messages.decode_metadata(raw)
+    assert messages.encode_metadata("consumer", text) == raw and messages.decode_metadata(b"") == ""

@@ -20,6 +20,9 @@ goes as Kafka's ConsumerProtocol assignment (version 0), so a real broker
 and a real client read it as they would a consumer's; protocol metadata
 goes as the scenario's metadata string's bytes (different strings,
 different bytes: Kafka compares the bytes to see changed metadata).
+
+The other way (`parse_request`), for a server on Kafka's protocol: a
+request message in the contract's fields, the inverse of `request`.
 """
 from __future__ import annotations
 
@@ -217,7 +220,7 @@ def encode_metadata(protocol_type: str, metadata: str) -> bytes:
     of subscriptions, and neither do these bytes to Kafka: for a `consumer` group they are no ConsumerProtocol
     subscription (Kafka's coordinators then know no subscribed topics, as the table does not: they expire a
     Stable group's offsets only when the subscriptions are known, KIP-496); an empty string is no bytes."""
-    return metadata.encode("utf-8")
+    return metadata.encode("utf-8", "surrogateescape")
 
 
 # ---------------------------------------------------------------- scenario request -> message
@@ -349,6 +352,88 @@ def _ms(v: int) -> datetime.timedelta:
 _BUILD = {"JoinGroup": _join, "SyncGroup": _sync, "Heartbeat": _heartbeat, "LeaveGroup": _leave,
           "OffsetCommit": _commit, "OffsetFetch": _fetch, "DescribeGroups": _describe, "ListGroups": _list,
           "DeleteGroups": _delete}
+
+
+# ---------------------------------------------------------------- message -> scenario request (a server's side)
+
+def decode_metadata(data: bytes) -> str:
+    """A protocol's metadata bytes as the scenario's string: UTF-8, and any byte that is not UTF-8 kept as a
+    surrogate escape, so that different bytes stay different strings (Kafka compares the bytes) and
+    `encode_metadata`'s strings read back as they were written."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def parse_request(api: str, msg: Any) -> dict:
+    """A request message (kio entity) of `api` in the contract's request fields, with its `version`: the
+    inverse of `request` for every request that builds."""
+    return {**_PARSE[api](msg), "version": msg.__version__}
+
+
+def _instance(m, out: dict) -> dict:
+    if getattr(m, "group_instance_id", None) is not None:
+        out["instance"] = m.group_instance_id
+    return out
+
+
+def _join_request(m) -> dict:
+    protocols = [p.name if not p.metadata else {"name": p.name, "metadata": decode_metadata(p.metadata)}
+                 for p in m.protocols]
+    session = int(m.session_timeout / datetime.timedelta(milliseconds=1))
+    rebalance = getattr(m, "rebalance_timeout", None)
+    out = {"group": m.group_id, "member": m.member_id, "session_timeout_ms": session,
+           "rebalance_timeout_ms": session if rebalance is None else int(rebalance / datetime.timedelta(milliseconds=1)),
+           "protocol_type": m.protocol_type, "protocols": protocols}
+    if getattr(m, "reason", None) is not None:
+        out["reason"] = m.reason
+    return _instance(m, out)
+
+
+def _sync_request(m) -> dict:
+    out = {"group": m.group_id, "member": m.member_id, "generation": m.generation_id,
+           "assignments": {a.member_id: decode_assignment(a.assignment) for a in m.assignments}}
+    if getattr(m, "protocol_type", None) is not None:
+        out["protocol_type"] = m.protocol_type
+    if getattr(m, "protocol_name", None) is not None:
+        out["protocol"] = m.protocol_name
+    return _instance(m, out)
+
+
+def _heartbeat_request(m) -> dict:
+    return _instance(m, {"group": m.group_id, "member": m.member_id, "generation": m.generation_id})
+
+
+def _leave_request(m) -> dict:
+    if not hasattr(m, "members"):
+        return {"group": m.group_id, "member": m.member_id}
+    members = [{"member": x.member_id, **({"instance": x.group_instance_id} if x.group_instance_id is not None
+                                         else {}), **({"reason": x.reason} if getattr(x, "reason", None) else {})}
+               for x in m.members]
+    return {"group": m.group_id, "members": members}
+
+
+def _commit_request(m) -> dict:
+    return _instance(m, {"group": m.group_id, "member": m.member_id, "generation": m.generation_id_or_member_epoch,
+                         "offsets": {f"{t.name}-{p.partition_index}": p.committed_offset
+                                     for t in m.topics for p in t.partitions}})
+
+
+def _fetch_request(m) -> dict:
+    if hasattr(m, "groups"):
+        if len(m.groups) != 1:
+            raise NotExpressible(f"OffsetFetch version {m.__version__} asks for {len(m.groups)} groups; a "
+                                 f"scenario's request names one")
+        (g,) = m.groups
+        group, topics = g.group_id, g.topics
+    else:
+        group, topics = m.group_id, m.topics
+    parts = None if topics is None else [f"{t.name}-{n}" for t in topics for n in t.partition_indexes]
+    return {"group": group, "partitions": parts}
+
+
+_PARSE = {"JoinGroup": _join_request, "SyncGroup": _sync_request, "Heartbeat": _heartbeat_request,
+          "LeaveGroup": _leave_request, "OffsetCommit": _commit_request, "OffsetFetch": _fetch_request,
+          "DescribeGroups": lambda m: {"groups": list(m.groups)}, "ListGroups": lambda m: {},
+          "DeleteGroups": lambda m: {"groups": list(m.groups_names)}}
 
 
 # ---------------------------------------------------------------- message -> scenario response
