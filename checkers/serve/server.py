@@ -1,0 +1,241 @@
+"""The runtime coordinator over Kafka's wire protocol, on the wall clock.
+
+One asyncio server.  Each connection's frames are read with `framing`, its
+requests turned into the contract's fields by `messages.parse_request`, sent to
+the runtime coordinator, and its answers built by `messages.build_response`
+and written back in the order the requests came (Kafka answers a connection
+in order: a parked JoinGroup holds back the answers behind it).  Time is the
+runtime's manual clock, moved to the wall clock before every request and
+whenever a timer falls due.  Besides the group APIs it answers what a consumer
+needs to find its coordinator: ApiVersions, Metadata and FindCoordinator.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+
+from kio import index as kio_index
+from kio.schema.errors import ErrorCode
+
+from groupspec.checkers.kafka import framing, messages
+from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.impl.storage import InMemoryLog
+from groupspec.spec.kafka import ACCEPTED_VERSIONS, check_config
+
+log = logging.getLogger("groupspec.serve")
+
+NODE_ID = 0
+API_VERSIONS, METADATA, FIND_COORDINATOR, LIST_OFFSETS, FETCH = 18, 3, 10, 2, 1
+# what the server answers besides the group APIs, at versions kio's schemas define (Fetch by topic name: before
+# version 13, which names topics by id)
+OWN_VERSIONS = {API_VERSIONS: (0, 3), METADATA: (1, 12), FIND_COORDINATOR: (0, 4), LIST_OFFSETS: (1, 7),
+                FETCH: (4, 12)}
+TICK_S = 0.05        # the longest the clock waits without looking at the timers
+
+
+def _kio_versions(api: str) -> tuple[int, int]:
+    """The versions of a group API the server answers: Kafka 3.9's, as far as kio's schemas define them."""
+    lo, hi = ACCEPTED_VERSIONS[api]
+    defined = [v for v in range(lo, hi + 1) if _defined(api, v)]
+    return min(defined), max(defined)
+
+
+def _defined(api: str, version: int) -> bool:
+    try:
+        messages.request_class(api, version)
+        return True
+    except messages.NotExpressible:
+        return False
+
+
+def _partitions(raw: bytes) -> list[str] | None:
+    try:
+        return messages.decode_assignment(raw)
+    except ValueError:
+        return None
+
+
+def advertised() -> dict[int, tuple[int, int]]:
+    """API key -> (lowest, highest) version the server answers."""
+    return {**OWN_VERSIONS, **{messages.API_KEYS[a]: _kio_versions(a) for a in messages.API_KEYS}}
+
+
+@dataclass
+class Server:
+    config: dict
+    topics: dict[str, int]
+    host: str = "127.0.0.1"
+    port: int = 9092
+    coord: GroupCoordinator = field(init=False)
+    started_ms: int = field(init=False, default=0)
+
+    def __post_init__(self):
+        self.coord = GroupCoordinator(check_config(self.config), log=InMemoryLog())
+        self.versions = advertised()
+        self._ids = itertools.count(1)
+        self._sent: dict[tuple[str, str], bytes] = {}     # (group, member) -> the leader's assignment bytes
+        self._began = time.monotonic()
+
+    # time ----------------------------------------------------------------------------------------------
+
+    def _now_ms(self) -> int:
+        return int((time.monotonic() - self._began) * 1000)
+
+    def catch_up(self) -> None:
+        """Move the runtime's clock to the wall clock, firing what fell due (its answers go out as they come)."""
+        behind = self._now_ms() - self.coord.clock.now()
+        if behind > 0:
+            self.coord.advance(behind)
+
+    async def _timers(self) -> None:
+        while True:
+            self.catch_up()
+            due = [d for _k, d, _s in self.coord.timers.schedule()]
+            wait = TICK_S if not due else max(0.0, min(TICK_S, (min(due) - self.coord.clock.now()) / 1000))
+            await asyncio.sleep(wait)
+
+    # connections ---------------------------------------------------------------------------------------
+
+    async def serve(self, ready: asyncio.Event | None = None) -> None:
+        server = await asyncio.start_server(self._connection, self.host, self.port)
+        self.port = server.sockets[0].getsockname()[1]
+        ticker = asyncio.create_task(self._timers())
+        if ready is not None:
+            ready.set()
+        try:
+            async with server:
+                await server.serve_forever()
+        finally:
+            ticker.cancel()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        answers: asyncio.Queue = asyncio.Queue()
+        sender = asyncio.create_task(self._send_in_order(answers, writer))
+        buf = bytearray()
+        try:
+            while True:
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+                while (data := framing.take_frame(buf)) is not None:
+                    answers.put_nowait(self._request(data))
+        except (framing.FrameError, ConnectionError) as e:
+            log.warning("closing a connection from %s: %s", writer.get_extra_info("peername"), e)
+        finally:
+            sender.cancel()
+            writer.close()
+
+    async def _send_in_order(self, answers: asyncio.Queue, writer: asyncio.StreamWriter) -> None:
+        while True:
+            answer = await answers.get()
+            frame = await answer if isinstance(answer, asyncio.Future) else answer
+            writer.write(frame)
+            await writer.drain()
+
+    # requests ------------------------------------------------------------------------------------------
+
+    def _request(self, data: bytes):
+        """The answer's frame, or a future of it (a parked request)."""
+        key, version, correlation = framing.peek_api(data)
+        lo, hi = self.versions.get(key, (0, -1))
+        if key == API_VERSIONS and version > hi:
+            # Kafka's rule for a newer client: ApiVersions v0 saying UNSUPPORTED_VERSION, with the versions it
+            # answers, so the client can ask again at one of them
+            return framing.encode_response(self._api_versions(0, ErrorCode.unsupported_version), correlation)
+        if not lo <= version <= hi:
+            raise framing.FrameError(f"API key {key} version {version} is not one this server answers")
+        header, msg = framing.decode_request(data)
+        if key == API_VERSIONS:
+            return framing.encode_response(self._api_versions(version), correlation)
+        if key == METADATA:
+            return framing.encode_response(self._metadata(version, msg), correlation)
+        if key == FIND_COORDINATOR:
+            return framing.encode_response(self._find_coordinator(version, msg), correlation)
+        if key == LIST_OFFSETS:
+            return framing.encode_response(self._list_offsets(version, msg), correlation)
+        if key == FETCH:
+            # the topics hold no records: an empty answer once the fetch's wait is over, as a broker's long poll
+            answer = asyncio.get_running_loop().create_future()
+            frame = framing.encode_response(self._fetch(version, msg), correlation)
+            asyncio.get_running_loop().call_later(msg.max_wait.total_seconds(), answer.set_result, frame)
+            return answer
+        api = next(a for a, k in messages.API_KEYS.items() if k == key)
+        req = messages.parse_request(api, msg)
+        req["client"] = header.client_id or ""
+        if api == "SyncGroup":
+            # the leader's assignment bytes, handed out as they came (the runtime keeps their partitions; a
+            # consumer's assignment may carry more, and an empty one is still bytes a consumer reads)
+            for a in msg.assignments:
+                self._sent[(req["group"], a.member_id)] = a.assignment
+        self.catch_up()
+        future = asyncio.get_running_loop().create_future()
+
+        def answered(resp: dict) -> None:
+            if not future.done():
+                future.set_result(self._answer(api, version, resp, req, correlation))
+        resp = self.coord.send(api, req, on_response=answered, request_id=next(self._ids))
+        if resp is not None:
+            return self._answer(api, version, resp, req, correlation)
+        return future
+
+    def _answer(self, api: str, version: int, resp: dict, req: dict, correlation: int) -> bytes:
+        metadata = self.coord.member_metadata(req.get("group")) if api == "JoinGroup" and resp.get("members") else None
+        entity = messages.build_response(api, version, resp, req, metadata)
+        raw = self._sent.get((req.get("group"), req.get("member"))) if api == "SyncGroup" else None
+        if raw is not None and resp.get("error") == "NONE" and _partitions(raw) == resp.get("assignment"):
+            entity = dataclasses.replace(entity, assignment=raw)
+        return framing.encode_response(entity, correlation)
+
+    def _api_versions(self, version: int, error: ErrorCode = ErrorCode.none):
+        cls = kio_index.load_response_schema(API_VERSIONS, version)
+        return messages.build(cls, {"error_code": error, "throttle_time": datetime.timedelta(0),
+                                    "api_keys": [{"api_key": k, "min_version": lo, "max_version": hi}
+                                                 for k, (lo, hi) in sorted(self.versions.items())]})
+
+    def _metadata(self, version: int, msg):
+        cls = kio_index.load_response_schema(METADATA, version)
+        asked = None if msg.topics is None else [t.name for t in msg.topics]
+        names = list(self.topics) if asked is None else asked
+        return messages.build(cls, {
+            "throttle_time": datetime.timedelta(0), "cluster_id": "groupspec", "controller_id": NODE_ID,
+            "brokers": [{"node_id": NODE_ID, "host": self.host, "port": self.port, "rack": None}],
+            "topics": [{"error_code": ErrorCode.none if t in self.topics else ErrorCode.unknown_topic_or_partition,
+                        "name": t, "topic_id": None, "is_internal": False, "topic_authorized_operations": -2147483648,
+                        "partitions": [{"error_code": ErrorCode.none, "partition_index": i, "leader_id": NODE_ID,
+                                        "leader_epoch": 0, "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID],
+                                        "offline_replicas": []} for i in range(self.topics.get(t, 0))]}
+                       for t in names]})
+
+    def _partition_error(self, topic: str, partition: int) -> ErrorCode:
+        return ErrorCode.none if 0 <= partition < self.topics.get(topic, 0) else ErrorCode.unknown_topic_or_partition
+
+    def _list_offsets(self, version: int, msg):
+        """Every partition is empty: its earliest and latest offset are 0."""
+        cls = kio_index.load_response_schema(LIST_OFFSETS, version)
+        return messages.build(cls, {"throttle_time": datetime.timedelta(0), "topics": [
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "timestamp": -1, "offset": 0,
+                                             "leader_epoch": 0, "error_code": self._partition_error(t.name, p.partition_index)}
+                                            for p in t.partitions]} for t in msg.topics]})
+
+    def _fetch(self, version: int, msg):
+        cls = kio_index.load_response_schema(FETCH, version)
+        return messages.build(cls, {"throttle_time": datetime.timedelta(0), "error_code": ErrorCode.none,
+                                    "session_id": 0, "responses": [
+            {"topic": t.topic, "partitions": [
+                {"partition_index": p.partition, "error_code": self._partition_error(t.topic, p.partition),
+                 "high_watermark": 0, "last_stable_offset": 0, "log_start_offset": 0, "aborted_transactions": [],
+                 "preferred_read_replica": -1, "records": b""} for p in t.partitions]} for t in msg.topics]})
+
+    def _find_coordinator(self, version: int, msg):
+        cls = kio_index.load_response_schema(FIND_COORDINATOR, version)
+        keys = list(getattr(msg, "coordinator_keys", None) or [getattr(msg, "key", "")])
+        one = {"error_code": ErrorCode.none, "error_message": None, "node_id": NODE_ID, "host": self.host,
+               "port": self.port}
+        return messages.build(cls, {"throttle_time": datetime.timedelta(0), **one,
+                                    "coordinators": [{"key": k, **one} for k in keys]})

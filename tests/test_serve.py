@@ -1,0 +1,84 @@
+"""The runtime coordinator over Kafka's protocol (checkers/serve/server.py), with real consumers: kafka-python's
+KafkaConsumer forms a group on it, and what each consumer is given is what the spec's coordinator holds."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+
+import pytest
+
+from groupspec.checkers.kafka import framing, messages
+from groupspec.checkers.serve.server import Server, advertised
+
+kafka = pytest.importorskip("kafka")     # a test dependency (pyproject: test extra)
+
+
+@pytest.fixture
+def server():
+    srv = Server({"group.initial.rebalance.delay.ms": 0}, {"t": 4}, port=0)
+    ready = threading.Event()
+    loop = asyncio.new_event_loop()
+
+    async def main():
+        up = asyncio.Event()
+        task = asyncio.create_task(srv.serve(up))
+        await up.wait()
+        ready.set()
+        try:
+            await task
+        except asyncio.CancelledError:      # the test is over
+            pass
+    thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    yield srv
+    loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
+    thread.join(10)
+    assert not thread.is_alive()
+
+
+def _assigned(consumers) -> list[list[str]]:
+    return [sorted(f"{p.topic}-{p.partition}" for p in c.assignment()) for c in consumers]
+
+
+def test_kafka_python_consumers_form_a_group_as_the_spec_assigns(server):
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    consumers = [kafka.KafkaConsumer(bootstrap_servers=f"127.0.0.1:{server.port}", group_id="g", client_id=f"c{i}",
+                                     session_timeout_ms=6000, heartbeat_interval_ms=500) for i in range(2)]
+    try:
+        for c in consumers:
+            c.subscribe(["t"])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and sorted(sum(_assigned(consumers), [])) != ["t-0", "t-1", "t-2", "t-3"]:
+            for c in consumers:
+                c.poll(timeout_ms=50)
+        snap = server.coord.snapshot("g")
+        assert snap["state"] == "Stable" and snap["protocol"] == "range", snap
+        # each consumer holds what the coordinator handed its member: the range assignor's halves
+        assert sorted(_assigned(consumers)) == sorted(sorted(a) for a in snap["assignment"].values())
+        assert sorted(_assigned(consumers)) == [["t-0", "t-1"], ["t-2", "t-3"]]
+    finally:
+        for c in consumers:
+            c.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and server.coord.snapshot("g")["state"] != "Empty":
+        time.sleep(0.05)
+    assert server.coord.snapshot("g")["state"] == "Empty"       # both left (LeaveGroup on close)
+
+
+def test_a_newer_clients_api_versions_gets_the_versions_it_can_use(server):
+    """Kafka's rule: ApiVersions at a version the server does not know is answered at version 0, with
+    UNSUPPORTED_VERSION and the versions the server answers, so that the client asks again."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        header = (18).to_bytes(2, "big") + (99).to_bytes(2, "big") + (7).to_bytes(4, "big") + b"\xff\xff"
+        s.sendall(len(header).to_bytes(4, "big") + header)
+        buf = bytearray()
+        while (data := framing.take_frame(buf)) is None:
+            buf += s.recv(65536)
+    from kio import index
+    head, body = framing.decode_response(data, index.load_response_schema(18, 0))
+    assert head.correlation_id == 7 and messages.error_name(body.error_code) == "UNSUPPORTED_VERSION"
+    assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == advertised()
