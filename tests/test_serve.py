@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -82,3 +85,32 @@ def test_a_newer_clients_api_versions_gets_the_versions_it_can_use(server):
     head, body = framing.decode_response(data, index.load_response_schema(18, 0))
     assert head.correlation_id == 7 and messages.error_name(body.error_code) == "UNSUPPORTED_VERSION"
     assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys} == advertised()
+
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--topics", "t:x"], "--topics 't:x': give name:partitions"),
+    (["--config", "group.max.size=0"], "group.max.size must be at least 1"),
+    (["--config", "nonsense"], "give key=value"),
+    (["--port", "70000"], "give a port from 0 to 65535"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, says):
+    run = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "serve", *args], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 2 and says in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_serve_says_where_it_listens_refuses_a_taken_port_and_stops_on_sigterm():
+    proc = subprocess.Popen([sys.executable, "-m", "groupspec.checkers.cli", "serve", "--port", "0", "--topics", "t:2"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert "the spec's coordinator on 127.0.0.1:" in line and "(topics: t:2)" in line, line
+        port = int(line.split("127.0.0.1:")[1].split()[0])
+        taken = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "serve", "--port", str(port)],
+                               capture_output=True, text=True, timeout=60)
+        assert taken.returncode == 2 and f"--port {port}: in use" in taken.stderr, taken.stderr
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0 and "groupspec serve: stopped" in proc.stderr.read()
+    finally:
+        proc.kill()
