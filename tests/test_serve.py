@@ -114,3 +114,46 @@ def test_serve_says_where_it_listens_refuses_a_taken_port_and_stops_on_sigterm()
         assert proc.wait(20) == 0 and "groupspec serve: stopped" in proc.stderr.read()
     finally:
         proc.kill()
+
+
+def _call(port: int, entity, correlation: int = 1):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(framing.encode_request(entity, correlation, "c"))
+        buf = bytearray()
+        while (data := framing.take_frame(buf)) is None:
+            chunk = s.recv(65536)
+            if not chunk:
+                return None        # closed
+            buf += chunk
+    api = next(a for a, k in messages.API_KEYS.items() if k == entity.__api_key__)
+    return messages.response(api, framing.decode_response(data, messages.response_class(api, entity.__version__))[1])
+
+
+@pytest.mark.parametrize("version", [0, 5, 7, 9])
+def test_an_error_answer_is_kafkas_at_every_version(server, version):
+    """A session timeout out of bounds: INVALID_SESSION_TIMEOUT, with no protocol (null from version 7, Kafka's
+    empty string before)."""
+    _, bad = messages.request("JoinGroup", {"group": "g", "member": "", "session_timeout_ms": -5,
+                                            "protocol_type": "consumer", "protocols": ["range"], "version": version})
+    got = _call(server.port, bad)
+    assert got["error"] == "INVALID_SESSION_TIMEOUT" and got["protocol"] == (None if version >= 7 else "")
+
+
+def test_a_request_the_runtime_refuses_closes_that_connection_only(server, monkeypatch, caplog):
+    """Whatever the runtime raises for one request (it answers every request Kafka could decode; this is the
+    server's guard): that client's connection is closed with a log line, and the next client is served."""
+    real = server.coord.send
+    calls = []
+
+    def once(*a, **kw):
+        calls.append(a)
+        if len(calls) == 1:
+            raise RuntimeError("refused")
+        return real(*a, **kw)
+    monkeypatch.setattr(server.coord, "send", once)
+    _, heartbeat = messages.request("Heartbeat", {"group": "g", "member": "m", "generation": 1})
+    with caplog.at_level(logging.WARNING, logger="groupspec.serve"):
+        assert _call(server.port, heartbeat) is None
+    assert "its request was refused (RuntimeError: 'refused')" in caplog.text
+    _, ok = messages.request("ListGroups", {})
+    assert _call(server.port, ok, 2)["error"] == "NONE"

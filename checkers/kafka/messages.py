@@ -452,8 +452,10 @@ def _code(name: str | None) -> ErrorCode:
 
 
 def _join_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
+    # an error answer selects no protocol: null where the version allows it (7 and later), else Kafka's default ""
+    unset = None if version >= 7 else ""
     return {"error_code": _code(r.get("error")), "generation_id": r.get("generation", -1),
-            "protocol_type": r.get("protocol_type"), "protocol_name": r.get("protocol"),
+            "protocol_type": r.get("protocol_type", unset), "protocol_name": r.get("protocol") or unset,
             "leader": r.get("leader") or "", "skip_assignment": bool(r.get("skip_assignment", False)),
             "member_id": r.get("member") or "",
             "members": [{"member_id": m, "group_instance_id": None,

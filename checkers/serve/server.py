@@ -25,7 +25,7 @@ from kio.schema.errors import ErrorCode
 from groupspec.checkers.kafka import framing, messages
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.storage import InMemoryLog
-from groupspec.spec.kafka import ACCEPTED_VERSIONS, check_config
+from groupspec.spec.kafka import ACCEPTED_VERSIONS, brief, check_config
 
 log = logging.getLogger("groupspec.serve")
 
@@ -127,6 +127,9 @@ class Server:
                     answers.put_nowait(self._request(data))
         except (framing.FrameError, ConnectionError) as e:
             log.warning("closing a connection from %s: %s", writer.get_extra_info("peername"), e)
+        except Exception as e:     # noqa: BLE001 - a request the runtime refuses: that client goes, the server stays
+            log.warning("closing a connection from %s: its request was refused (%s: %s)",
+                        writer.get_extra_info("peername"), type(e).__name__, brief(str(e), 200))
         finally:
             sender.cancel()
             writer.close()
