@@ -157,3 +157,35 @@ def test_a_request_the_runtime_refuses_closes_that_connection_only(server, monke
     assert "its request was refused (RuntimeError: 'refused')" in caplog.text
     _, ok = messages.request("ListGroups", {})
     assert _call(server.port, ok, 2)["error"] == "NONE"
+
+
+def _serving(log: str):
+    """`groupspec serve --log LOG` in a process of its own, and its port."""
+    proc = subprocess.Popen([sys.executable, "-m", "groupspec.checkers.cli", "serve", "--port", "0", "--topics", "t:2",
+                             "--log", log], stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    assert "the spec's coordinator on 127.0.0.1:" in line, line + proc.stderr.read()
+    return proc, int(line.split("127.0.0.1:")[1].split()[0])
+
+
+def test_offsets_committed_to_a_server_with_a_log_survive_its_restart(tmp_path):
+    log = str(tmp_path / "group-metadata.log")
+    proc, port = _serving(log)
+    try:
+        _, commit = messages.request("OffsetCommit", {"group": "g", "member": "", "generation": -1,
+                                                      "offsets": {"t-0": 42, "t-1": 7}})
+        assert _call(port, commit)["errors"] == {"t-0": "NONE", "t-1": "NONE"}
+        # a second server cannot open the same log: one line, exit 2
+        taken = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "serve", "--port", "0", "--log", log],
+                               capture_output=True, text=True, timeout=60)
+        assert taken.returncode == 2 and "has it open; one writer at a time" in taken.stderr, taken.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    proc, port = _serving(log)
+    try:
+        _, fetch = messages.request("OffsetFetch", {"group": "g", "partitions": ["t-0", "t-1"]})
+        assert _call(port, fetch)["offsets"] == {"t-0": 42, "t-1": 7}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)

@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from groupspec.checkers.console import err, fail_input
+from groupspec.impl.storage import LogCorrupt, LogOpenError, StorageError
 from groupspec.spec.kafka import ConfigError, brief, check_config
 
 from .server import Server
@@ -48,12 +49,16 @@ def serve_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="the address to listen on, and to advertise"),
     topics: str = typer.Option("", "--topics", help="topics and their partitions, e.g. orders:3,audit:1"),
     config: Optional[List[str]] = typer.Option(None, "--config", help="a coordinator config key=value (repeat it)"),
+    log: Optional[str] = typer.Option(None, "--log", help="the durable log: groups and offsets kept across restarts"),
 ) -> None:
     """Serve the spec's coordinator over Kafka's protocol: real consumers form groups on it, with the runtime's
     behaviour on the wall clock.  Until Ctrl-C or SIGTERM."""
     if not 0 <= port <= 65535:
         fail_input(f"--port {port}: give a port from 0 to 65535")
-    server = Server(_config(config or []), _topics(topics), host=host, port=port)
+    try:
+        server = Server(_config(config or []), _topics(topics), host=host, port=port, log=log)
+    except (StorageError, LogOpenError, LogCorrupt) as e:
+        fail_input(f"--log: {e}")
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

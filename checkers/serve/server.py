@@ -18,13 +18,15 @@ import itertools
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kio import index as kio_index
 from kio.schema.errors import ErrorCode
 
 from groupspec.checkers.kafka import framing, messages
 from groupspec.impl.coordinator import GroupCoordinator
-from groupspec.impl.storage import InMemoryLog
+from groupspec.impl.clock import ManualClock
+from groupspec.impl.storage import FileLog, InMemoryLog
 from groupspec.spec.kafka import ACCEPTED_VERSIONS, brief, check_config
 
 log = logging.getLogger("groupspec.serve")
@@ -67,24 +69,33 @@ def advertised() -> dict[int, tuple[int, int]]:
 
 @dataclass
 class Server:
+    """`log`: the runtime's durable log (impl/storage.py FileLog): the groups and offsets in it are loaded when
+    the server starts, and every append is in it before it is acknowledged; without one, a log in memory."""
     config: dict
     topics: dict[str, int]
     host: str = "127.0.0.1"
     port: int = 9092
+    log: str | None = None
     coord: GroupCoordinator = field(init=False)
-    started_ms: int = field(init=False, default=0)
 
     def __post_init__(self):
-        self.coord = GroupCoordinator(check_config(self.config), log=InMemoryLog())
+        # the clock is the epoch's milliseconds, so that the times a durable log keeps (a group's, an offset's)
+        # mean the same after a restart
+        clock = ManualClock(self._now_ms())
+        store = FileLog(Path(self.log)) if self.log is not None else InMemoryLog()
+        self.coord = GroupCoordinator(check_config(self.config), log=store, clock=clock)
+        if self.log is not None:
+            self.coord.begin_load()
+            self.coord.load()
         self.versions = advertised()
         self._ids = itertools.count(1)
         self._sent: dict[tuple[str, str], bytes] = {}     # (group, member) -> the leader's assignment bytes
-        self._began = time.monotonic()
 
     # time ----------------------------------------------------------------------------------------------
 
-    def _now_ms(self) -> int:
-        return int((time.monotonic() - self._began) * 1000)
+    @staticmethod
+    def _now_ms() -> int:
+        return int(time.time() * 1000)
 
     def catch_up(self) -> None:
         """Move the runtime's clock to the wall clock, firing what fell due (its answers go out as they come)."""
@@ -112,6 +123,9 @@ class Server:
                 await server.serve_forever()
         finally:
             ticker.cancel()
+            close = getattr(self.coord.log, "close", None)
+            if callable(close):       # a durable log's lock is released: the next server may open it
+                close()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         answers: asyncio.Queue = asyncio.Queue()
