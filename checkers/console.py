@@ -14,6 +14,8 @@ from typing import Callable
 import typer
 from rich.console import Console
 
+from groupspec.spec.kafka import BOOLEAN_KEYS, CONFIG_DEFAULTS, ConfigError, brief, check_config
+
 # rich (and typer's help) take COLUMNS=0 as a width of 0 and print nothing at all, not even an error: a width
 # below 1 is no width, so it is dropped and the terminal's (or 80) is used
 if os.environ.get("COLUMNS", "").strip().isdigit() and int(os.environ["COLUMNS"]) < 1:
@@ -104,3 +106,31 @@ def write_outputs(option: str, path: Path, write: Callable[[], None], after_resu
             "what it wrote there is incomplete"
         fail_input(f"{option} {path}: writing failed ({e.strerror or e}); {done}: free some space or give "
                    f"another place")
+
+
+def config_option(pairs: list[str]) -> dict:
+    """--config key=value (repeated): the coordinator config it gives, each key known and its value of the key's
+    type, the whole as the spec checks it; one line and exit 2 otherwise."""
+    cfg: dict = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            fail_input(f"--config {brief(pair)}: give key=value, e.g. group.max.size=3")
+        if key not in CONFIG_DEFAULTS:
+            fail_input(f"--config {brief(key)}: unknown config key; known: {', '.join(CONFIG_DEFAULTS)}")
+        if key in BOOLEAN_KEYS:
+            v = value.strip().lower()
+            if v not in ("true", "false"):
+                fail_input(f"--config {key}: {brief(value.strip())} is not true or false")
+            cfg[key] = v == "true"
+            continue
+        try:
+            cfg[key] = int(value.strip())
+        except ValueError:
+            fail_input(f"--config {key}: {brief(value.strip())} is not an integer")
+    try:
+        check_config(cfg)
+    except ConfigError as e:
+        fail_input(f"--config: {e}")
+    return cfg

@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from groupspec.checkers.console import err, fail_input, out, output_path, write_outputs
-from groupspec.spec.kafka import BOOLEAN_KEYS, CONFIG_DEFAULTS, ConfigError, brief, check_config
+from groupspec.checkers.console import config_option, err, fail_input, out, output_path, write_outputs
+from groupspec.spec.kafka import brief, check_config
 
 
 def conform_cmd(
@@ -54,7 +54,7 @@ def conform_cmd(
         seed = random.randrange(2**32)
     if shrink_seconds < 0:
         fail_input(f"--shrink-seconds must be 0 or more, got {shrink_seconds}")
-    overrides = _config(config or [], fail_input)
+    overrides = config_option(config or [])
     out_path = output_path("--out", out_file, "file") if out_file is not None else None
     _check_adapter(factory, adapter, overrides, missing_methods, fail_input)
 
@@ -107,32 +107,6 @@ def conform_cmd(
             out.print(f"\n# written to {out_path}", markup=False, highlight=False)
     if report.result != "ok":
         raise typer.Exit(1)
-
-
-def _config(pairs: list[str], fail_input) -> dict:
-    out: dict = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            fail_input(f"--config {brief(pair)}: give key=value, e.g. group.max.size=3")
-        if key not in CONFIG_DEFAULTS:
-            fail_input(f"--config {brief(key)}: unknown config key; known: {', '.join(CONFIG_DEFAULTS)}")
-        if key in BOOLEAN_KEYS:
-            v = value.strip().lower()
-            if v not in ("true", "false"):
-                fail_input(f"--config {key}: {brief(value.strip())} is not true or false")
-            out[key] = v == "true"
-            continue
-        try:
-            out[key] = int(value.strip())
-        except ValueError:
-            fail_input(f"--config {key}: {brief(value.strip())} is not an integer")
-    try:
-        check_config(out)
-    except ConfigError as e:
-        fail_input(f"--config: {e}")
-    return out
 
 
 def _check_adapter(factory, name: str, overrides: dict, missing_methods, fail_input) -> None:

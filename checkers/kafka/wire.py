@@ -65,6 +65,7 @@ scenario fails with the reason).  Every read has a deadline.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import select
@@ -78,7 +79,8 @@ from urllib.parse import parse_qsl, urlsplit
 from kio import index as kio_index
 
 from groupspec.checkers.conform.adapter import BROKER_SCHEME, AdapterError, Unsupported
-from groupspec.spec.kafka import NEW_COORDINATOR, brief, coordinator_name
+from groupspec.impl.coordinator import GroupCoordinator
+from groupspec.spec.kafka import NEW_COORDINATOR, brief, check_config, coordinator_name
 
 from . import framing, messages, registry
 
@@ -440,22 +442,19 @@ class Broker:
 
     def probe_coordinator(self) -> str:
         """Which of Kafka's coordinators serves classic groups: `group.coordinator.new.enable` is an internal
-        config DescribeConfigs does not show, so the broker is asked what the two answer differently.  An
-        OffsetCommit (version 9) with generation 1 to a group nobody made: the Scala GroupCoordinator answers
-        ILLEGAL_GENERATION (handleCommitOffsets), the Java one GROUP_ID_NOT_FOUND (OffsetMetadataManager.
-        validateOffsetCommit, from version 9).  The commit is refused either way: it changes nothing but the
-        probe topic's existence."""
+        config DescribeConfigs does not show, so the broker is asked what the two answer differently, and the
+        spec says which answer is whose (`probe_answers`).  The commit is refused either way: it changes nothing
+        but the probe topic's existence."""
         topic = PROBE_TOPIC
         self.ensure_partitions({topic: 1})
-        version, entity = messages.request("OffsetCommit", {
-            "group": f"groupspec-probe-{uuid.uuid4().hex[:10]}", "member": "groupspec-probe", "generation": 1,
-            "offsets": {f"{topic}-0": 0}, "version": 9})
+        request = _probe_request(f"groupspec-probe-{uuid.uuid4().hex[:10]}")
+        version, entity = messages.request("OffsetCommit", request)
         got = messages.response("OffsetCommit", self.call(entity))["errors"].get(f"{topic}-0")
-        found = {"ILLEGAL_GENERATION": "scala", "GROUP_ID_NOT_FOUND": "java"}.get(got)
-        if found is None:
+        answers = probe_answers()
+        if got not in answers:
             raise WireError(f"{self.where}: an OffsetCommit to a group that does not exist answered {got}, which "
-                            f"neither of Kafka's coordinators answers (ILLEGAL_GENERATION, GROUP_ID_NOT_FOUND)")
-        return found
+                            f"neither of Kafka's coordinators answers ({', '.join(answers)})")
+        return answers[got]
 
     def barrier(self) -> None:
         """On the Java coordinator, wait until every write before now is committed.  It answers DescribeGroups
@@ -538,6 +537,25 @@ class Broker:
         for c in self.idle:
             c.close()
         self.idle.clear()
+
+
+def _probe_request(group: str) -> dict:
+    """An OffsetCommit (version 9) with a generation, to a group nobody made."""
+    return {"group": group, "member": "groupspec-probe", "generation": 1, "offsets": {f"{PROBE_TOPIC}-0": 0},
+            "version": 9}
+
+
+@functools.lru_cache(maxsize=None)
+def probe_answers() -> dict[str, str]:
+    """The probe's answer -> the coordinator that gives it, as the spec says: its table under each value of
+    group.coordinator.new.enable, run on the probe (the Scala coordinator answers ILLEGAL_GENERATION, the Java
+    one GROUP_ID_NOT_FOUND from version 9: spec/table.py)."""
+    answers = {}
+    for name, java in (("scala", False), ("java", True)):
+        coord = GroupCoordinator(check_config({NEW_COORDINATOR: java}))
+        answers[coord.send("OffsetCommit", _probe_request("g"))["errors"][f"{PROBE_TOPIC}-0"]] = name
+    assert len(answers) == 2, f"the spec's coordinators answer the probe alike: {answers}"
+    return answers
 
 
 def _ms(ms: float):

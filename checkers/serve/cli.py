@@ -8,9 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from groupspec.checkers.console import err, fail_input
+from groupspec.checkers.console import config_option, err, fail_input
 from groupspec.impl.storage import LogCorrupt, LogOpenError, StorageError
-from groupspec.spec.kafka import ConfigError, brief, check_config
+from groupspec.spec.kafka import brief
 
 from .server import Server
 
@@ -26,24 +26,6 @@ def _topics(text: str) -> dict[str, int]:
     return out
 
 
-def _config(pairs: list[str]) -> dict:
-    cfg: dict = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq:
-            fail_input(f"--config {brief(pair)}: give key=value, e.g. --config group.max.size=10")
-        try:
-            cfg[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else \
-                {"true": True, "false": False}.get(value.strip().lower(), value.strip())
-        except ValueError:
-            fail_input(f"--config {brief(pair)}: not a value")
-    try:
-        check_config(cfg)
-    except ConfigError as e:
-        fail_input(f"--config: {e}")
-    return cfg
-
-
 def serve_cmd(
     port: int = typer.Option(9092, "--port", "-p", help="the port to listen on (0: a free one)"),
     host: str = typer.Option("127.0.0.1", "--host", help="the address to listen on, and to advertise"),
@@ -56,7 +38,7 @@ def serve_cmd(
     if not 0 <= port <= 65535:
         fail_input(f"--port {port}: give a port from 0 to 65535")
     try:
-        server = Server(_config(config or []), _topics(topics), host=host, port=port, log=log)
+        server = Server(config_option(config or []), _topics(topics), host=host, port=port, log=log)
     except (StorageError, LogOpenError, LogCorrupt) as e:
         fail_input(f"--log: {e}")
 
