@@ -17,7 +17,7 @@ from typing import List, Optional
 import typer
 
 from .kafka.cli import kafka_app
-from .serve.cli import serve_cmd
+from .serve.cli import serve_app
 from .console import err, fail_input, one_line, out, output_path, say_error, write_outputs  # noqa: F401
 from .paths import REPO, default_scenario_paths
 
@@ -26,7 +26,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
 app.add_typer(scenario_app, name="scenario")
 app.add_typer(kafka_app, name="kafka")
-app.command("serve")(serve_cmd)
+app.add_typer(serve_app, name="serve")
 
 class Terminated(BaseException):
     """SIGTERM: raised in the main process so that every `finally` runs (the search's workers are

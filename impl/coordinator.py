@@ -486,8 +486,9 @@ class GroupCoordinator:
         for gid, lg in loaded.items():
             g = self._group(gid)
             held = g.state[E.STATE_I] != ABSENT
+            # the trace says what was loaded: a trace that begins at a load (a restart) is checked from it
             self._event(gid, "load", lambda g: self._fire(g, "Load", {} if held else
-                                                          self._record_params(g, lg)), g)
+                                                          self._record_params(g, lg)), g, loaded=lg.records())
             if not held and lg.record is not None:
                 # a group keeps the time it entered its state across a reload: Kafka's record holds it
                 # (GroupMetadataValue.currentStateTimestamp, read back by GMM.readGroupMessageValue), and an
@@ -512,15 +513,15 @@ class GroupCoordinator:
                 "aged": aged, "state_aged": now - g.state_ts >= retention}), g)
         self._gc_groups()
 
-    def _event(self, gid: str, event: str, fire: Callable | None, g: Group | None = None) -> None:
-        """A coordinator event on group `gid` (a step of its own in the trace)."""
+    def _event(self, gid: str, event: str, fire: Callable | None, g: Group | None = None, **fields) -> None:
+        """A coordinator event on group `gid` (a step of its own in the trace, with `fields`)."""
         g = g if g is not None else self.groups.get(gid)
         if self.trace is None:
             if fire is not None:
                 fire(g)
             return
         self.trace.begin()
-        self.trace.event(gid, event)
+        self.trace.event(gid, event, **fields)
         try:
             if fire is not None:
                 fire(g)

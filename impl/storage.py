@@ -580,6 +580,11 @@ class LoadedGroup:
     record: dict | None = None                    # the last group record (None: offsets only)
     offsets: dict[str, dict] = field(default_factory=dict)   # partition -> {offset, commit_ts}
 
+    def records(self) -> list[dict]:
+        """Records whose log loads as this group: its group record, then one record per live offset."""
+        group = [self.record] if self.record is not None else []
+        return group + [{"type": "offset", "group": self.group, "partition": p, **o} for p, o in self.offsets.items()]
+
 
 def replay(log: MetadataLog) -> dict[str, LoadedGroup]:
     """Fold the log into each group's last record and live offsets."""

@@ -19,7 +19,9 @@ Extensions (the format allows them; none changes a field's meaning):
 `issued` on a JoinGroup `request` (the member id the coordinator made for
 an unknown member: a checker replaying the trace issues the same one),
 `config` on a group's first record (the coordinator's non-default config,
-so a checker knows the timeouts), `at_once` on `storage`, and the
+so a checker knows the timeouts), `loaded` on a `load` (the group's records
+the log held, as the storage writes them: a trace that begins at a load,
+after a restart, is checked from what was loaded), `at_once` on `storage`, and the
 coordinator events `begin_load`, `mark_dead`, `expire_offsets` beside
 `load` and `unload`.
 
@@ -188,8 +190,8 @@ class TraceWriter:
             fields["member"] = member
         self.lead(group, "timer", **fields)
 
-    def event(self, group: str, event: str) -> None:
-        self.lead(group, "coordinator", event=event)
+    def event(self, group: str, event: str, **fields) -> None:
+        self.lead(group, "coordinator", event=event, **fields)
 
 
 # -- sinks ---------------------------------------------------------------------------
@@ -207,6 +209,10 @@ class JsonLinesSink:
     def __call__(self, rec: dict) -> None:
         self.f.write(json.dumps(rec, separators=(",", ":")) + "\n")
         self.count += 1
+
+    def flush(self) -> None:
+        """What is written so far is in the file (a long-running writer: a reader may check it meanwhile)."""
+        self.f.flush()
 
     def close(self) -> None:
         self.f.close()

@@ -2,45 +2,26 @@
 KafkaConsumer forms a group on it, and what each consumer is given is what the spec's coordinator holds."""
 from __future__ import annotations
 
-import asyncio
 import logging
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 from groupspec.checkers.kafka import framing, messages
 from groupspec.checkers.serve.server import Server, advertised
+from serving import call, in_thread, start_cli
 
 kafka = pytest.importorskip("kafka")     # a test dependency (pyproject: test extra)
 
 
 @pytest.fixture
 def server():
-    srv = Server({"group.initial.rebalance.delay.ms": 0}, {"t": 4}, port=0)
-    ready = threading.Event()
-    loop = asyncio.new_event_loop()
-
-    async def main():
-        up = asyncio.Event()
-        task = asyncio.create_task(srv.serve(up))
-        await up.wait()
-        ready.set()
-        try:
-            await task
-        except asyncio.CancelledError:      # the test is over
-            pass
-    thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    yield srv
-    loop.call_soon_threadsafe(lambda: [t.cancel() for t in asyncio.all_tasks(loop)])
-    thread.join(10)
-    assert not thread.is_alive()
+    with in_thread(Server({"group.initial.rebalance.delay.ms": 0}, {"t": 4}, port=0)) as srv:
+        yield srv
 
 
 def _assigned(consumers) -> list[list[str]]:
@@ -116,26 +97,13 @@ def test_serve_says_where_it_listens_refuses_a_taken_port_and_stops_on_sigterm()
         proc.kill()
 
 
-def _call(port: int, entity, correlation: int = 1):
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(framing.encode_request(entity, correlation, "c"))
-        buf = bytearray()
-        while (data := framing.take_frame(buf)) is None:
-            chunk = s.recv(65536)
-            if not chunk:
-                return None        # closed
-            buf += chunk
-    api = next(a for a, k in messages.API_KEYS.items() if k == entity.__api_key__)
-    return messages.response(api, framing.decode_response(data, messages.response_class(api, entity.__version__))[1])
-
-
 @pytest.mark.parametrize("version", [0, 5, 7, 9])
 def test_an_error_answer_is_kafkas_at_every_version(server, version):
     """A session timeout out of bounds: INVALID_SESSION_TIMEOUT, with no protocol (null from version 7, Kafka's
     empty string before)."""
     _, bad = messages.request("JoinGroup", {"group": "g", "member": "", "session_timeout_ms": -5,
                                             "protocol_type": "consumer", "protocols": ["range"], "version": version})
-    got = _call(server.port, bad)
+    got = call(server.port, bad)
     assert got["error"] == "INVALID_SESSION_TIMEOUT" and got["protocol"] == (None if version >= 7 else "")
 
 
@@ -153,28 +121,19 @@ def test_a_request_the_runtime_refuses_closes_that_connection_only(server, monke
     monkeypatch.setattr(server.coord, "send", once)
     _, heartbeat = messages.request("Heartbeat", {"group": "g", "member": "m", "generation": 1})
     with caplog.at_level(logging.WARNING, logger="groupspec.serve"):
-        assert _call(server.port, heartbeat) is None
+        assert call(server.port, heartbeat) is None
     assert "its request was refused (RuntimeError: 'refused')" in caplog.text
     _, ok = messages.request("ListGroups", {})
-    assert _call(server.port, ok, 2)["error"] == "NONE"
-
-
-def _serving(log: str):
-    """`groupspec serve --log LOG` in a process of its own, and its port."""
-    proc = subprocess.Popen([sys.executable, "-m", "groupspec.checkers.cli", "serve", "--port", "0", "--topics", "t:2",
-                             "--log", log], stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    assert "the spec's coordinator on 127.0.0.1:" in line, line + proc.stderr.read()
-    return proc, int(line.split("127.0.0.1:")[1].split()[0])
+    assert call(server.port, ok, 2)["error"] == "NONE"
 
 
 def test_offsets_committed_to_a_server_with_a_log_survive_its_restart(tmp_path):
     log = str(tmp_path / "group-metadata.log")
-    proc, port = _serving(log)
+    proc, port, _admin = start_cli("--topics", "t:2", "--log", log)
     try:
         _, commit = messages.request("OffsetCommit", {"group": "g", "member": "", "generation": -1,
                                                       "offsets": {"t-0": 42, "t-1": 7}})
-        assert _call(port, commit)["errors"] == {"t-0": "NONE", "t-1": "NONE"}
+        assert call(port, commit)["errors"] == {"t-0": "NONE", "t-1": "NONE"}
         # a second server cannot open the same log: one line, exit 2
         taken = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "serve", "--port", "0", "--log", log],
                                capture_output=True, text=True, timeout=60)
@@ -182,10 +141,10 @@ def test_offsets_committed_to_a_server_with_a_log_survive_its_restart(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
-    proc, port = _serving(log)
+    proc, port, _admin = start_cli("--topics", "t:2", "--log", log)
     try:
         _, fetch = messages.request("OffsetFetch", {"group": "g", "partitions": ["t-0", "t-1"]})
-        assert _call(port, fetch)["offsets"] == {"t-0": 42, "t-1": 7}
+        assert call(port, fetch)["offsets"] == {"t-0": 42, "t-1": 7}
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)

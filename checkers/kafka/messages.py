@@ -515,6 +515,20 @@ _ANSWER = {"JoinGroup": _join_answer, "SyncGroup": _sync_answer,
                                                              for g, e in (r.get("errors") or {}).items()]}}
 
 
+def error_answer(api: str, request: dict, error: str) -> dict:
+    """The contract's response to `request` that says only `error`, everywhere the response has an error: what
+    Kafka's request classes give as their error response (getErrorResponse), for what it did not expect."""
+    if api == "OffsetCommit":
+        return {"errors": {p: error for p in request.get("offsets") or {}}}
+    if api == "DescribeGroups":
+        return {"groups": [{"group": g, "error": error} for g in request.get("groups") or []]}
+    if api == "DeleteGroups":
+        return {"errors": {g: error for g in request.get("groups") or []}}
+    if api == "LeaveGroup":
+        return {"error": error, "errors": [error for _ in request.get("members") or []]}
+    return {"error": error}
+
+
 # ---------------------------------------------------------------- message -> scenario response
 
 def error_name(code: Any) -> str:

@@ -8,6 +8,13 @@ in order: a parked JoinGroup holds back the answers behind it).  Time is the
 runtime's manual clock, moved to the wall clock before every request and
 whenever a timer falls due.  Besides the group APIs it answers what a consumer
 needs to find its coordinator: ApiVersions, Metadata and FindCoordinator.
+
+The coordinator checks the spec's invariants after every row it fires (its
+`debug` mode): a violation is logged with the step and answered as Kafka
+answers what it did not expect, UNKNOWN_SERVER_ERROR; the server goes on.
+The faults the closed world knows are methods here (`hold`, `release`,
+`fail_next`, `move`, `load`, `expire_offsets`, `drop`), applied from outside
+through the admin endpoint (admin.py).
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import dataclasses
 import datetime
 import itertools
 import logging
+import resource
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +35,8 @@ from groupspec.checkers.kafka import framing, messages
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.impl.clock import ManualClock
 from groupspec.impl.storage import FileLog, InMemoryLog
+from groupspec.impl.trace import JsonLinesSink, TraceWriter
+from groupspec.spec.invariants import InvariantViolation
 from groupspec.spec.kafka import ACCEPTED_VERSIONS, brief, check_config
 
 log = logging.getLogger("groupspec.serve")
@@ -38,6 +48,10 @@ API_VERSIONS, METADATA, FIND_COORDINATOR, LIST_OFFSETS, FETCH = 18, 3, 10, 2, 1
 OWN_VERSIONS = {API_VERSIONS: (0, 3), METADATA: (1, 12), FIND_COORDINATOR: (0, 4), LIST_OFFSETS: (1, 7),
                 FETCH: (4, 12)}
 TICK_S = 0.05        # the longest the clock waits without looking at the timers
+# Kafka's offsets.retention.check.interval.ms: how often expired offsets are swept (`ctl expire-offsets`: now)
+RETENTION_CHECK_MS = 600_000
+# Kafka's connections.max.idle.ms: a connection that sends nothing this long is closed (a half frame included)
+IDLE_MS = 600_000
 
 
 def _kio_versions(api: str) -> tuple[int, int]:
@@ -70,12 +84,17 @@ def advertised() -> dict[int, tuple[int, int]]:
 @dataclass
 class Server:
     """`log`: the runtime's durable log (impl/storage.py FileLog): the groups and offsets in it are loaded when
-    the server starts, and every append is in it before it is acknowledged; without one, a log in memory."""
+    the server starts, and every append is in it before it is acknowledged; without one, a log in memory.
+    `trace`: a file the complete trace is written to (impl/trace.py; `groupspec traces check` validates it).
+    `engine`: another table's engine (a mutant's: what the invariant checks are tested with)."""
     config: dict
     topics: dict[str, int]
     host: str = "127.0.0.1"
     port: int = 9092
     log: str | None = None
+    trace: str | None = None
+    idle_ms: int = IDLE_MS
+    engine: object = None
     coord: GroupCoordinator = field(init=False)
 
     def __post_init__(self):
@@ -83,13 +102,20 @@ class Server:
         # mean the same after a restart
         clock = ManualClock(self._now_ms())
         store = FileLog(Path(self.log)) if self.log is not None else InMemoryLog()
-        self.coord = GroupCoordinator(check_config(self.config), log=store, clock=clock)
+        self.coord = GroupCoordinator(check_config(self.config), log=store, clock=clock, debug=True,
+                                      **({"engine": self.engine} if self.engine is not None else {}))
+        self._sink = JsonLinesSink(self.trace) if self.trace is not None else None
+        if self._sink is not None:
+            TraceWriter(self._sink, source="serve", config=self.config).attach(self.coord)
         if self.log is not None:
             self.coord.begin_load()
             self.coord.load()
         self.versions = advertised()
         self._ids = itertools.count(1)
         self._sent: dict[tuple[str, str], bytes] = {}     # (group, member) -> the leader's assignment bytes
+        self._conns: dict[asyncio.StreamWriter, str] = {}  # open connections -> the client id they last gave
+        self._later: dict[str, asyncio.TimerHandle] = {}   # a fault's end, due later (`hold`, `move` with ms)
+        self.violations = 0
 
     # time ----------------------------------------------------------------------------------------------
 
@@ -101,11 +127,27 @@ class Server:
         """Move the runtime's clock to the wall clock, firing what fell due (its answers go out as they come)."""
         behind = self._now_ms() - self.coord.clock.now()
         if behind > 0:
-            self.coord.advance(behind)
+            self._guarded("the clock's advance", self.coord.advance, behind)
+
+    def _guarded(self, what: str, step, *args):
+        """Run a coordinator step; an invariant it breaks is logged, with the step, and the server goes on."""
+        try:
+            return step(*args)
+        except InvariantViolation as e:
+            self.violations += 1
+            log.error("%s broke the spec's invariant: %s", what, e)
+            return None
+        finally:
+            if self._sink is not None:
+                self._sink.flush()
 
     async def _timers(self) -> None:
+        swept = self.coord.clock.now()
         while True:
             self.catch_up()
+            if self.coord.clock.now() - swept >= RETENTION_CHECK_MS:
+                swept = self.coord.clock.now()
+                self.expire_offsets()
             due = [d for _k, d, _s in self.coord.timers.schedule()]
             wait = TICK_S if not due else max(0.0, min(TICK_S, (min(due) - self.coord.clock.now()) / 1000))
             await asyncio.sleep(wait)
@@ -113,6 +155,7 @@ class Server:
     # connections ---------------------------------------------------------------------------------------
 
     async def serve(self, ready: asyncio.Event | None = None) -> None:
+        _raise_open_files_limit()
         server = await asyncio.start_server(self._connection, self.host, self.port)
         self.port = server.sockets[0].getsockname()[1]
         ticker = asyncio.create_task(self._timers())
@@ -123,28 +166,40 @@ class Server:
                 await server.serve_forever()
         finally:
             ticker.cancel()
+            for later in self._later.values():
+                later.cancel()
             close = getattr(self.coord.log, "close", None)
             if callable(close):       # a durable log's lock is released: the next server may open it
                 close()
+            if self._sink is not None:
+                self._sink.close()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         answers: asyncio.Queue = asyncio.Queue()
         sender = asyncio.create_task(self._send_in_order(answers, writer))
+        self._conns[writer] = ""
         buf = bytearray()
+        peer = writer.get_extra_info("peername")
         try:
             while True:
-                chunk = await reader.read(1 << 16)
+                try:
+                    chunk = await asyncio.wait_for(reader.read(1 << 16), self.idle_ms / 1000)
+                except asyncio.TimeoutError:
+                    log.info("closing a connection from %s: idle for %d ms%s", peer, self.idle_ms,
+                             f", {len(buf)} bytes of a frame unfinished" if buf else "")
+                    break
                 if not chunk:
                     break
                 buf += chunk
                 while (data := framing.take_frame(buf)) is not None:
-                    answers.put_nowait(self._request(data))
+                    answers.put_nowait(self._request(data, writer))
         except (framing.FrameError, ConnectionError) as e:
-            log.warning("closing a connection from %s: %s", writer.get_extra_info("peername"), e)
+            log.warning("closing a connection from %s: %s", peer, e)
         except Exception as e:     # noqa: BLE001 - a request the runtime refuses: that client goes, the server stays
             log.warning("closing a connection from %s: its request was refused (%s: %s)",
-                        writer.get_extra_info("peername"), type(e).__name__, brief(str(e), 200))
+                        peer, type(e).__name__, brief(str(e), 200))
         finally:
+            self._conns.pop(writer, None)
             sender.cancel()
             writer.close()
 
@@ -157,7 +212,7 @@ class Server:
 
     # requests ------------------------------------------------------------------------------------------
 
-    def _request(self, data: bytes):
+    def _request(self, data: bytes, writer: asyncio.StreamWriter | None = None):
         """The answer's frame, or a future of it (a parked request)."""
         key, version, correlation = framing.peek_api(data)
         lo, hi = self.versions.get(key, (0, -1))
@@ -168,6 +223,8 @@ class Server:
         if not lo <= version <= hi:
             raise framing.FrameError(f"API key {key} version {version} is not one this server answers")
         header, msg = framing.decode_request(data)
+        if writer is not None and header.client_id:
+            self._conns[writer] = header.client_id
         if key == API_VERSIONS:
             return framing.encode_response(self._api_versions(version), correlation)
         if key == METADATA:
@@ -196,7 +253,16 @@ class Server:
         def answered(resp: dict) -> None:
             if not future.done():
                 future.set_result(self._answer(api, version, resp, req, correlation))
-        resp = self.coord.send(api, req, on_response=answered, request_id=next(self._ids))
+        try:
+            resp = self.coord.send(api, req, on_response=answered, request_id=next(self._ids))
+        except InvariantViolation as e:
+            # Kafka answers what it did not expect with UNKNOWN_SERVER_ERROR; the client may retry
+            self.violations += 1
+            log.error("%s from %r in group %r broke the spec's invariant: %s", api, req["client"], req.get("group"), e)
+            resp = messages.error_answer(api, req, "UNKNOWN_SERVER_ERROR")
+        finally:
+            if self._sink is not None:
+                self._sink.flush()
         if resp is not None:
             return self._answer(api, version, resp, req, correlation)
         return future
@@ -252,7 +318,95 @@ class Server:
     def _find_coordinator(self, version: int, msg):
         cls = kio_index.load_response_schema(FIND_COORDINATOR, version)
         keys = list(getattr(msg, "coordinator_keys", None) or [getattr(msg, "key", "")])
-        one = {"error_code": ErrorCode.none, "error_message": None, "node_id": NODE_ID, "host": self.host,
-               "port": self.port}
+        if self.coord.coord == "not_coordinator":
+            # moved away (`move`): no broker leads the offsets partition, as while a real one fails over
+            one = {"error_code": ErrorCode.coordinator_not_available, "error_message": "moved away on cue",
+                   "node_id": -1, "host": "", "port": -1}
+        else:
+            one = {"error_code": ErrorCode.none, "error_message": None, "node_id": NODE_ID, "host": self.host,
+                   "port": self.port}
         return messages.build(cls, {"throttle_time": datetime.timedelta(0), **one,
                                     "coordinators": [{"key": k, **one} for k in keys]})
+
+    # faults on cue (admin.py applies them from outside) ---------------------------------------------------
+
+    def _cancel_later(self, name: str) -> None:
+        later = self._later.pop(name, None)
+        if later is not None:
+            later.cancel()
+
+    def hold(self, ms: int | None = None) -> dict:
+        """Appends are held from now: nothing written is acknowledged until `release` (after `ms`, if given)."""
+        self.catch_up()
+        self._cancel_later("hold")
+        self.coord.storage_hold(True)
+        if ms is not None:
+            self._later["hold"] = asyncio.get_running_loop().call_later(ms / 1000, self.release)
+        return {"holding": True, "release_in_ms": ms}
+
+    def release(self, error: str = "NONE") -> dict:
+        """Stop holding appends, and complete the held ones, oldest first, with `error`."""
+        self.catch_up()
+        self._cancel_later("hold")
+        self.coord.storage_hold(False)
+        done = 0
+        while self._guarded("a held append's completion", self.coord.storage_complete, error):
+            done += 1
+        return {"holding": False, "completed": done, "error": error}
+
+    def fail_next(self, error: str) -> dict:
+        """The next append fails with `error` (one of Kafka's storage errors)."""
+        self.coord.storage_fail_next(error)
+        return {"fail_next": error}
+
+    def move(self, ms: int | None = None) -> dict:
+        """The coordinator moves away (its groups unloaded: requests answered NOT_COORDINATOR, FindCoordinator
+        COORDINATOR_NOT_AVAILABLE), and back after `ms` (loaded from the log), or on `load`."""
+        self.catch_up()
+        self._cancel_later("move")
+        self._guarded("the coordinator's move away", self.coord.unload)
+        if ms is not None:
+            self._later["move"] = asyncio.get_running_loop().call_later(ms / 1000, self.load)
+        return {"coordinator": self.coord.coord, "back_in_ms": ms}
+
+    def load(self) -> dict:
+        """The coordinator comes back: every group in the log is loaded."""
+        self.catch_up()
+        self._cancel_later("move")
+        self._guarded("the coordinator's load", self.coord.begin_load)
+        self._guarded("the coordinator's load", self.coord.load)
+        return {"coordinator": self.coord.coord}
+
+    def expire_offsets(self) -> dict:
+        """Kafka's offset expiry sweep, now: offsets older than offsets.retention.minutes go."""
+        self.catch_up()
+        self._guarded("the offset expiry sweep", self.coord.expire_offsets)
+        return {"expired_at_ms": self.coord.clock.now()}
+
+    def drop(self, client: str | None = None) -> dict:
+        """Close the connections of client id `client` (every one, if None); parked requests go unanswered."""
+        gone = [w for w, c in list(self._conns.items()) if client is None or c == client]
+        for w in gone:
+            log.info("closing a connection from %s (client %r): dropped on cue", w.get_extra_info("peername"),
+                     self._conns.get(w))
+            w.close()
+        return {"dropped": len(gone)}
+
+    def status(self) -> dict:
+        """What the server holds: the coordinator's status, its groups, the held appends, the connections."""
+        self.catch_up()
+        return {"coordinator": self.coord.coord, "holding": self.coord.hold, "held_appends": len(self.coord.appends),
+                "fail_next": self.coord.fail_next, "violations": self.violations,
+                "groups": {gid: self.coord.snapshot(gid) for gid in sorted(self.coord.groups)},
+                "connections": sorted(self._conns.values())}
+
+
+def _raise_open_files_limit() -> None:
+    """Thousands of clients need thousands of descriptors: the soft limit raised to the hard one (a broker's
+    service file does the same)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
+        except (ValueError, OSError):       # not allowed here: the soft limit stays
+            pass

@@ -13,6 +13,9 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from groupspec.impl.storage import record_problem
+from groupspec.spec.kafka import brief
+
 from .codec import BASE_COLUMNS, GROUP_RE, from_row, loads
 
 KINDS = ("request", "response", "timer", "storage", "coordinator", "observe")
@@ -74,12 +77,27 @@ def check_record(rec: Any, where: str) -> dict:
             raise BadRecord(f"{where}: a storage record needs `result` (an error name)")
     elif kind == "coordinator":
         _one_of(where, "coordinator event", rec.get("event"), EVENTS)
+        if "loaded" in rec:
+            _loaded(rec, where)
     elif kind == "observe":
         if rec.get("event") is not None:
             _one_of(where, "observed event", rec["event"], OBSERVE_EVENTS)
         if rec.get("generation") is not None:
             _int(rec, "generation", where)
     return rec
+
+
+def _loaded(rec: dict, where: str) -> None:
+    """`loaded` (an extension on a `load`): the group's records the log held, as the storage writes them."""
+    loaded = rec["loaded"]
+    if rec["event"] != "load" or not isinstance(loaded, list):
+        raise BadRecord(f"{where}: `loaded` is a list of log records, on a `load` event only")
+    for i, r in enumerate(loaded):
+        problem = record_problem(r)
+        if problem is None and r["group"] != rec["group"]:
+            problem = f"it is group {brief(r['group'])}'s"
+        if problem:
+            raise BadRecord(f"{where}: `loaded[{i}]` is not a log record of this group: {problem}")
 
 
 def where_of(rec: dict) -> str:

@@ -25,6 +25,7 @@ from groupspec.checkers.scenarios.runner import _dedupe
 from groupspec.impl.coordinator import Group, GroupCoordinator
 from groupspec.impl.requests import InvalidRequest
 from groupspec.impl.storage import InMemoryLog
+from groupspec.impl.storage import replay as replay_log
 from groupspec.spec import engine as E
 from groupspec.spec.kafka import ConfigError, brief
 from groupspec.spec.lang import NONE
@@ -204,6 +205,9 @@ def run_step(w: World, gid: str, lead: dict, effects: list[dict], check_deadline
                                 "has no append of this group in flight")
     elif kind == "coordinator":
         ev = lead["event"]
+        if ev == "load" and lead.get("loaded") and gid not in replay_log(c.log):
+            # a trace that begins at a load (a restart): the group is what the log held, as the record says
+            c.log.append(lead["loaded"])
         if ev == "mark_dead":
             c.mark_dead(gid)
         else:
