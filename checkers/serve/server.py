@@ -52,6 +52,7 @@ TICK_S = 0.05        # the longest the clock waits without looking at the timers
 RETENTION_CHECK_MS = 600_000
 # Kafka's connections.max.idle.ms: a connection that sends nothing this long is closed (a half frame included)
 IDLE_MS = 600_000
+MAX_IN_FLIGHT = 64   # answers a connection may have waiting to be sent before the server stops reading it
 
 
 def _kio_versions(api: str) -> tuple[int, int]:
@@ -175,7 +176,9 @@ class Server:
                 self._sink.close()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        answers: asyncio.Queue = asyncio.Queue()
+        # bounded: a client that sends without reading its answers is not read from until it does (Kafka reads
+        # one request of a connection at a time)
+        answers: asyncio.Queue = asyncio.Queue(MAX_IN_FLIGHT)
         sender = asyncio.create_task(self._send_in_order(answers, writer))
         self._conns[writer] = ""
         buf = bytearray()
@@ -192,7 +195,7 @@ class Server:
                     break
                 buf += chunk
                 while (data := framing.take_frame(buf)) is not None:
-                    answers.put_nowait(self._request(data, writer))
+                    await answers.put(self._request(data, writer))
         except (framing.FrameError, ConnectionError) as e:
             log.warning("closing a connection from %s: %s", peer, e)
         except Exception as e:     # noqa: BLE001 - a request the runtime refuses: that client goes, the server stays
