@@ -550,22 +550,25 @@ class GroupCoordinator:
             "offsets": {self.domains[PARTITION].values[i]: o for i, o in enumerate(get("offsets")) if o != NONE},
         }
 
-    def member_metadata(self, gid: str) -> dict[str, str]:
-        """Each member's metadata for the group's selected protocol, as the member sent it: what Kafka's JoinGroup
-        answer gives the leader with the member list (a real consumer's leader assigns from its members'
-        subscriptions; a scenario's answer names the members only).  {} while no protocol is selected."""
+    def member_details(self, gid: str) -> dict[str, dict]:
+        """What Kafka keeps of each member beyond the spec's state (its MemberMetadata), which its JoinGroup answer
+        gives the leader and DescribeGroups gives anyone, and a scenario's answer leaves out: `metadata` for the
+        selected protocol as the member sent it (a real consumer's leader assigns from its members'
+        subscriptions; "" while none is selected), `instance` (its group.instance.id, or None), `client` and
+        `host` (as its JoinGroup came)."""
         g = self.groups.get(gid)
         if g is None or g.state[E.STATE_I] == ABSENT:
             return {}
         s = g.state
         protocol = self._name(PROTOCOL, E.get(s, "protocol"))
-        if protocol is None:
-            return {}
+        instance = {m: self.domains[INSTANCE].values[i] for i, m in enumerate(E.get(s, "static")) if m != NONE}
         out = {}
         for m in iter_bits(E.get(s, "members")):
             pl = E.get(s, "protos")[m]
             protos = self.domains[PROTOLIST].values[pl] if pl != NONE else ()
-            out[self._id(g, m)] = next((meta for name, meta in protos if name == protocol), "")
+            client, host = g.client.get(m, ("", ""))
+            out[self._id(g, m)] = {"metadata": next((meta for name, meta in protos if name == protocol), ""),
+                                   "instance": instance.get(m), "client": client, "host": host}
         return out
 
     # ------------------------------------------------------------------ the engine

@@ -156,14 +156,15 @@ def test_a_response_a_server_builds_reads_back_as_the_contracts_at_every_version
     """messages.build_response, a server's side, is undone by messages.response, a client's, through the bytes:
     every field the version carries comes back as given."""
     request = {"LeaveGroup": {"group": "g", "members": [{"member": "m"}, {"member": "x"}]},
-               "OffsetFetch": {"group": "g", "partitions": None}}.get(api, {})
+               "OffsetFetch": {"group": "g", "partitions": None}, "JoinGroup": {"group": "g"}}.get(api, {})
     for version in _versions(api):
         want = RESPONSES[api]
         if api == "LeaveGroup" and version < 3:         # one member, no per-member errors
             want = {"error": "NONE"}
         if api == "ListGroups" and version < 4:         # no group states
             want = {**want, "groups": [{k: v for k, v in g.items() if k != "state"} for g in want["groups"]]}
-        entity = messages.build_response(api, version, want, request, {"m": "sub-m", "n": "sub-n"})
+        details = {"g": {"m": {"metadata": "sub-m", "instance": "i-m"}, "n": {"metadata": "sub-n", "instance": None}}}
+        entity = messages.build_response(api, version, want, request, details)
         _, back = framing.decode_response(framing.take_frame(bytearray(framing.encode_response(entity, 3))),
                                           messages.response_class(api, version))
         got = messages.response(api, back)
@@ -173,3 +174,4 @@ def test_a_response_a_server_builds_reads_back_as_the_contracts_at_every_version
                                                                                     "protocol", "state"}, (api, version)
     if api == "JoinGroup":         # the leader learns its members' metadata
         assert [x.metadata for x in back.members] == [b"sub-m", b"sub-n"]
+        assert [x.group_instance_id for x in back.members] == ["i-m", None]       # static members named

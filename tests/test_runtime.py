@@ -137,10 +137,10 @@ def test_any_request_sequence_gets_kafka_errors_and_keeps_the_invariants(seq):
                 members.append(resp["member"])
 
 
-def test_member_metadata_is_each_members_for_the_selected_protocol():
+def test_member_details_give_each_members_metadata_for_the_selected_protocol():
     """What Kafka's JoinGroup answer gives the leader besides the member ids (a real consumer's leader assigns
     from its members' subscriptions): each member's metadata for the protocol the group selected, as the
-    member last sent it; nothing while none is selected."""
+    member last sent it; nothing while none is selected.  And its client id and host, as it joined."""
     c = GroupCoordinator(check_config({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10}))
     got: dict = {}
 
@@ -152,7 +152,11 @@ def test_member_metadata_is_each_members_for_the_selected_protocol():
                on_response=lambda r: got.__setitem__(rid, r), request_id=rid)
     join("", "a", "1")
     join("", "b", "2")
-    assert c.member_metadata("g") == {} and c.member_metadata("nobody") == {}
+    before = c.member_details("g")
+    assert len(before) == 2 and all(d["metadata"] == "" for d in before.values())     # no protocol selected yet
+    assert c.member_details("nobody") == {}
     c.advance(1)
     assert {r["protocol"] for r in got.values()} == {"roundrobin"}
-    assert c.member_metadata("g") == {got["1"]["member"]: "rr-a", got["2"]["member"]: "rr-b"}
+    assert c.member_details("g") == {
+        got["1"]["member"]: {"metadata": "rr-a", "instance": None, "client": "c", "host": ""},
+        got["2"]["member"]: {"metadata": "rr-b", "instance": None, "client": "c", "host": ""}}

@@ -44,6 +44,18 @@ def test_kafka_python_consumers_form_a_group_as_the_spec_assigns(server):
         # each consumer holds what the coordinator handed its member: the range assignor's halves
         assert sorted(_assigned(consumers)) == sorted(sorted(a) for a in snap["assignment"].values())
         assert sorted(_assigned(consumers)) == [["t-0", "t-1"], ["t-2", "t-3"]]
+        # what an admin tool sees (Kafka's DescribeGroups: each member's client id, host and assignment, Stable)
+        admin = kafka.KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{server.port}")
+        try:
+            described = admin.describe_groups(["g"])["g"]
+        finally:
+            admin.close()
+        assert described["group_state"] == "Stable" and described["protocol_data"] == "range"
+        seen = sorted((m["client_id"], m["client_host"], m["member_metadata"]["topics"],
+                       [f"t-{p}" for a in m["member_assignment"]["assigned_partitions"] for p in a["partitions"]])
+                      for m in described["members"])
+        held = sorted((c.config["client_id"], "/127.0.0.1", ["t"], a) for c, a in zip(consumers, _assigned(consumers)))
+        assert seen == held
     finally:
         for c in consumers:
             c.close()

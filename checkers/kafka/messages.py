@@ -438,50 +438,53 @@ _PARSE = {"JoinGroup": _join_request, "SyncGroup": _sync_request, "Heartbeat": _
 
 # ---------------------------------------------------------------- scenario response -> message (a server's side)
 
-def build_response(api: str, version: int, resp: dict, request: dict, metadata: dict | None = None) -> Any:
+def build_response(api: str, version: int, resp: dict, request: dict, details: dict | None = None) -> Any:
     """The contract's response `resp` to `request` (both in the contract's fields) as Kafka's message at
     `version`: the inverse of `response`.  What the contract's response leaves out, a message takes from the
-    request (a LeaveGroup's members) or from `metadata` (each member's metadata for the selected protocol, which
-    a JoinGroup answer gives the leader: GroupCoordinator.member_metadata)."""
+    request (a LeaveGroup's members) or from `details`: group -> member -> what Kafka keeps of the member
+    (GroupCoordinator.member_details, with `assignment` bytes for a Stable group's DescribeGroups), which a
+    JoinGroup answer gives the leader and a DescribeGroups answer anyone."""
     cls = response_class(api, version)
-    return build(cls, {"throttle_time": _ms(0), **_ANSWER[api](resp, request, metadata or {}, version)})
+    return build(cls, {"throttle_time": _ms(0), **_ANSWER[api](resp, request, details or {}, version)})
 
 
 def _code(name: str | None) -> ErrorCode:
     return ErrorCode(ERROR_CODES[name or "NONE"])
 
 
-def _join_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
+def _join_answer(r: dict, req: dict, details: dict, version: int) -> dict:
     # an error answer selects no protocol: null where the version allows it (7 and later), else Kafka's default ""
     unset = None if version >= 7 else ""
+    mine = details.get(req.get("group"), {})
     return {"error_code": _code(r.get("error")), "generation_id": r.get("generation", -1),
             "protocol_type": r.get("protocol_type", unset), "protocol_name": r.get("protocol") or unset,
             "leader": r.get("leader") or "", "skip_assignment": bool(r.get("skip_assignment", False)),
             "member_id": r.get("member") or "",
-            "members": [{"member_id": m, "group_instance_id": None,
-                         "metadata": encode_metadata("", metadata.get(m, ""))} for m in r.get("members") or []]}
+            "members": [{"member_id": m, "group_instance_id": mine.get(m, {}).get("instance"),
+                         "metadata": encode_metadata("", mine.get(m, {}).get("metadata", ""))}
+                        for m in r.get("members") or []]}
 
 
-def _sync_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
+def _sync_answer(r: dict, req: dict, details: dict, version: int) -> dict:
     return {"error_code": _code(r.get("error")), "protocol_type": r.get("protocol_type"),
             "protocol_name": r.get("protocol"),
             "assignment": encode_assignment(r["assignment"]) if r.get("assignment") else b""}
 
 
-def _leave_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
+def _leave_answer(r: dict, req: dict, details: dict, version: int) -> dict:
     members = req.get("members") or []
     return {"error_code": _code(r.get("error")),
             "members": [{"member_id": m.get("member") or "", "group_instance_id": m.get("instance"),
                          "error_code": _code(e)} for m, e in zip(members, r.get("errors") or [])]}
 
 
-def _commit_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
+def _commit_answer(r: dict, req: dict, details: dict, version: int) -> dict:
     errors = r.get("errors") or {}
     return {"topics": [{"name": t, "partitions": [{"partition_index": n, "error_code": _code(errors[f"{t}-{n}"])}
                                                    for n in ns]} for t, ns in _by_topic(errors).items()]}
 
 
-def _fetch_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
+def _fetch_answer(r: dict, req: dict, details: dict, version: int) -> dict:
     offsets, errors = r.get("offsets") or {}, r.get("errors") or {}
     topics = [{"name": t, "partitions": [
         {"partition_index": n, "committed_offset": offsets[f"{t}-{n}"], "committed_leader_epoch": -1,
@@ -492,16 +495,22 @@ def _fetch_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
     return {"topics": topics, "error_code": _code(r.get("error"))}
 
 
-def _describe_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
+def _describe_answer(r: dict, req: dict, details: dict, version: int) -> dict:
     return {"groups": [{"error_code": _code(g.get("error")), "group_id": g.get("group"),
                         "group_state": g.get("state") or "", "protocol_type": g.get("protocol_type") or "",
                         "protocol_data": g.get("protocol") or "", "authorized_operations": -2147483648,
-                        "members": [{"member_id": m, "group_instance_id": None, "client_id": "", "client_host": "",
-                                     "member_metadata": b"", "member_assignment": b""}
+                        "members": [_member_summary(m, details.get(g.get("group"), {}).get(m, {}))
                                     for m in g.get("members") or []]} for g in r.get("groups") or []]}
 
 
-def _list_answer(r: dict, req: dict, metadata: dict, version: int) -> dict:
+def _member_summary(member: str, d: dict) -> dict:
+    """Kafka's MemberSummary: metadata and assignment only where `d` has them (a Stable group's members)."""
+    return {"member_id": member, "group_instance_id": d.get("instance"), "client_id": d.get("client", ""),
+            "client_host": d.get("host", ""), "member_metadata": encode_metadata("", d["metadata"]) if "assignment" in d
+            else b"", "member_assignment": d.get("assignment", b"")}
+
+
+def _list_answer(r: dict, req: dict, details: dict, version: int) -> dict:
     return {"error_code": _code(r.get("error")),
             "groups": [{"group_id": g.get("group"), "protocol_type": g.get("protocol_type") or "",
                         "group_state": g.get("state") or "", "group_type": "classic"} for g in r.get("groups") or []]}

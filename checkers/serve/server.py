@@ -245,6 +245,8 @@ class Server:
         api = next(a for a, k in messages.API_KEYS.items() if k == key)
         req = messages.parse_request(api, msg)
         req["client"] = header.client_id or ""
+        if writer is not None:          # as Kafka writes a member's clientHost (InetAddress.toString)
+            req["host"] = "/" + str((writer.get_extra_info("peername") or ("",))[0])
         if api == "SyncGroup":
             # the leader's assignment bytes, handed out as they came (the runtime keeps their partitions; a
             # consumer's assignment may carry more, and an empty one is still bytes a consumer reads)
@@ -271,12 +273,32 @@ class Server:
         return future
 
     def _answer(self, api: str, version: int, resp: dict, req: dict, correlation: int) -> bytes:
-        metadata = self.coord.member_metadata(req.get("group")) if api == "JoinGroup" and resp.get("members") else None
-        entity = messages.build_response(api, version, resp, req, metadata)
-        raw = self._sent.get((req.get("group"), req.get("member"))) if api == "SyncGroup" else None
-        if raw is not None and resp.get("error") == "NONE" and _partitions(raw) == resp.get("assignment"):
+        details = None
+        if api == "JoinGroup" and resp.get("members"):
+            details = {req["group"]: self.coord.member_details(req["group"])}
+        elif api == "DescribeGroups":
+            details = {g["group"]: self._described(g) for g in resp.get("groups") or [] if g.get("state")}
+        entity = messages.build_response(api, version, resp, req, details)
+        raw = self._raw(req["group"], req["member"], resp.get("assignment")) if api == "SyncGroup" else None
+        if raw is not None and resp.get("error") == "NONE":
             entity = dataclasses.replace(entity, assignment=raw)
         return framing.encode_response(entity, correlation)
+
+    def _described(self, g: dict) -> dict:
+        """What DescribeGroups tells of a group's members (Kafka's GroupMetadata.summary): client id and host
+        always; metadata and assignment bytes (as the leader sent them) only while the group is Stable."""
+        details = self.coord.member_details(g["group"])
+        if g["state"] == "Stable":
+            assigned = (self.coord.snapshot(g["group"]) or {}).get("assignment", {})
+            for m, d in details.items():
+                d["assignment"] = self._raw(g["group"], m, assigned.get(m)) or \
+                    messages.encode_assignment(assigned.get(m) or [])
+        return details
+
+    def _raw(self, group: str, member: str, partitions: list[str] | None) -> bytes | None:
+        """The assignment bytes the leader sent for `member`, if they are the partitions the coordinator holds."""
+        raw = self._sent.get((group, member))
+        return raw if raw is not None and _partitions(raw) == partitions else None
 
     def _api_versions(self, version: int, error: ErrorCode = ErrorCode.none):
         cls = kio_index.load_response_schema(API_VERSIONS, version)
