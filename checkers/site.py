@@ -86,6 +86,7 @@ which the runtime coordinator follows).
 - [Coverage](coverage.md): which rows the scenario suite reaches
 - [Kafka conformance](kafka.md): the suite and the harness run on Kafka's own coordinators, every difference
   and its resolution
+- [Your consumers on the spec](serve.md): `groupspec serve`, faults on cue, and a rebalance listener failing on cue
 - [Benchmarks](benchmarks.md): dated measurements, each with the command that made it
 """
 
@@ -219,6 +220,7 @@ def write_pages(src: Path) -> None:
     pages["findings.md"] = _findings()
     pages["kafka.md"] = _kafka_conformance(REPO / "docs" / "kafka-conformance.md")
     pages["benchmarks.md"] = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    pages["serve.md"] = (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
     for name, text in pages.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text, encoding="utf-8")
@@ -238,7 +240,7 @@ def _config(src: Path, out: Path) -> dict:
            {"Invariants": "invariants.md"}, {"World": "world.md"},
            {"Flows": ["flows/index.md"] + [{f.title: f"flows/{f.slug}.md"} for f in FLOWS]},
            {"Findings": "findings.md"}, {"Coverage": "coverage.md"}, {"Kafka conformance": "kafka.md"},
-           {"Benchmarks": "benchmarks.md"}]
+           {"Your consumers on the spec": "serve.md"}, {"Benchmarks": "benchmarks.md"}]
     return {"site_name": "groupspec", "docs_dir": str(src), "site_dir": str(out), "use_directory_urls": False,
             "theme": {"name": "material", "font": False, "features": ["navigation.sections", "search.highlight"]},
             "plugins": ["search", "offline"], "nav": nav, "strict": False,

@@ -9,9 +9,11 @@ import logging
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +26,8 @@ from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.spec import engine as E
 from groupspec.spec.table import ROWS
 from serving import CLI, call, in_thread, start_cli
+
+REPO = Path(__file__).resolve().parent.parent
 
 kafka = pytest.importorskip("kafka")
 
@@ -267,3 +271,23 @@ def test_ctl_applies_faults_to_a_running_server_and_says_what_was_wrong(tmp_path
     malformed = subprocess.run([*CLI, "serve", "ctl", "--admin", "nowhere", "status"], capture_output=True, text=True,
                                timeout=60)
     assert malformed.returncode == 2 and "--admin 'nowhere': give host:port" in malformed.stderr
+
+
+def test_the_worked_example_makes_a_rebalance_listener_fail_on_cue():
+    """docs/examples/revoke_commit.py, as docs/serve.md runs it: the commit on revoke is refused, and the
+    partition's next owner starts from before what was processed."""
+    pytest.importorskip("confluent_kafka")
+    proc, port, admin = start_cli("--topics", "orders:2")
+    try:
+        run = subprocess.run([sys.executable, str(REPO / "docs" / "examples" / "revoke_commit.py"), "--bootstrap",
+                              f"127.0.0.1:{port}", "--admin", f"127.0.0.1:{admin}"], capture_output=True, text=True,
+                             timeout=120)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[:3] == ["a: assigned ['orders-0', 'orders-1']", "serve: the next append will fail with MESSAGE_TOO_LARGE",
+                         "a: the commit on revoke FAILED: Commit failed: Broker: Commit offset data size is not valid"], \
+        run.stdout
+    assert "b: starts orders-1 from offset 0; a had processed 10 (10 records processed twice)" in lines, run.stdout
