@@ -221,3 +221,44 @@ def test_correctness_at_scale_in_process():
     fired = {b["group"] for b in info if b["fired"]}
     flagged = {g for g, recs in by_group(sink).items() if check_group(g, recs)["verdict"] != "ok"}
     assert flagged == fired
+
+
+def _restarted_trace() -> list[dict]:
+    """A group formed and committed on one coordinator; a second coordinator on the same log, traced from its
+    load, where the member joins again."""
+    from groupspec.impl.storage import InMemoryLog
+    from groupspec.impl.trace import TraceWriter
+    log = InMemoryLog()
+    cfg = {"group.initial.rebalance.delay.ms": 0}
+    join = {"group": "g", "member": "m", "client": "c", "session_timeout_ms": 6000, "protocol_type": "consumer",
+            "protocols": ["range"], "require_known_member_id": False}
+    first = GroupCoordinator(cfg, log=log)
+    got = []
+    first.send("JoinGroup", {**join, "member": ""}, on_response=got.append)
+    first.advance(1)
+    member = got[0]["member"]
+    first.send("SyncGroup", {"group": "g", "member": member, "generation": 1, "assignments": {member: ["t-0"]}})
+    first.send("OffsetCommit", {"group": "g", "member": member, "generation": 1, "offsets": {"t-0": 5}})
+    second = GroupCoordinator(cfg, log=log)
+    sink = ListSink()
+    TraceWriter(sink, config=cfg).attach(second)
+    second.begin_load()
+    second.load()
+    second.send("JoinGroup", {**join, "member": member})
+    return list(sink)
+
+
+def test_a_trace_that_begins_at_a_load_is_checked_from_what_was_loaded():
+    recs = _restarted_trace()
+    assert recs[0]["event"] == "load" and recs[0]["loaded"][0]["generation"] == 1
+    assert check_group("g", recs)["verdict"] == "ok"
+    # what the load says decides: a generation it did not have is caught at the next answer
+    tampered = [dict(r) for r in recs]
+    tampered[0]["loaded"] = [{**tampered[0]["loaded"][0], "generation": 7}, *tampered[0]["loaded"][1:]]
+    v = check_group("g", tampered)
+    assert v["verdict"] == "violation" and "generation: spec 8, trace 2" in v["detail"], v
+    # and a `loaded` that is no log record is an invalid trace, said so
+    broken = [dict(r) for r in recs]
+    broken[0]["loaded"] = [{"type": "group"}]
+    v = check_group("g", broken)
+    assert v["verdict"] == "invalid" and "`loaded[0]` is not a log record of this group" in v["detail"], v
