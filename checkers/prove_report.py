@@ -7,7 +7,7 @@ import functools
 import z3
 
 from groupspec.spec.lang import NONE, Type
-from groupspec.spec.schema import PARAM_TYPES, STATE_VARS, TRIGGER_BY_NAME, GroupState
+from groupspec.spec.schema import PARAM_TYPES, STATE_VARS, TRIGGER_BY_NAME
 
 # member ids and other elements as a scenario writes them
 _PREFIX = {"Member": "m", "Instance": "i", "Partition": "t0-", "Protocol": "proto", "ProtoList": "protos",
@@ -199,10 +199,6 @@ def scenario_fragment(row, pre: dict, params: dict, post: dict) -> str:
     return "\n".join(lines)
 
 
-def state_name(i: int) -> str:
-    return GroupState.values[i]
-
-
 # -- the command's result ----------------------------------------------------------------
 
 def run_induction(names: list[str] | None, strengthen: bool = True, bound: int = 2, timeout_s: float = 3.0,
@@ -326,13 +322,3 @@ def print_table(console, proofs, prover) -> None:
     console.print("assumed of the environment: " + "; ".join(
         f"{a.name} ({a.meaning})" for a in list(ENVIRONMENT) + [a for v in CLOSED_WORLD.values() for a in v]),
         markup=False, highlight=False)
-
-
-def catalog_status(proofs) -> dict:
-    """{invariant: (status text, lemmas)} for the catalog page."""
-    out = {}
-    for p in proofs:
-        s = p.status if p.status != "proved up to N" else f"proved up to N={p.bound}"
-        out[p.name] = (f"{s} ({p.method})" + (f": {p.reason}" if p.reason and p.status != "proved" else ""),
-                       p.lemmas)
-    return out

@@ -7,16 +7,20 @@ protocol: ``(state == PR) & member.in_(members)``.  Because ``==`` builds a
 term, code that handles terms must never compare them with ``==``; it uses
 ``is``.
 
-This module says what a term is, not what it means, and imports neither
-meaning.  Each term has two, each in a module of its own:
+This module says what a term is, not what it means, and imports none of
+its meanings.  Each term has four, each in a module of its own:
 
 * ``concrete.py``: ``compile_term`` turns a term, once, into a Python
   closure over a flat state tuple (the runtime and the explicit checker
   run these);
 * ``symbolic.py``: ``to_z3`` turns it into a Z3 expression for a world of
-  fixed domain sizes (lint, bounded model checking, induction).
+  fixed domain sizes (lint, bounded model checking, induction);
+* ``unbounded.py``: Z3 over uninterpreted sorts, the same term for every
+  number of members at once (the proofs for any N);
+* ``checkers/tla_export.py``: TLA+ text, for TLC and a reader of the spec.
 
-Both agree on the values a term denotes, fixed here: a set over a finite
+(``show`` below prints a term as the documents write it: a reading, not a
+meaning.)  All four agree on the values a term denotes, fixed here: a set over a finite
 domain is an int bitmask, a map keyed by a domain a tuple indexed by the
 element, a record a tuple in field order, a domain element or enum value a
 small int, an absent domain element ``NONE`` (-1), and a map looked up with

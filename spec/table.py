@@ -1357,7 +1357,6 @@ _expired = named("the expired offsets (GM.removeExpiredOffsets)",
                    If(V.protocol_type.is_none(), _committed & P.aged, NO_PARTS)))
 _expire = [Out("delete_offsets", fields={"parts": _expired}, when=Not(_expired.is_empty())),
            sets(offsets=V.offsets.put_all(_expired, lambda p: -1))]
-_left = Filter_offsets().is_empty() & V.pending_offsets.is_empty()   # not GM.hasOffsets
 _add([
     Row("ExpireOffsets: Empty group loses its last offsets", "ExpireOffsets", ("Empty",),
         (Filter_offsets() - _expired).is_empty() & V.pending_offsets.is_empty(),

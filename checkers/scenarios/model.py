@@ -325,9 +325,6 @@ def _measure(fname: str, doc: Any) -> None:
                                    f"write the repeated parts out or alias less")
 
 
-_END = object()
-
-
 # ---------------------------------------------------------------------- scenarios and steps
 
 def _names(keys) -> str:

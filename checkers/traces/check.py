@@ -76,7 +76,3 @@ def _states_before(group: str, config, steps: list, engine) -> list[dict]:
     for lead, effects in steps:
         replay.step(lead, effects)
     return replay.states()
-
-
-def check_all(groups: dict[str, list], engine=None) -> list[dict]:
-    return [check_group(g, recs, engine) for g, recs in groups.items()]
