@@ -1,0 +1,231 @@
+"""One consumer of a real Kafka client library, as a process of its own, driven over stdin/stdout.
+
+    python pyclient.py --kind kafka-python|confluent|aiokafka --bootstrap HOST:PORT --group G --topics t \
+        --client-id C --assignor range|roundrobin [--instance-id I] [--session-ms 6000] [--heartbeat-ms 500] \
+        [--poll-ms 10000]
+
+Prints one JSON object a line on stdout:
+  {"event": "started"}
+  {"event": "assigned", "partitions": ["t-0", ...], "generation": G or null}   on every completed rebalance
+  {"event": "revoked", "partitions": [...], "generation": G or null}
+  {"event": "committed", "partition": "t-0", "offset": 5}  /  {"event": "commit_failed", ..., "error": "..."}
+  {"event": "offset", "partition": "t-0", "offset": N or null}                (answer to `committed t-0`)
+  {"event": "closed"}
+and reads commands on stdin: `commit t-0 5`, `committed t-0`, `close` (a clean close: LeaveGroup for a dynamic
+member, then exit 0).  End of stdin is a close too.  The consumer is used only by the thread that polls it.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import queue
+import struct
+import sys
+import threading
+import time
+
+
+def say(**event) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def split(name: str) -> tuple[str, int]:
+    topic, _, partition = name.rpartition("-")
+    return topic, int(partition)
+
+
+def names(tps) -> list[str]:
+    return sorted(f"{tp.topic}-{tp.partition}" for tp in tps)
+
+
+def commands() -> queue.Queue:
+    """stdin's lines, read by a thread of their own (None: stdin is closed)."""
+    q: queue.Queue = queue.Queue()
+
+    def read():
+        for line in sys.stdin:
+            if line.strip():
+                q.put(line.split())
+        q.put(None)
+    threading.Thread(target=read, daemon=True).start()
+    return q
+
+
+def pending(q: queue.Queue):
+    while True:
+        try:
+            yield q.get_nowait()
+        except queue.Empty:
+            return
+
+
+# kafka-python --------------------------------------------------------------------------------------------------
+
+def run_kafka_python(a, q) -> None:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.structs import OffsetAndMetadata
+
+    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor]
+    c = KafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.client_id,
+                      group_instance_id=a.instance_id, partition_assignment_strategy=[assignor],
+                      session_timeout_ms=a.session_ms, heartbeat_interval_ms=a.heartbeat_ms,
+                      max_poll_interval_ms=a.poll_ms, enable_auto_commit=False, auto_offset_reset="earliest")
+
+    def generation():
+        return c._coordinator._generation.generation_id
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            say(event="revoked", partitions=names(revoked), generation=generation())
+
+        def on_partitions_assigned(self, assigned):
+            say(event="assigned", partitions=names(assigned), generation=generation())
+
+    c.subscribe(a.topics, listener=Listener())
+    say(event="started")
+    while True:
+        c.poll(timeout_ms=100)
+        for cmd in pending(q):
+            if cmd is None or cmd[0] == "close":
+                c.close()
+                say(event="closed")
+                return
+            tp = TopicPartition(*split(cmd[1]))
+            if cmd[0] == "commit":
+                try:
+                    c.commit({tp: OffsetAndMetadata(int(cmd[2]), "", -1)})
+                    say(event="committed", partition=cmd[1], offset=int(cmd[2]))
+                except Exception as e:        # noqa: BLE001 - the client's error is the answer
+                    say(event="commit_failed", partition=cmd[1], offset=int(cmd[2]), error=f"{type(e).__name__}: {e}")
+            elif cmd[0] == "committed":
+                say(event="offset", partition=cmd[1], offset=c.committed(tp))
+
+
+# confluent-kafka (librdkafka) ----------------------------------------------------------------------------------
+
+def cgmd_generation(raw: bytes) -> int | None:
+    """The generation in librdkafka's serialized consumer group metadata (rd_kafka_consumer_group_metadata_write:
+    the magic "CGMDv2:", then the generation id as a native int32, then the group id, member id, ...)."""
+    magic = b"CGMDv2:"
+    if not raw.startswith(magic):
+        return None
+    return struct.unpack_from("=i", raw, len(magic))[0]
+
+
+def run_confluent(a, q) -> None:
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    conf = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "client.id": a.client_id,
+            "partition.assignment.strategy": a.assignor, "session.timeout.ms": a.session_ms,
+            "heartbeat.interval.ms": a.heartbeat_ms, "max.poll.interval.ms": a.poll_ms,
+            "enable.auto.commit": False, "auto.offset.reset": "earliest", "group.protocol": "classic"}
+    if a.instance_id:
+        conf["group.instance.id"] = a.instance_id
+    c = Consumer(conf)
+
+    def generation():
+        return cgmd_generation(c.consumer_group_metadata())
+
+    c.subscribe(a.topics, on_assign=lambda _c, ps: say(event="assigned", partitions=names(ps), generation=generation()),
+                on_revoke=lambda _c, ps: say(event="revoked", partitions=names(ps), generation=generation()))
+    say(event="started")
+    while True:
+        c.poll(0.1)
+        for cmd in pending(q):
+            if cmd is None or cmd[0] == "close":
+                c.close()
+                say(event="closed")
+                return
+            topic, partition = split(cmd[1])
+            if cmd[0] == "commit":
+                try:
+                    done = c.commit(offsets=[TopicPartition(topic, partition, int(cmd[2]))], asynchronous=False)
+                    errors = [str(tp.error) for tp in done if tp.error is not None]
+                    if errors:
+                        raise KafkaException(errors[0])
+                    say(event="committed", partition=cmd[1], offset=int(cmd[2]))
+                except KafkaException as e:
+                    say(event="commit_failed", partition=cmd[1], offset=int(cmd[2]), error=str(e))
+            elif cmd[0] == "committed":
+                got = c.committed([TopicPartition(topic, partition)], timeout=10)[0]
+                say(event="offset", partition=cmd[1], offset=got.offset if got.offset >= 0 else None)
+
+
+# aiokafka ------------------------------------------------------------------------------------------------------
+
+def run_aiokafka(a, q) -> None:
+    asyncio.run(_aiokafka(a, q))
+
+
+async def _aiokafka(a, q) -> None:
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor]
+    c = AIOKafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.client_id,
+                         group_instance_id=a.instance_id, partition_assignment_strategy=(assignor,),
+                         session_timeout_ms=a.session_ms, heartbeat_interval_ms=a.heartbeat_ms,
+                         max_poll_interval_ms=a.poll_ms, rebalance_timeout_ms=a.poll_ms,
+                         enable_auto_commit=False, auto_offset_reset="earliest")
+
+    def generation():
+        return c._coordinator.generation
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            say(event="revoked", partitions=names(revoked), generation=generation())
+
+        def on_partitions_assigned(self, assigned):
+            say(event="assigned", partitions=names(assigned), generation=generation())
+
+    c.subscribe(a.topics, listener=Listener())
+    await c.start()
+    say(event="started")
+    while True:
+        await c.getmany(timeout_ms=100)
+        for cmd in pending(q):
+            if cmd is None or cmd[0] == "close":
+                await c.stop()
+                say(event="closed")
+                return
+            tp = TopicPartition(*split(cmd[1]))
+            if cmd[0] == "commit":
+                try:
+                    await c.commit({tp: int(cmd[2])})
+                    say(event="committed", partition=cmd[1], offset=int(cmd[2]))
+                except Exception as e:        # noqa: BLE001 - the client's error is the answer
+                    say(event="commit_failed", partition=cmd[1], offset=int(cmd[2]), error=f"{type(e).__name__}: {e}")
+            elif cmd[0] == "committed":
+                say(event="offset", partition=cmd[1], offset=await c.committed(tp))
+
+
+KINDS = {"kafka-python": run_kafka_python, "confluent": run_confluent, "aiokafka": run_aiokafka}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--kind", choices=sorted(KINDS), required=True)
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--topics", required=True, type=lambda s: s.split(","))
+    p.add_argument("--client-id", required=True)
+    p.add_argument("--assignor", choices=["range", "roundrobin"], default="range")
+    p.add_argument("--instance-id")
+    p.add_argument("--session-ms", type=int, default=6000)
+    p.add_argument("--heartbeat-ms", type=int, default=500)
+    p.add_argument("--poll-ms", type=int, default=10000, help="max.poll.interval.ms (and the rebalance timeout)")
+    a = p.parse_args()
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    started = time.monotonic()
+    KINDS[a.kind](a, commands())
+    logging.info("driver done after %.1f s", time.monotonic() - started)
+
+
+if __name__ == "__main__":
+    main()
