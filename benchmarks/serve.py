@@ -4,6 +4,7 @@ heartbeat and commit offsets, their answers timed.
     .venv/bin/python benchmarks/serve.py [--members 10,100,1000] [--group-size 10] [--runs 3] [--window 5]
                                          [--warmup 1] [--interval-ms 100] [--mode both|open|closed]
                                          [--no-broker] [--profile] [--profile-members 1000]
+                                         [--checkout DIR]
 
 The load generator is one asyncio process speaking Kafka's protocol on the codec the server itself uses
 (`checkers/kafka/framing.py` frames, `messages.py` requests and answers, kio writing every byte), one
@@ -38,7 +39,10 @@ Each mode runs --warmup seconds unrecorded, then --window seconds recorded; then
 (LeaveGroup) and its connection closes.  The session and rebalance timeouts are 30 s.
 
 Prints one JSON object:
-  machine, command, settings   where and how it ran
+  machine, command, settings   where and how it ran (machine.load_average: the 1-minute load average at
+               the start and the end: the work of others on the same cores)
+  serve_code   the groupspec serve ran: its path, commit, and the files of checkers/, impl/, spec/ changed
+               since the commit (--checkout DIR: that checkout's code, else the installed groupspec's)
   targets      per target: seconds from its start command to answering; the broker's release and coordinator
   sizes        per --members value: `members`, `groups`, and per target, each figure a list with one value per
                run (--runs; this machine varies up to 1.5x run to run, so read ranges):
@@ -56,17 +60,22 @@ Prints one JSON object:
                                          still unanswered, by API
                    target_cpu_share      the target process's CPU seconds per second of window (2 cores: up
                                          to 2.0)
-                   target_cpu_us_per_request   its CPU time per answer: less noisy than the rate
+                   target_cpu_us_per_request   its CPU time per answer: less noisy than the rate where
+                                         the target is busy (closed loop); at a low rate its background work
+                                         (the broker's threads) dominates it
                    client_cpu_share      the load generator's (1.0: it, not the target, was the limit)
-                 errors            every answer that was not NONE in the measured modes (warm-up included),
-                                   by API and error name, summed over runs, plus requests left unanswered or
-                                   connections lost: {} in a correct run, and never left out
+                 errors            every answer that was not NONE in the measured modes (warm-up included)
+                                   and the LeaveGroups after, by API and error name, summed over runs, plus
+                                   requests left unanswered or connections lost: {} in a correct run, and
+                                   never left out
                serve_over_broker   serve's figure divided by the broker's in the same run, per run:
                                    requests per second, and p50 latency, per mode
   errors_total the count of all `errors` above (0 in a correct run)
-  profile      (--profile) one more serve under cProfile (`python -m cProfile -o F -m groupspec.checkers.cli
-               serve ...`) at --profile-members, both modes: the top functions by own and by cumulative time,
-               and the cumulative share of the server's stages (decode, the runtime's step, encode, ...)
+  profile      (--profile) one more serve, the Server `groupspec serve` runs with the same config, under
+               cProfile from the moment it listens (not while Python starts and the table compiles), at
+               --profile-members, the same modes: the top functions by own and by cumulative time, and the
+               cumulative share of the server's stages (decode, the runtime's step, encode, ...), as shares of
+               its busy time (all but the event loop's wait for sockets); the profiler slows it several times
 """
 from __future__ import annotations
 
@@ -673,11 +682,14 @@ def main() -> None:
     if not sizes or min(sizes) < 1 or a.group_size < 1 or a.runs < 1 or a.window <= 0 or a.interval_ms <= 0:
         ap.error("--members, --group-size, --runs, --window and --interval-ms must be positive")
     modes = ["open", "closed"] if a.mode == "both" else [a.mode]
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="groupspec-serve-code-") as folder:
         env, code = checkout_env(a.checkout, folder)
         sizes_out, targets = run_all(a, sizes, modes, env)
         prof = profile(a, a.profile_members or max(sizes), modes, env) if a.profile else None
-    doc = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+    doc = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                       # others' work on the machine: the 1-minute load average when the run began and ended
+                       "load_average": [round(load_before[0], 2), round(os.getloadavg()[0], 2)]},
            "command": " ".join(["benchmarks/serve.py", *sys.argv[1:]]),
            "date": time.strftime("%Y-%m-%d"),
            "settings": {"group_size": a.group_size, "partitions": a.group_size, "interval_ms": a.interval_ms,
