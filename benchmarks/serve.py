@@ -646,12 +646,15 @@ def profile(a, n: int, modes: list[str], env: dict) -> dict:
         rows = list(pstats.Stats(str(path)).stats.items())   # key -> (primitive calls, calls, own, cumulative, _)
     total = sum(v[2] for _k, v in rows)
     # the time the event loop waited for sockets (epoll's own time) is idle: shares are of the busy rest
-    idle = sum(v[2] for (_p, _l, fn), v in rows if fn == "<method 'poll' of 'select.epoll' objects>")
+    waits = [kv for kv in rows if kv[0][2] == "<method 'poll' of 'select.epoll' objects>" or
+             (kv[0][0].endswith("selectors.py") and kv[0][2] == "select")]
+    idle = sum(v[2] for k, v in waits if k[2] != "select")
     busy = total - idle
 
     def top(index: int) -> list[dict]:
-        best = sorted(rows, key=lambda kv: kv[1][index], reverse=True)
-        best = [kv for kv in best if kv[1][3] <= busy * 1.001 or index == 2][:a.profile_top]
+        # the loop's wait is not work; above the loop (asyncio.run, the event loop's run) all is cumulative
+        best = sorted((kv for kv in rows if kv not in waits and kv[1][3] <= busy * 1.001),
+                      key=lambda kv: kv[1][index], reverse=True)[:a.profile_top]
         return [{"function": _where(k), "calls": v[1], "own_s": round(v[2], 3), "cumulative_s": round(v[3], 3),
                  "own_share": round(v[2] / busy, 3), "cumulative_share": round(v[3] / busy, 3)} for k, v in best]
     stages = {label: round(sum(v[3] for (p, _line, fn), v in rows if fn == name and p.endswith(ending)) / busy, 3)
