@@ -9,7 +9,7 @@ heartbeat and commit offsets, their answers timed.
 The load generator is one asyncio process speaking Kafka's protocol on the codec the server itself uses
 (`checkers/kafka/framing.py` frames, `messages.py` requests and answers, kio writing every byte), one
 connection per member.  Each target serves the same load, one after the other, size by size and run by run, so
-the ratio of the two is taken minutes apart, not hours:
+the ratio of the two is taken seconds apart, not hours:
   serve        `groupspec serve --port 0 --topics bench:G --config group.initial.rebalance.delay.ms=0`, a
                subprocess (the spec's runtime coordinator over the wire)
   broker-3.9   `groupspec kafka broker start --version 3.9 --time-scale 1 --config
