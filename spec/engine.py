@@ -363,11 +363,20 @@ def get(state: tuple, var: str):
     return state[STATE_INDEX[var]]
 
 
+_MAPS_OF: dict[str, tuple[int, ...]] = {}      # domain -> the state variables that are maps keyed by it
+
+
 def widen(state: tuple, dom: str, size: int) -> tuple:
-    """Grow every map keyed by `dom` to `size` entries (the runtime's member slots grow)."""
+    """Grow every map keyed by `dom` to `size` entries (the runtime's member slots grow); the state itself when
+    none is short (the common case: it runs before every row)."""
+    maps = _MAPS_OF.get(dom)
+    if maps is None:
+        maps = _MAPS_OF[dom] = tuple(i for i, v in enumerate(STATE_VARS) if v.type.kind == "map" and v.type.key == dom)
+    short = [i for i in maps if len(state[i]) < size]
+    if not short:
+        return state
     out = list(state)
-    for i, v in enumerate(STATE_VARS):
-        if v.type.kind == "map" and v.type.key == dom and len(state[i]) < size:
-            out[i] = state[i] + (v.initial,) * (size - len(state[i]))
+    for i in short:
+        out[i] = state[i] + (STATE_VARS[i].initial,) * (size - len(state[i]))
     return tuple(out)
 

@@ -48,6 +48,9 @@ API_VERSIONS, METADATA, FIND_COORDINATOR, LIST_OFFSETS, FETCH = 18, 3, 10, 2, 1
 OWN_VERSIONS = {API_VERSIONS: (0, 3), METADATA: (1, 12), FIND_COORDINATOR: (0, 4), LIST_OFFSETS: (1, 7),
                 FETCH: (4, 12)}
 TICK_S = 0.05        # the longest the clock waits without looking at the timers
+# connections waiting to be accepted: a burst of consumers (a restart, a deploy) connects at once, and a full queue
+# drops their handshakes, which clients retry only after a second (asyncio's default is 100; benchmarks/serve.py)
+BACKLOG = 4096
 # Kafka's offsets.retention.check.interval.ms: how often expired offsets are swept (`ctl expire-offsets`: now)
 RETENTION_CHECK_MS = 600_000
 # Kafka's connections.max.idle.ms: a connection that sends nothing this long is closed (a half frame included)
@@ -157,7 +160,7 @@ class Server:
 
     async def serve(self, ready: asyncio.Event | None = None) -> None:
         _raise_open_files_limit()
-        server = await asyncio.start_server(self._connection, self.host, self.port)
+        server = await asyncio.start_server(self._connection, self.host, self.port, backlog=BACKLOG)
         self.port = server.sockets[0].getsockname()[1]
         ticker = asyncio.create_task(self._timers())
         if ready is not None:
