@@ -67,6 +67,7 @@ def run_kafka_python(a, q) -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.errors import KafkaConnectionError
     from kafka.structs import OffsetAndMetadata
 
     assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}[a.assignor]
@@ -88,7 +89,13 @@ def run_kafka_python(a, q) -> None:
     c.subscribe(a.topics, listener=Listener())
     say(event="started")
     while True:
-        c.poll(timeout_ms=100)
+        try:
+            c.poll(timeout_ms=100)
+        except KafkaConnectionError as e:
+            # kafka-python 3 raises from poll when its only broker refuses a connection (a server restarting);
+            # an application's poll loop goes on, and so does this one
+            say(event="poll_failed", error=f"{type(e).__name__}: {e}")
+            time.sleep(0.1)
         for cmd in pending(q):
             if cmd is None or cmd[0] == "close":
                 c.close()
