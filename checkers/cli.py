@@ -150,7 +150,8 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
                                                 "folder instead (MkDocs; viewable with no network)."),
              as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON.")) -> None:
     """Write the design-review artifacts: state diagram, the table, the invariant catalog, the flows."""
-    from .docs import FILES, DocsError, dot_program, write_docs
+    from .doc_error import DocsError
+    from .docs import FILES, dot_program, write_docs
     try:
         dot_program()
         if site is not None:
@@ -455,7 +456,7 @@ CE_FILES = ("counterexample.itf.json", "counterexample.mmd", "counterexample.md"
 
 
 def _mermaid_js():
-    from .docs import DocsError
+    from .doc_error import DocsError
     from .site import mermaid_js
     try:
         return mermaid_js()

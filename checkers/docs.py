@@ -28,6 +28,8 @@ from groupspec.spec.rows import Out, Row, Set_
 from groupspec.spec.schema import (CACHE_MOVES, KAFKA_NAMES, PARAM_DECLS, STATE_VARS, STATES, TRIGGERS,
                                    VALID_PREVIOUS)
 
+from .doc_error import DocsError
+from .flows import FLOWS, sequence
 from .guards import condition_text, kafka_show
 from groupspec.spec.table import ROWS, enabled
 
@@ -373,7 +375,6 @@ def lifecycle_dot() -> str:
 
 def flows_md() -> str:
     """The canonical flows as sequence diagrams, each drawn by running its scenario (checkers/flows.py)."""
-    from .flows import FLOWS, sequence
     lines = [HEADER, "# Canonical flows\n",
              "Each diagram is drawn by running a scenario of the suite on the runtime coordinator (its "
              "expectations checked as it runs): requests and their answers, timers, log completions and "
@@ -385,10 +386,6 @@ def flows_md() -> str:
 
 
 FILES = ("table.md", "states.md", "invariants.md", "world.md", "flows.md", "lifecycle.dot", "lifecycle.svg")
-
-
-class DocsError(Exception):
-    """What keeps the docs from being drawn, in words for the user."""
 
 
 def dot_program() -> str:

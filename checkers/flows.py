@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from groupspec.checkers.docs import DocsError
+from groupspec.checkers.doc_error import DocsError
 from groupspec.checkers.scenarios import runner
 from groupspec.checkers.scenarios.model import Scenario, load_file
 from groupspec.impl.trace import TraceWriter

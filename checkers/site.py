@@ -25,6 +25,7 @@ from groupspec.spec.schema import STATES, TRIGGERS
 from groupspec.spec.table import ROWS
 
 from . import docs as D
+from .doc_error import DocsError
 from .flows import FLOWS, Flow, REPO, sequence
 
 MERMAID_INIT = """
@@ -40,7 +41,7 @@ def mermaid_js() -> Path:
     """mermaid.min.js as .ci/setup installs it (or where GROUPSPEC_MERMAID_JS says)."""
     path = Path(os.environ.get("GROUPSPEC_MERMAID_JS") or Path(sys.prefix) / "share" / "groupspec" / "mermaid.min.js")
     if not path.is_file():
-        raise D.DocsError(f"mermaid.js is not at {path}, and the site's diagrams are drawn with it: run "
+        raise DocsError(f"mermaid.js is not at {path}, and the site's diagrams are drawn with it: run "
                           f"`bash .ci/setup` (it fetches mermaid from the npm registry), or set GROUPSPEC_MERMAID_JS "
                           f"to a mermaid.min.js (npm pack mermaid@11; it is in package/dist/)")
     return path
