@@ -15,7 +15,7 @@ import json
 import os
 import time
 
-from groupspec.checkers.prove import SAMPLE_WORLDS, Prover
+from groupspec.checkers.proofs.prover import SAMPLE_WORLDS, Prover
 from groupspec.spec.invariants import INVARIANTS
 
 CARD = ("one-leader-per-generation", "assignment-only-when-stable", "assignments-disjoint")

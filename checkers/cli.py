@@ -315,8 +315,8 @@ def prove_cmd(
     if out_dir is not None:
         fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
     timeout = 3.0 if timeout is None else timeout
-    from .prove import INVARIANTS
-    from .prove_report import as_json as proofs_json, exit_code, print_table, run_induction
+    from groupspec.spec.invariants import INVARIANTS
+    from .proofs.report import as_json as proofs_json, exit_code, print_table, run_induction
     known = [i.name for i in INVARIANTS]
     for name in invariant:
         if name not in known:

@@ -1,5 +1,5 @@
 """Spacer, the second engine of `groupspec prove`: the table's steps as constrained Horn
-clauses (checkers/chc.py).  It proves an invariant with a relation of its own; the
+clauses (checkers/proofs/chc.py).  It proves an invariant with a relation of its own; the
 relation's lemmas are checked against the states the explicit checker reaches, and a false
 one is caught; the table's functions become values Spacer accepts."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import z3
 
-from groupspec.checkers import chc
-from groupspec.checkers import prove as PV
+from groupspec.checkers.proofs import chc
+from groupspec.checkers.proofs.prover import Prover, fixed_sizes
 from groupspec.spec.invariants import INVARIANTS
 from groupspec.spec.schema import STATES
 
@@ -37,8 +37,8 @@ def test_spacer_proves_an_invariant_with_lemmas_that_hold_where_the_checker_goes
     # in a fresh process, as `groupspec prove` proves each invariant: Z3 4.16's Spacer has
     # crashed (a segmentation fault) after some histories of other tests' queries in a worker
     import functools
-    from groupspec.checkers.prove_report import _isolated
-    make = functools.partial(PV.Prover, presets=("tiny",), engine="spacer", spacer_budget_s=600)
+    from groupspec.checkers.proofs.report import _isolated
+    make = functools.partial(Prover, presets=("tiny",), engine="spacer", spacer_budget_s=600)
     (p,) = _isolated(make, [BY_NAME["empty-has-no-members"]], 1, None)
     assert p.status == "proved up to N" and p.bound == 2 and p.engine == "spacer", p.reason
     assert p.lemmas and all(n.startswith("spacer N=2: ") for n in p.lemmas)
@@ -46,7 +46,7 @@ def test_spacer_proves_an_invariant_with_lemmas_that_hold_where_the_checker_goes
 
 
 def test_a_false_lemma_is_caught_by_the_reachable_states():
-    system = PV.Prover(presets=()).system("coordinator", PV.fixed_sizes(2))
+    system = Prover(presets=()).system("coordinator", fixed_sizes(2))
     h = chc.Horn(system, chc.ALL)
     members, state = h.names["members"], h.names["state"]
     absent, empty = STATES.index("Absent"), STATES.index("Empty")

@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 import z3
 
-from groupspec.checkers import prove as PV
+from groupspec.checkers.proofs.houdini import System
+from groupspec.checkers.proofs.obligations import ENVIRONMENT, QUERY_WORK, STATUSES
+from groupspec.checkers.proofs.prover import Prover, fixed_sizes
+from groupspec.checkers.proofs.reached import refuted_by
+from groupspec.checkers.proofs.readings import Reading, RowCtx, Shared, steps_of
+from groupspec.checkers.proofs.results import model_value
 from groupspec.spec import engine as E
 from groupspec.spec.invariants import INVARIANTS, structural
 from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, STATE_VARS
@@ -27,14 +32,14 @@ BY_NAME = {i.name: i for i in INVARIANTS}
 
 
 def test_the_cards_invariants_are_proved_for_any_number_of_members():
-    prover = PV.Prover(presets=())
+    prover = Prover(presets=())
     for name in ("one-leader-per-generation", "assignment-only-when-stable", "assignments-disjoint"):
         p = prover.prove(BY_NAME[name])
         assert p.status == "proved", (name, p.reason)
         assert "unbounded" in p.method
     # disjointness needs strengthening: every lemma it used holds where the checker goes
     pool = {lm.name: lm for lm in prover.pool("closed-world")}
-    assert p.lemmas and PV.refuted_by([pool[n] for n in p.lemmas], ("tiny", "small", "static")) == {}
+    assert p.lemmas and refuted_by([pool[n] for n in p.lemmas], ("tiny", "small", "static")) == {}
 
 
 def test_a_quantified_lemma_is_seen_false_in_a_counterexample():
@@ -51,10 +56,10 @@ def test_a_quantified_lemma_is_seen_false_in_a_counterexample():
     keys = z3.Lambda([k], z3.And(a[k], k != f))
     lemma = z3.ForAll([x], z3.Implies(keys[x], b[x]))
     assert not z3.is_false(m.eval(lemma, model_completion=True))     # what Z3 alone gives
-    assert PV.model_value(m, lemma) is False
-    assert PV.model_value(m, z3.ForAll([x], z3.Implies(a[x], b[x]))) is False
-    assert PV.model_value(m, z3.Exists([x], z3.And(a[x], z3.Not(b[x])))) is True
-    assert PV.model_value(m, z3.Not(z3.ForAll([x], z3.Implies(a[x], b[x])))) is True
+    assert model_value(m, lemma) is False
+    assert model_value(m, z3.ForAll([x], z3.Implies(a[x], b[x]))) is False
+    assert model_value(m, z3.Exists([x], z3.And(a[x], z3.Not(b[x])))) is True
+    assert model_value(m, z3.Not(z3.ForAll([x], z3.Implies(a[x], b[x])))) is True
 
 
 def test_an_undecided_step_is_asked_for_a_small_counterexample_which_is_a_real_one():
@@ -62,7 +67,7 @@ def test_an_undecided_step_is_asked_for_a_small_counterexample_which_is_a_real_o
     it is decidable) may show a counterexample: a state of two members that keeps the other
     lemmas and that the row takes to one breaking the lemma.  Only false lemmas are named,
     and the row run concretely from that state breaks the lemma too."""
-    prover = PV.Prover(presets=())
+    prover = Prover(presets=())
     system = prover.system("coordinator")
     pool = {lm.name: lm for lm in prover.pool("coordinator")}
     i = next(k for k, sp in enumerate(system.specs) if len(sp) == 1
@@ -75,7 +80,7 @@ def test_an_undecided_step_is_asked_for_a_small_counterexample_which_is_a_real_o
     f = system.falsifier.row(i)
     res, solver, _ = f.ask([false, true], z3.Not(f.obligation(false)))
     assert res == z3.sat
-    before, after = _run_concretely(solver.model(), f, PV.fixed_sizes(2))
+    before, after = _run_concretely(solver.model(), f, fixed_sizes(2))
     from groupspec.spec.concrete import compile_term
     from groupspec.spec.invariants import _layouts
     holds = compile_term(false.formula, _layouts()[0])
@@ -85,7 +90,7 @@ def test_an_undecided_step_is_asked_for_a_small_counterexample_which_is_a_real_o
 def test_the_logged_records_protocols_are_spoken_of_and_hold_where_the_checker_goes():
     """The record a Load reads is what the log keeps (each member's protocols cut to the
     selected one): the lemmas about its protocols are candidates, and true in the worlds."""
-    prover = PV.Prover(presets=())
+    prover = Prover(presets=())
     names = {lm.name for lm in prover.candidates("coordinator")}
     assert "record: protos set only for members" in names
 
@@ -115,7 +120,7 @@ def test_one_set_has_one_count_in_the_unbounded_reading():
 def test_every_step_keeps_the_unbounded_values_well_formed():
     """No set ever holds `none`, no map sends it elsewhere than the default: the proofs assume
     this of the state before a step, so every step must keep it."""
-    system = PV.System(PV.Reading(None))
+    system = System(Reading(None))
     for c in system.ctx:
         s = z3.Solver()
         s.set("timeout", 5000)
@@ -140,10 +145,10 @@ def _concrete(m, v, t, sizes):
                                  "HeartbeatExpiry: member expires during Stable",
                                  "Load: group with members"])
 def test_a_z3_model_of_a_row_step_runs_concretely_to_the_same_state(row):
-    sizes = PV.fixed_sizes(2)
-    rd = PV.Reading(sizes)
-    i = next(k for k, sp in enumerate(PV.steps_of(ROWS)) if len(sp) == 1 and sp[0].name == row)
-    c = PV.RowCtx(rd, i, (ROW_BY_NAME[row],), list(PV.ENVIRONMENT), PV.QUERY_WORK, PV.Shared(rd))
+    sizes = fixed_sizes(2)
+    rd = Reading(sizes)
+    i = next(k for k, sp in enumerate(steps_of(ROWS)) if len(sp) == 1 and sp[0].name == row)
+    c = RowCtx(rd, i, (ROW_BY_NAME[row],), list(ENVIRONMENT), QUERY_WORK, Shared(rd))
     s = z3.Solver()
     s.add(*c.facts(), *[c.pre(inv.formula) for inv in structural()])
     assert s.check() == z3.sat
@@ -178,7 +183,7 @@ def _mutant(name: str, **change):
 def test_a_mutant_that_hands_out_an_assignment_outside_stable_gets_a_counterexample_naming_its_row():
     bad = "StoreGroupDone: assignment stored"
     rows = _mutant(bad, target=None)       # stays CompletingRebalance while answering every SyncGroup
-    p = PV.Prover(rows=rows, presets=("tiny",)).prove(BY_NAME["assignment-only-when-stable"])
+    p = Prover(rows=rows, presets=("tiny",)).prove(BY_NAME["assignment-only-when-stable"])
     assert p.status == "violated", p.reason
     assert p.cti is not None and bad in p.cti.row
     assert "CompletingRebalance" in p.cti.scenario and bad in p.cti.words
@@ -192,7 +197,7 @@ def test_a_mutant_that_changes_the_leader_within_a_generation_gets_a_counterexam
     row = ROW_BY_NAME[name]
     steps = list(row.steps) + [Set_({"leader": Choose("any_leader", V.members)})]   # re-elect anyone
     rows = [dataclasses.replace(r, steps=steps) if r.name == name else r for r in ROWS]
-    p = PV.Prover(rows=rows, presets=(), strengthen=False).prove(BY_NAME["one-leader-per-generation"])
+    p = Prover(rows=rows, presets=(), strengthen=False).prove(BY_NAME["one-leader-per-generation"])
     assert p.status != "proved"
     assert p.cti is not None and name in p.cti.row
 
@@ -200,17 +205,17 @@ def test_a_mutant_that_changes_the_leader_within_a_generation_gets_a_counterexam
 def test_every_lemma_the_saved_proofs_use_holds_in_every_reachable_state_of_tiny_and_small():
     saved = REPO / "docs" / "proofs.json"
     data = json.loads(saved.read_text(encoding="utf-8"))
-    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in PV.Prover().pool(scope)}
+    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in Prover().pool(scope)}
     # Houdini's lemmas by name (Spacer's, formulas of its own, are checked when found: tests/test_chc.py)
     used = {n for p in data["invariants"] if p.get("engine", "houdini") == "houdini" for n in p["lemmas"]}
     assert used <= set(pool), used - set(pool)
-    assert PV.refuted_by([pool[n] for n in sorted(used)], ("tiny", "small")) == {}
+    assert refuted_by([pool[n] for n in sorted(used)], ("tiny", "small")) == {}
 
 
 def test_proved_never_hides_an_unknown():
     """An unknown answer (Z3 out of work: one resource unit per query) is reported as unknown,
     never as proved; the limit counts work, not time, so this is so on any machine."""
-    p = PV.Prover(query_work=1, presets=(), strengthen=False, engine="houdini").prove(
+    p = Prover(query_work=1, presets=(), strengthen=False, engine="houdini").prove(
         BY_NAME["one-leader-per-generation"])
     assert p.status == "unknown", p.status
     assert "limit of work" in p.reason or "gave up" in p.reason, p.reason
@@ -221,8 +226,8 @@ def test_a_crash_while_proving_one_invariant_is_that_invariants_unknown():
     a process of its own, so a crash costs that invariant's proof, not the run."""
     import os
     import signal
-    from groupspec.checkers.prove_report import _isolated
-    prover = PV.Prover(presets=())
+    from groupspec.checkers.proofs.report import _isolated
+    prover = Prover(presets=())
     real = prover.prove
 
     def prove(inv):
@@ -258,8 +263,8 @@ def test_the_command_prints_json_and_refuses_bad_input():
 
 @pytest.mark.slow
 def test_every_invariant_gets_a_status_and_every_lemma_found_holds_where_the_checker_goes():
-    from groupspec.checkers.prove_report import run_induction
+    from groupspec.checkers.proofs.report import run_induction
     proofs, prover = run_induction(None, presets=("tiny", "small"))
-    assert all(p.status in PV.STATUSES for p in proofs)
+    assert all(p.status in STATUSES for p in proofs)
     assert not [p for p in proofs if p.status == "violated"]
     assert not [p for p in proofs if "PROVER BUG" in p.reason]

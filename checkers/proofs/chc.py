@@ -1,7 +1,7 @@
 """Z3's Spacer on constrained Horn clauses: the second engine of `groupspec prove`.
 
-Houdini (`prove.py`) can only keep or drop the candidate lemmas it is given; Spacer
-finds its own.  The same steps Houdini goes over (`prove.steps_of`: every row, and each
+Houdini (`houdini.py`) can only keep or drop the candidate lemmas it is given; Spacer
+finds its own.  The same steps Houdini goes over (`readings.steps_of`: every row, and each
 append with each row of its completion) become Horn clauses over one unknown relation
 Inv, read through the same `RowCtx` (the row's guard, post-state, outputs and the
 environment's assumptions, as `symbolic.row_relation` gives them):
@@ -40,6 +40,12 @@ import z3
 from groupspec.spec.invariants import Invariant
 from groupspec.spec.lang import walk
 from groupspec.spec.schema import STATE_VARS, GroupRecord
+from .obligations import RECORD_VARS, Work, params_of, is_config, rlimit
+from .reached import reached_with_record, world_config
+from .readings import appends_group_record, kind_goal, written
+from groupspec.spec.lang import NONE, Term, default_of
+from groupspec.spec.rows import Set_
+from groupspec.spec.symbolic import concrete_to_z3
 
 RECORD = "record"
 
@@ -125,9 +131,8 @@ class Horn:
         self.names = {n: z3.Const(n, e.sort()) for n, e in self.pre}
         self.inv = z3.Function("Inv", *[e.sort() for _, e in self.pre], z3.BoolSort())
         self.clauses: list = []
-        from .prove import _params_of, is_config
         config = [sh.pre(a.formula)[0] for a in system.assumptions
-                  if is_config(a) and _params_of(a.formula) <= set(rigid)]
+                  if is_config(a) and params_of(a.formula) <= set(rigid)]
         self.clauses.append(self._clause(config, self.inv(*[e for _, e in self._leaves(rd.blank_state(),
                                                                                            rd.blank_record())])))
 
@@ -135,7 +140,6 @@ class Horn:
         out = [leaf for v in STATE_VARS if v.name in self.keep for leaf in _flat(state[v.name], v.name)]
         if RECORD in self.keep:
             fields = _record_fields(rec)
-            from .prove import RECORD_VARS
             # the record's fields of the kept variables (the others are free: a Load may read anything
             # of them), as the log keeps them (`Shared.logged`)
             out += [leaf for f in GroupRecord.values if f in RECORD_VARS and f in self.keep
@@ -173,9 +177,8 @@ class Horn:
 
     def solve(self, work: int, seed: int = 0):
         """sat: an Inv exists (safe); unsat: a derivation of false (a path to a violation).
-        `work`: Z3's resource units it may spend (`prove.Work`); `seed`: Spacer's random seed."""
+        `work`: Z3's resource units it may spend (`obligations.Work`); `seed`: Spacer's random seed."""
         s = z3.SolverFor("HORN")
-        from .prove import rlimit
         s.set("rlimit", rlimit(work))
         s.set("fp.spacer.random_seed", seed)
         s.set("fp.xform.inline_eager", False)
@@ -194,8 +197,6 @@ class Horn:
 def row_reads(row) -> set[str]:
     """The state variables a row reads (its guard, updates and outputs), and "record" where it
     reads the loaded record."""
-    from groupspec.spec.lang import Term
-    from groupspec.spec.rows import Set_
     terms = [row.guard]
     for st in row.steps:
         if isinstance(st, Set_):
@@ -215,7 +216,6 @@ def row_reads(row) -> set[str]:
 
 def _step_reads_writes(specs: list) -> list[tuple[set, set]]:
     """(reads, writes) of each step; a step that appends a group record writes "record"."""
-    from .prove import appends_group_record, written
     out = []
     for sp in specs:
         rows = [r for r in sp if not isinstance(r, int)]
@@ -247,7 +247,6 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
     """Spacer on the table's Horn clauses in `system` (a fixed-size reading), localized: Inv
     over the invariant's variables first, widened along the cone of influence (`widen`) while
     Spacer finds a path to a violation that may come from the variables left free."""
-    from .prove import Work
     t0 = time.perf_counter()
     budget = Work(budget_s)
     # the log's record from the start: without it a Load may read any group
@@ -291,7 +290,6 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
 def _fit(value, t, sizes: dict):
     """A concrete value of a world as a value for the domain sizes `sizes`, or None when it
     speaks of an element past them (a state with more members than the proof's N)."""
-    from groupspec.spec.lang import NONE, default_of
     if t.kind == "record":
         parts = [_fit(v, ft, sizes) for v, ft in zip(value, t.args)]
         return None if any(p is None for p in parts) else tuple(parts)
@@ -316,8 +314,6 @@ def rigid_config(inv: Invariant) -> tuple[str, ...]:
 def refuted(result: SpacerResult, system, presets: tuple[str, ...], rows=None) -> tuple[dict, int]:
     """Each lemma Spacer found that a reachable state of `presets` (with no more members than
     the proof's N) breaks, with the world; and how many states were fit to check."""
-    from groupspec.spec.symbolic import concrete_to_z3
-    from .prove import reached_with_record, world_config
     sizes = system.rd.sizes
     blank = system.rd.blank_record()
     rec_t = GroupRecord
@@ -344,7 +340,6 @@ def refuted(result: SpacerResult, system, presets: tuple[str, ...], rows=None) -
 
 
 def _flat_named(state: dict, rec) -> list[tuple[str, object]]:
-    from .prove import RECORD_VARS
     fields = _record_fields(rec)
     return ([leaf for v in STATE_VARS for leaf in _flat(state[v.name], v.name)]
             + [leaf for f in GroupRecord.values if f in RECORD_VARS for leaf in _flat(fields[f], f"{RECORD}.{f}")])
@@ -353,7 +348,6 @@ def _flat_named(state: dict, rec) -> list[tuple[str, object]]:
 def queries(system, inv: Invariant):
     """What breaks `inv`, as the bodies of Horn queries: a state invariant false of a
     well-formed state; a step or output invariant false of some step."""
-    from .prove import kind_goal
 
     def of(h: Horn) -> list[list]:
         if inv.kind == "state":

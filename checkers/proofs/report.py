@@ -1,0 +1,128 @@
+"""What `groupspec prove` shows: the result table, its JSON, its exit code, and the proofs run each in a
+process of its own."""
+from __future__ import annotations
+
+import functools
+
+
+from .obligations import CLOSED_WORLD, ENVIRONMENT, WORK_PER_SECOND
+from .prover import Prover
+from .results import Proof
+from groupspec.spec.invariants import INVARIANTS
+from multiprocessing.connection import wait
+from rich.table import Table
+
+def run_induction(names: list[str] | None, strengthen: bool = True, bound: int = 2, timeout_s: float = 3.0,
+                  budget_s: float = 60.0, presets: tuple[str, ...] = ("tiny", "small"), progress=None,
+                  search: str = "vocabulary", engine: str = "both", spacer_budget_s: float = 60.0,
+                  jobs: int = 1):
+    """Prove the invariants named (all when None).  Returns (proofs, prover).
+
+    More than one invariant: each is proved in a fresh process of its own, `jobs` at a time.
+    Z3's answers depend on what was asked before in its context, and Z3 has crashed (a
+    segmentation fault inside a solver) after some histories of queries and not others: a
+    proof is then the same whether asked alone (`-i NAME`) or with the others, and a crash is
+    the one invariant's `unknown`, not the run's end."""
+    config = dict(query_work=int(timeout_s * WORK_PER_SECOND), strengthen=strengthen, bound=bound,
+                  budget_s=budget_s, presets=tuple(presets), search=search, engine=engine,
+                  spacer_budget_s=spacer_budget_s)
+    prover = Prover(progress=progress, **config)
+    invs = [i for i in INVARIANTS if names is None or i.name in names]
+    if len(invs) < 2:
+        return [prover.prove(i) for i in invs], prover
+    return _isolated(functools.partial(Prover, **config), invs, jobs, progress), prover
+
+
+def _isolated(make, invs: list, jobs: int, progress, start: str = "forkserver") -> list:
+    """Each invariant proved by `make()` (a Prover) in a process of its own, `jobs` at a time.
+    The processes are forked from a server that has only imported the prover ("forkserver"):
+    each starts from the same Z3 context, whatever ran before in this one."""
+    import multiprocessing as mp
+    ctx = mp.get_context(start)
+    if start == "forkserver":
+        ctx.set_forkserver_preload(["groupspec.checkers.proofs.prover"])
+    todo, running, done = [(i, 0) for i in invs], {}, {}
+    while todo or running:
+        while todo and len(running) < jobs:
+            inv, seed = todo.pop(0)
+            if progress:
+                progress(inv.name)
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_prove_one, args=(make, inv.name, seed, send), daemon=True)
+            proc.start()
+            send.close()
+            running[recv] = (inv, seed, proc)
+        for recv in wait(list(running)):
+            inv, seed, proc = running.pop(recv)
+            try:
+                done[inv.name] = recv.recv()
+                if seed:
+                    done[inv.name].reason += f" (Spacer's random seed {seed}: Z3 crashed with the seeds before it)"
+            except EOFError:     # the process ended without an answer
+                proc.join()
+                if proc.exitcode == -11 and seed + 1 < SPACER_SEEDS:
+                    # Z3 4.16's Spacer crashes on some clause sets with one seed and not another
+                    todo.append((inv, seed + 1))
+                else:
+                    done[inv.name] = Proof(inv.name, "unknown", "none", reason=(
+                        f"the prover's process ended without an answer (exit code {proc.exitcode}"
+                        + (f", a segmentation fault: Z3 crashed with Spacer's random seeds 0 to {seed}"
+                           if proc.exitcode == -11 else "") + ")"))
+            recv.close()
+            proc.join()
+    return [done[i.name] for i in invs]
+
+
+SPACER_SEEDS = 3      # how many of Spacer's random seeds an invariant is tried with when Z3 crashes
+
+
+def _prove_one(make, name: str, seed: int, send) -> None:
+    prover = make(spacer_seed=seed)
+    inv = next(i for i in INVARIANTS if i.name == name)
+    prover.explore_samples(inv.scope)
+    send.send(prover.prove(inv))
+    send.close()
+
+
+def exit_code(proofs) -> int:
+    """0: nothing violated; 1: an invariant is violated (unknowns are listed with their reasons)."""
+    return 1 if any(p.status == "violated" for p in proofs) else 0
+
+
+def as_json(proofs, prover) -> dict:
+    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in prover.pool(scope)}
+    used = sorted({n for p in proofs for n in p.lemmas})
+    asm = list(ENVIRONMENT) + [a for v in CLOSED_WORLD.values() for a in v]
+    return {"result": "violated" if exit_code(proofs) else "ok",
+            "invariants": [p.as_json() for p in proofs],
+            "lemmas": [{"name": n, "meaning": pool[n].meaning, "origin": pool[n].origin} for n in used if n in pool],
+            "assumptions": [{"name": a.name, "meaning": a.meaning} for a in asm],
+            "lemmas_checked_on": list(prover.presets)}
+
+
+def print_table(console, proofs, prover) -> None:
+    t = Table(title="groupspec prove: induction over every row of the table (both coordinators, "
+                    "group.coordinator.new.enable either way)")
+    for col in ("invariant", "status", "method", "lemmas", "seconds"):
+        t.add_column(col)
+    colour = {"proved": "green", "proved up to N": "yellow", "violated": "red", "unknown": "magenta"}
+    for p in proofs:
+        status = p.status if p.status != "proved up to N" else f"proved up to N={p.bound}"
+        t.add_row(p.name, f"[{colour[p.status]}]{status}[/]", p.method, str(len(p.lemmas)), f"{p.seconds:.2f}")
+    console.print(t)
+    for p in proofs:
+        if p.reason:
+            console.print(f"[bold]{p.name}[/]: {p.reason}", highlight=False)
+        if p.cti and p.status != "proved":
+            console.print("  " + p.cti.words, markup=False, highlight=False)
+            console.print("  " + p.cti.scenario.replace("\n", "\n  "), markup=False, highlight=False)
+    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in prover.pool(scope)}
+    used = sorted({n for p in proofs for n in p.lemmas})
+    if used:
+        console.print(f"auxiliary lemmas ({len(used)}; each holds in every reachable state of "
+                      f"{', '.join(prover.presets) or 'no world (not checked)'}):", highlight=False)
+        for n in used:
+            console.print(f"  {n}: {pool[n].meaning}" if n in pool else f"  {n}", markup=False, highlight=False)
+    console.print("assumed of the environment: " + "; ".join(
+        f"{a.name} ({a.meaning})" for a in list(ENVIRONMENT) + [a for v in CLOSED_WORLD.values() for a in v]),
+        markup=False, highlight=False)
