@@ -125,7 +125,7 @@ class _Explorer:
         self.violated = model.violated
         self.start = time.perf_counter()
         self.seen: dict = {}
-        self.steps: dict = {}          # step -> how many transitions it labels (rows: coverage)
+        self.steps: dict = {}          # step -> how many transitions it labels (coverage: model.covered)
         self.generated = 0
         self.unreduced = 0             # the states the kept ones stand for
         self.depth = 0
@@ -177,8 +177,9 @@ class _Explorer:
         if self.coverage_override is not None:
             return self.coverage_override
         cov: Counter = Counter()
+        covered = self.model.covered
         for step, k in self.steps.items():
-            for r in step.rows:
+            for r in covered(step):
                 cov[r] += k
         return cov
 

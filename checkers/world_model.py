@@ -64,6 +64,7 @@ from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, AL
 
 from .clients import (CLIENT_VARS, CP, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,
                       client_triggers, enabled_by as _enabled_by, initial as _initial)
+from .model import Model, Property
 from .worlds import WorldConfig
 
 ABSENT = STATES.index("Absent")
@@ -153,7 +154,7 @@ def _one_protocol(pl: int, protocol: int) -> int:
 
 
 
-class WorldModel:
+class WorldModel(Model):
     def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER,
                  client_rows: list | None = None, keep_firings: bool = False):
         """`rows`: the coordinator's table (default: the spec's; a mutant's when testing the checker).
@@ -590,6 +591,14 @@ class WorldModel:
         self._winv[key] = bad
         return bad
 
+    def properties(self) -> list[Property]:
+        """The invariants of states as values (the coordinator's, then the closed world's): what `violated`
+        decides, without its memo.  The invariants of steps and outputs are checked in `successors`."""
+        group = [Property(inv.name, lambda s, f=f: bool(f(s[0][:N_GROUP], [], ()))) for inv, f in self.group_invariants]
+        world = [Property(inv.name, lambda s, ok=ok: bool(ok(self.flat(s), self._inv_params, ())))
+                 for inv, ok in self.world_invariants]
+        return group + world
+
     def progress(self, s: tuple) -> bool:
         """Some client holds an assignment (Kafka promises a consumer that keeps trying one)."""
         return any(C[C_PHASE] == PHASE["stable"] for C in s[1:])
@@ -610,6 +619,9 @@ class WorldModel:
         (its client, message or member)."""
         a = ACTION_BY_NAME[step.act]
         return (a.process or a.name, *step.who), fairness(a, self.cfg.timely)
+
+    def covered(self, step: Step) -> tuple[str, ...]:
+        return step.rows
 
     def is_fault(self, step: Step) -> bool:
         return ACTION_BY_NAME[step.act].fault

@@ -13,6 +13,7 @@ import pytest
 
 from groupspec.checkers.counterexample import mermaid, step_table, to_itf
 from groupspec.checkers.explicit import check, check_parallel
+from groupspec.checkers.model import Model, Property
 from groupspec.checkers.world_model import WorldModel, permute
 from groupspec.checkers.worlds import PRESETS
 from groupspec.spec import engine as E
@@ -169,14 +170,14 @@ def test_parallel_workers_search_the_model_they_were_given():
 @dataclasses.dataclass(frozen=True)
 class _Tick:
     action: str
-    rows: tuple = ()
 
 
-class _Counters:
+class _Counters(Model):
     """A model that is not the closed world, for the engines: `n` interchangeable counters, each
     stepped up to `top`, from two initial states; a counter at `stuck` cannot step (a planted
     deadlock).  Its reachable states are known: every (top + 1)^n tuple, C(top + n, n) up to
-    renaming."""
+    renaming.  It writes the three required methods, and what it has beyond the interface's
+    defaults: ends, progress, fairness, symmetry and a recipe."""
 
     def __init__(self, n: int = 3, top: int = 3, stuck: int | None = None):
         self.n, self.top, self.stuck = n, top, stuck
@@ -188,37 +189,22 @@ class _Counters:
         return [(_Tick(f"counter {i} steps"), s[:i] + (v + 1,) + s[i + 1:]) for i, v in enumerate(s)
                 if v < self.top and v != self.stuck], 0
 
-    def invariants(self):
+    def properties(self):
         return []
-
-    def violated(self, s):
-        return None
 
     def is_end(self, s):
         return all(v == self.top for v in s)
 
     progress = is_end
 
-    def transient(self, s):
-        return False
-
     def action_class(self, step):
         return step.action, "weak"
-
-    def is_fault(self, step):
-        return False
 
     def representative(self, s):
         return tuple(sorted(s))
 
     def orbit(self, s):
         return len(set(permutations(s)))
-
-    def shard_key(self, s):
-        return s
-
-    def flat(self, s):
-        return s
 
     def recipe(self):
         return partial(_Counters, self.n, self.top, self.stuck)
@@ -344,3 +330,48 @@ def test_the_rebalance_budget_is_refused_with_faults():
     out = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "check", "--preset", "settle", "--crash"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "--crash" in out.stderr and "Traceback" not in out.stderr
+
+
+class _Counter(Model):
+    """A toy model for the engines: a counter that steps up by one or two, to `top`; only the three required
+    methods (everything else is the interface's default)."""
+
+    def __init__(self, top: int, limit: int):
+        self.top, self.limit = top, limit
+
+    def init_states(self):
+        return [0]
+
+    def successors(self, s):
+        return [(f"+{k}", s + k) for k in (1, 2) if s + k <= self.top], 0
+
+    def properties(self):
+        return [Property("non-negative", lambda s: s >= 0), Property(f"below-{self.limit}", lambda s: s < self.limit)]
+
+
+def test_the_engine_searches_any_model_written_with_the_three_required_methods():
+    found = check(_Counter(top=20, limit=7))
+    assert found.result == "violation" and found.violation == "below-7"
+    assert found.path[-1][1] == (7,) and len(found.path) == 5     # a shortest path (four steps), states flat
+    # a state with no successor is a deadlock unless the model says it ends there (the default: it does not)
+    stuck = check(_Counter(top=5, limit=100))
+    assert stuck.result == "deadlock" and stuck.path[-1][1] == (5,)
+    assert check(_Counter(top=5, limit=100), deadlock=False).distinct_states == 6
+    with pytest.raises(NotImplementedError, match="has no recipe"):
+        _Counter(1, 2).recipe()
+
+
+def test_the_worlds_memoized_verdict_is_its_properties():
+    """WorldModel decides `violated` from memo tables; the properties it gives as values decide the same on
+    every state the tiny world reaches."""
+    model = WorldModel(TINY)
+    seen, frontier = set(model.init_states()), list(model.init_states())
+    while frontier:
+        s = frontier.pop()
+        assert model.violated(s) == Model.violated(model, s) is None
+        for _step, t in model.successors(s)[0]:
+            if t not in seen:
+                seen.add(t)
+                frontier.append(t)
+    assert len(seen) > 500 and [p.name for p in model.properties()] == \
+        [n for n in model.invariants() if n in {p.name for p in model.properties()}]
