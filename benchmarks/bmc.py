@@ -1,4 +1,4 @@
-"""Bounded model checking (checkers/bmc.py): seconds per depth and the depth reached within a
+"""Bounded model checking (checkers/world/bmc.py): seconds per depth and the depth reached within a
 time budget, per world and per way of asking the solver.  Prints JSON.
 
     .venv/bin/python benchmarks/bmc.py [--presets tiny,small,ci] [--budget 60] [--modes push,assume,fresh]
@@ -20,8 +20,8 @@ import os
 import platform
 import time
 
-from groupspec.checkers.bmc import MODES, StepRelation, bmc
-from groupspec.checkers.worlds import PRESETS
+from groupspec.checkers.world.bmc import MODES, StepRelation, bmc
+from groupspec.checkers.world.presets import PRESETS
 
 
 def main() -> None:

@@ -17,9 +17,9 @@ import json
 import os
 import platform
 
-from groupspec.checkers.explicit import check, check_parallel
-from groupspec.checkers.world_model import WorldModel
-from groupspec.checkers.worlds import PRESETS
+from groupspec.checkers.search.explicit import check, check_parallel
+from groupspec.checkers.world.state_space import WorldModel
+from groupspec.checkers.world.presets import PRESETS
 
 
 def main() -> None:

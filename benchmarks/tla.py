@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from groupspec.checkers.tla_module import export
-from groupspec.checkers.tlc import find_jar, run_tlc
-from groupspec.checkers.worlds import PRESETS
+from groupspec.checkers.tla.module import export
+from groupspec.checkers.tla.tlc import find_jar, run_tlc
+from groupspec.checkers.world.presets import PRESETS
 
 
 def ours(preset: str, symmetry: bool, workers: int) -> dict:

@@ -128,7 +128,7 @@ def _probe_target(name: str, factory) -> None:
 def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """Prove each trigger's rows exclusive, covering and reachable, and every row keeping the structural
     invariants (Z3); check the lifecycle's moves."""
-    from .lint import lint
+    from .proofs.lint import lint
     with err.status("linting the table with Z3...") if not as_json else _null():
         res = lint()
     if as_json:
@@ -150,18 +150,18 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
                                                 "folder instead (MkDocs; viewable with no network)."),
              as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON.")) -> None:
     """Write the design-review artifacts: state diagram, the table, the invariant catalog, the flows."""
-    from .doc_error import DocsError
-    from .docs import FILES, dot_program, write_docs
+    from .review.errors import DocsError
+    from .review.docs import FILES, dot_program, write_docs
     try:
         dot_program()
         if site is not None:
-            from .site import mermaid_js
+            from .review.site import mermaid_js
             mermaid_js()
     except DocsError as e:
         fail_input(str(e))
     files: list = []
     if site is not None:
-        from .site import build_site
+        from .review.site import build_site
         folder = output_path("--site", site, "dir", ("index.html",))
         if folder.is_dir() and any(folder.iterdir()) and not (folder / "index.html").is_file():
             # MkDocs empties the folder it builds into: never one that holds anything but a site
@@ -251,7 +251,7 @@ def world_options(fn=None, **defaults):
 def _world(preset: str, **overrides):
     """The world the options name (a preset with flags over it), or one line and exit 2."""
     import dataclasses
-    from .worlds import PRESETS, world_problem
+    from .world.presets import PRESETS, world_problem
     if preset not in PRESETS:
         fail_input(f"--preset {preset!r}: unknown preset; use {', '.join(PRESETS)}")
     try:
@@ -316,7 +316,7 @@ def prove_cmd(
         fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
     timeout = 3.0 if timeout is None else timeout
     from groupspec.spec.invariants import INVARIANTS
-    from .proofs.report import as_json as proofs_json, exit_code, print_table, run_induction
+    from .proofs.command import as_json as proofs_json, exit_code, print_table, run_induction
     known = [i.name for i in INVARIANTS]
     for name in invariant:
         if name not in known:
@@ -368,9 +368,9 @@ def check_cmd(
     the counterexample's length in steps (a --liveness lasso: the path to the loop and one lap
     of it; no progress: the path to the stuck state)."""
     import dataclasses
-    from .counterexample import step_table, to_itf
-    from .explicit import check, check_parallel
-    from .world_model import WorldModel
+    from .review.counterexample import step_table, to_itf
+    from .search.explicit import check, check_parallel
+    from .world.state_space import WorldModel
     if liveness and workers is not None and workers != 1:
         fail_input(f"--workers {workers} with --liveness: the liveness search keeps the whole state graph in one "
                    f"process; leave out --workers")
@@ -456,8 +456,8 @@ CE_FILES = ("counterexample.itf.json", "counterexample.mmd", "counterexample.md"
 
 
 def _mermaid_js():
-    from .doc_error import DocsError
-    from .site import mermaid_js
+    from .review.errors import DocsError
+    from .review.site import mermaid_js
     try:
         return mermaid_js()
     except DocsError:
@@ -468,7 +468,7 @@ def write_counterexample(out_path: Path, ce: dict, path: list, model, violation:
                          loop_start: int = -1) -> None:
     """Write a counterexample (`ce`: its step table and ITF, as the JSON output holds them) into
     the folder `out_path` in the three formats (CE_FILES)."""
-    from .counterexample import html_page, mermaid, violation_meaning
+    from .review.counterexample import html_page, mermaid, violation_meaning
     sequence = mermaid(path, model, violation, loop_start)
     texts = {"counterexample.itf.json": json.dumps(ce["itf"], indent=1),
              "counterexample.mmd": sequence,
@@ -506,9 +506,9 @@ def export_tla_cmd(
 ) -> None:
     """Write the bounded closed world as a TLA+ module and a TLC configuration, generated from the
     spec's declarations; with --run-tlc, check it with TLC and with `groupspec check` side by side."""
-    from .tla_module import export
-    from .tla_export import ExportError
-    from .tlc import find_jar, java
+    from .tla.module import export
+    from .tla.export import ExportError
+    from .tla.tlc import find_jar, java
     cfg = _world(**world)
     workers = _bounded_workers("--workers", workers)
     jar = None
@@ -552,9 +552,9 @@ def export_tla_cmd(
 
 def _side_by_side(cfg, folder: Path, exported, jar, workers: int, symmetry: bool) -> dict:
     """TLC and `groupspec check` on one world: verdict, invariant, distinct states, depth in steps."""
-    from .explicit import check, check_parallel
-    from .tlc import run_tlc
-    from .world_model import WorldModel
+    from .search.explicit import check, check_parallel
+    from .tla.tlc import run_tlc
+    from .world.state_space import WorldModel
     t = run_tlc(folder, exported.name, workers=workers, jar=jar)
     if t.result == "error":
         fail_input(f"TLC failed on {folder / exported.name}.tla: {one_line(t.output[-600:])}")
@@ -591,8 +591,8 @@ def replay_cmd(
     """Replay a trace of the closed world through the explicit checker's world: every step must be
     one of the world's own steps; the last state is judged by the invariants. Exit 0: it replays and
     breaks nothing; 1: it breaks an invariant, or leaves the world at some step."""
-    from .replay import TraceError, load_trace, replay
-    from .world_model import WorldModel
+    from .world.trace_replay import TraceError, load_trace, replay
+    from .world.state_space import WorldModel
     cfg = _world(**world)
     path = Path(trace)
     if not path.is_file():
@@ -622,7 +622,7 @@ def replay_cmd(
 
 
 def _bounded_workers(option: str, n: int) -> int:
-    from .explicit import worker_limit
+    from .search.explicit import worker_limit
     if n < 1:
         fail_input(f"{option} must be at least 1, got {n}")
     if n > worker_limit():
@@ -653,9 +653,9 @@ def mutate_cmd(
     if not 0 <= harness_examples <= 100_000:
         fail_input(f"--harness-examples must be from 0 to 100,000, got {harness_examples}")
     BUDGET["examples"] = harness_examples
-    from .mutate import UNFIT_WORLDS, mutants, run, summary
-    from .world_model import WorldModel
-    from .worlds import PRESETS
+    from .search.mutate import UNFIT_WORLDS, mutants, run, summary
+    from .world.state_space import WorldModel
+    from .world.presets import PRESETS
     names = _preset_list("--preset", preset)
     if not names:
         fail_input(f"--preset {preset!r} names no world; give one or more of {', '.join(PRESETS)}, comma-separated")
@@ -710,9 +710,9 @@ def _bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None, as
     """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation (written
     with --out in the three counterexample formats, as `check` writes one), 2 when the
     interpretations disagree or Z3 gives up (the answer cannot be trusted either way)."""
-    from .bmc import bmc
-    from .counterexample import step_table, to_itf
-    from .world_model import WorldModel
+    from .world.bmc import bmc
+    from .review.counterexample import step_table, to_itf
+    from .world.state_space import WorldModel
     if not 0 <= depth <= 64:
         fail_input(f"--bmc {depth}: give a depth from 0 to 64 (each step is a copy of the world's variables)")
     cfg = _world(**world)
@@ -752,7 +752,7 @@ def _bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None, as
 
 def _preset_list(option: str, given: str) -> list[str]:
     """A comma-separated list of presets, each known and named once."""
-    from .worlds import PRESETS
+    from .world.presets import PRESETS
     names = [n.strip() for n in given.split(",") if n.strip()]
     for name in names:
         if name not in PRESETS:

@@ -1,8 +1,9 @@
 """Where the project's own files are: the repository and its conformance suite.
 
-A module of its own because both the command line (`cli.py`) and mutation testing
-(`mutate.py`, which runs the suite against a mutant) need them, and the command line
-imports mutation testing: kept in `cli.py` they made the two import each other.
+A module of its own because the command line (`cli.py`), mutation testing
+(`search/mutate.py`, which runs the suite against a mutant) and the review artifacts
+need them, and the command line imports them: kept in `cli.py` they made them import
+each other.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A row decides (spec/table.py); this module says, once, what the
 coordinator does with the decision.  The runtime coordinator (impl/) and
-the closed world the checkers explore (checkers/world_model.py) both run a
+the closed world the checkers explore (checkers/world/state_space.py) both run a
 step through `handle` below; they differ only in what they are (`Host`):
 the runtime renders a reply onto the wire and writes a log file, the
 closed world writes the reply into its client's response slot and the

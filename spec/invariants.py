@@ -346,7 +346,7 @@ def hands_out(outputs: list) -> bool:
 # What the checkers of the closed world check after every row of a step, in this order: a world
 # step may chain rows (a request, its append's completion, the eager CompleteJoin, unload then
 # load), and a row's broken state must not hide behind the next row's.  The first that fails is
-# the one reported, so the explicit checker (checkers/world_model.py) and the TLA+ export (its
+# the one reported, so the explicit checker (checkers/world/state_space.py) and the TLA+ export (its
 # `broken_in_step`) read this one order and report the same invariant.  Step invariants and
 # output invariants first, then the state invariants that hold after every row (not the settled
 # ones, which hold only between requests); the closed-world ones need the clients, which a row

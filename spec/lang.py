@@ -17,7 +17,7 @@ its meanings.  Each term has four, each in a module of its own:
   fixed domain sizes (lint, bounded model checking, induction);
 * ``unbounded.py``: Z3 over uninterpreted sorts, the same term for every
   number of members at once (the proofs for any N);
-* ``checkers/tla_export.py``: TLA+ text, for TLC and a reader of the spec.
+* ``checkers/tla/export.py``: TLA+ text, for TLC and a reader of the spec.
 
 (``show`` below prints a term as the documents write it: a reading, not a
 meaning.)  All four agree on the values a term denotes, fixed here: a set over a finite

@@ -14,7 +14,7 @@ declares present, a constant) it writes the plain ``f[k]`` and
 ``[f EXCEPT ![k] = v]``.
 
 The closed world that strings these expressions into a TLA+ module is
-``checkers/tla_export.py``; this module knows terms only.
+``checkers/tla/export.py``; this module knows terms only.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bounded model checking of the closed world (checkers/bmc.py) against the explicit checker.
+"""Bounded model checking of the closed world (checkers/world/bmc.py) against the explicit checker.
 
 BMC reads the same declarations the explicit checker compiles, through the symbolic meaning
 of terms and `handling.handle` with a symbolic host; each violation it finds is replayed
@@ -16,11 +16,11 @@ from functools import partial
 
 import pytest
 
-from groupspec.checkers import bmc as BMC
-from groupspec.checkers.bmc import StepRelation, bmc, reachable
-from groupspec.checkers.explicit import check
-from groupspec.checkers.world_model import WorldModel
-from groupspec.checkers.worlds import PRESETS
+from groupspec.checkers.world import bmc as BMC
+from groupspec.checkers.world.bmc import StepRelation, bmc, reachable
+from groupspec.checkers.search.explicit import check
+from groupspec.checkers.world.state_space import WorldModel
+from groupspec.checkers.world.presets import PRESETS
 from groupspec.spec.lang import If, Lowest
 from groupspec.spec.schema import P, V
 

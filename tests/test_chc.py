@@ -37,7 +37,7 @@ def test_spacer_proves_an_invariant_with_lemmas_that_hold_where_the_checker_goes
     # in a fresh process, as `groupspec prove` proves each invariant: Z3 4.16's Spacer has
     # crashed (a segmentation fault) after some histories of other tests' queries in a worker
     import functools
-    from groupspec.checkers.proofs.report import _isolated
+    from groupspec.checkers.proofs.command import _isolated
     make = functools.partial(Prover, presets=("tiny",), engine="spacer", spacer_budget_s=600)
     (p,) = _isolated(make, [BY_NAME["empty-has-no-members"]], 1, None)
     assert p.status == "proved up to N" and p.bound == 2 and p.engine == "spacer", p.reason

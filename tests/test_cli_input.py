@@ -52,7 +52,7 @@ from pathlib import Path
 import pytest
 
 from groupspec.checkers import cli as CLI
-from groupspec.checkers.explicit import worker_limit
+from groupspec.checkers.search.explicit import worker_limit
 
 ROOT = Path(__file__).resolve().parent.parent
 FINDINGS = str(ROOT / "tests" / "scenarios" / "findings.yaml")

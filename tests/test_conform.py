@@ -228,7 +228,7 @@ def test_the_harness_kills_a_mutant_the_closed_world_cannot_see(monkeypatch):
     # a duration: the closed world's time is abstract, the harness's is concrete
     from groupspec.checkers.conform.mutants import BUDGET, harness_kills
     monkeypatch.setitem(BUDGET, "seed", 2)
-    from groupspec.checkers.mutate import mutants
+    from groupspec.checkers.search.mutate import mutants
     from groupspec.spec.table import ROWS
     [(m, i, row)] = [(m, i, row) for m, i, row in mutants()
                      if m.operator == "drop-effect" and "`session_ms`" in m.detail
@@ -241,7 +241,7 @@ def test_the_harness_kills_a_mutant_the_closed_world_cannot_see(monkeypatch):
 
 
 def test_mutate_reports_kills_per_checker():
-    from groupspec.checkers.mutate import summary
+    from groupspec.checkers.search.mutate import summary
     base = {"fires_in": ["tiny"], "killed_by": "x", "world": "tiny"}
     results = [{**base, "outcome": "killed", "checker": "explicit search"},
                {**base, "outcome": "killed", "checker": "liveness"},

@@ -1,7 +1,7 @@
 """The committed design-review documents are the ones the table generates."""
 from pathlib import Path
 
-from groupspec.checkers.docs import flows_md, invariants_md, lifecycle_dot, states_md, table_md, world_md
+from groupspec.checkers.review.docs import flows_md, invariants_md, lifecycle_dot, states_md, table_md, world_md
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -21,7 +21,7 @@ def test_the_readme_counts_the_rows_there_are():
 
 
 def test_every_move_is_labelled_by_the_events_of_the_rows_that_make_it():
-    from groupspec.checkers.docs import move_events
+    from groupspec.checkers.review.docs import move_events
     from groupspec.spec.events import event_of
     from groupspec.spec.schema import legal_moves
     from groupspec.spec.table import ROWS

@@ -11,11 +11,11 @@ from itertools import permutations
 
 import pytest
 
-from groupspec.checkers.counterexample import mermaid, step_table, to_itf
-from groupspec.checkers.explicit import check, check_parallel
-from groupspec.checkers.model import Model, Property
-from groupspec.checkers.world_model import WorldModel, permute
-from groupspec.checkers.worlds import PRESETS
+from groupspec.checkers.review.counterexample import mermaid, step_table, to_itf
+from groupspec.checkers.search.explicit import check, check_parallel
+from groupspec.checkers.search.model import Model, Property
+from groupspec.checkers.world.state_space import WorldModel, permute
+from groupspec.checkers.world.presets import PRESETS
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
 from groupspec.spec.handling import Eager
@@ -258,7 +258,7 @@ def _mutated_live(name: str, **changes):
 
 
 def test_surviving_mutants_are_explained_only_by_what_the_world_lacks():
-    from groupspec.checkers.mutate import explain
+    from groupspec.checkers.search.mutate import explain
     tiny, static = PRESETS["tiny"], PRESETS["static"]
     dur = {"operator": "drop-effect", "row": "JoinGroup: x", "detail": "drop the update of `session_ms` (step 0)"}
     assert "abstract" in explain(dur, tiny)

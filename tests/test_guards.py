@@ -1,10 +1,10 @@
 """The guards the documents show are the table's guards, only shorter."""
 import z3
 
-from groupspec.checkers.guards import condition, condition_text, simplify
+from groupspec.checkers.review.guards import condition, condition_text, simplify
 from groupspec.spec.lang import TRUE, And, Not, Or
 from groupspec.spec.schema import P, STATES
-from groupspec.checkers.lint import Relations
+from groupspec.checkers.proofs.lint import Relations
 from groupspec.spec.symbolic import SymEnv, default_sizes, in_states as z3_states, to_z3
 from groupspec.spec.table import ROWS
 

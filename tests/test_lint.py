@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from groupspec.checkers import lint as L
+from groupspec.checkers.proofs import lint as L
 from groupspec.spec import table as T
 from groupspec.spec.lang import TRUE
 from groupspec.spec.rows import Set_

@@ -7,10 +7,10 @@ from functools import partial
 
 import pytest
 
-from groupspec.checkers import mutate as M
-from groupspec.checkers.explicit import check
-from groupspec.checkers.world_model import WorldModel
-from groupspec.checkers.worlds import PRESETS
+from groupspec.checkers.search import mutate as M
+from groupspec.checkers.search.explicit import check
+from groupspec.checkers.world.state_space import WorldModel
+from groupspec.checkers.world.presets import PRESETS
 
 TINY = PRESETS["tiny"]
 

@@ -25,9 +25,9 @@ import dataclasses
 
 import pytest
 
-from groupspec.checkers.explicit import check
-from groupspec.checkers.world_model import WorldModel
-from groupspec.checkers.worlds import PRESETS
+from groupspec.checkers.search.explicit import check
+from groupspec.checkers.world.state_space import WorldModel
+from groupspec.checkers.world.presets import PRESETS
 from groupspec.spec import engine as E
 from groupspec.spec import table as T
 from groupspec.spec.handling import Eager

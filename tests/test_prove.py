@@ -226,7 +226,7 @@ def test_a_crash_while_proving_one_invariant_is_that_invariants_unknown():
     a process of its own, so a crash costs that invariant's proof, not the run."""
     import os
     import signal
-    from groupspec.checkers.proofs.report import _isolated
+    from groupspec.checkers.proofs.command import _isolated
     prover = Prover(presets=())
     real = prover.prove
 
@@ -263,7 +263,7 @@ def test_the_command_prints_json_and_refuses_bad_input():
 
 @pytest.mark.slow
 def test_every_invariant_gets_a_status_and_every_lemma_found_holds_where_the_checker_goes():
-    from groupspec.checkers.proofs.report import run_induction
+    from groupspec.checkers.proofs.command import run_induction
     proofs, prover = run_induction(None, presets=("tiny", "small"))
     assert all(p.status in STATUSES for p in proofs)
     assert not [p for p in proofs if p.status == "violated"]

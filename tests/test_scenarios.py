@@ -103,7 +103,7 @@ def test_scenario_error_names_file_and_step(tmp_path):
 
 def _table_with(row_name: str, operator: str):
     """The table with one row replaced by one of its mutants, as an engine the runner can fire."""
-    from groupspec.checkers.mutate import mutants
+    from groupspec.checkers.search.mutate import mutants
     from groupspec.spec.engine import Engine
     from groupspec.spec.table import ROWS
     for m, i, row in mutants():

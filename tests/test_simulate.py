@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from groupspec.checkers import clients
+from groupspec.checkers.world import clients
 from groupspec.checkers.traces import simulate as S
 from groupspec.checkers.traces.bugs import BUGS
 from groupspec.checkers.traces.codec import read_bugs

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from groupspec.checkers import cli
-from groupspec.checkers.site import build_site
+from groupspec.checkers.review.site import build_site
 from groupspec.spec import table as T
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -106,11 +106,11 @@ def test_the_site_renders_draws_its_diagrams_and_has_no_broken_link(browser, tmp
 
 def test_check_out_writes_a_counterexample_page_that_draws(browser, tmp_path, monkeypatch):
     """A planted bug (an assignment handed out outside Stable) through `groupspec check --out`."""
-    from groupspec.checkers import world_model
+    from groupspec.checkers.world import state_space
     rows = [dataclasses.replace(r, target=None) if r.name == "StoreGroupDone: assignment stored" else r
             for r in T.ROWS]
-    real = world_model.WorldModel
-    monkeypatch.setattr(world_model, "WorldModel", lambda cfg: real(cfg, rows))
+    real = state_space.WorldModel
+    monkeypatch.setattr(state_space, "WorldModel", lambda cfg: real(cfg, rows))
     out = tmp_path / "ce"
     res = CliRunner().invoke(cli.app, ["check", "--preset", "tiny", "--out", str(out)])
     assert res.exit_code == 1, res.output

@@ -5,7 +5,7 @@ the same exported world (with symmetry and without) and, on a planted bug,
 a violation of the same invariant at the same depth; TLC's counterexample
 must replay through the world model, and ours must load in an ITF reader.
 Tests that run TLC are skipped, saying why, when no TLC jar (or no java) is
-found (checkers/tlc.py find_jar: GROUPSPEC_TLC_JAR, or ../shared/tools).
+found (checkers/tla/tlc.py find_jar: GROUPSPEC_TLC_JAR, or ../shared/tools).
 """
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from groupspec.checkers.counterexample import to_itf
-from groupspec.checkers.explicit import check
-from groupspec.checkers.replay import load_trace, replay
-from groupspec.checkers.tla_export import camel
-from groupspec.checkers.tla_module import export
-from groupspec.checkers.tlc import find_jar, java, run_tlc
-from groupspec.checkers.world_model import WorldModel, _enabled_by
-from groupspec.checkers.worlds import PRESETS
+from groupspec.checkers.review.counterexample import to_itf
+from groupspec.checkers.search.explicit import check
+from groupspec.checkers.world.trace_replay import load_trace, replay
+from groupspec.checkers.tla.export import camel
+from groupspec.checkers.tla.module import export
+from groupspec.checkers.tla.tlc import find_jar, java, run_tlc
+from groupspec.checkers.world.state_space import WorldModel, _enabled_by
+from groupspec.checkers.world.presets import PRESETS
 from groupspec.spec.invariants import CHECKED_AFTER_ROW
 from groupspec.spec.lang import FALSE, If, Lowest
 from groupspec.spec.schema import P, V
@@ -220,7 +220,7 @@ def test_a_deadlock_is_found_alike(tmp_path):
 
 def test_the_checks_after_a_row_are_the_explicit_checkers_in_its_order():
     # the module's AfterRow names the checks of spec/invariants.py CHECKED_AFTER_ROW in that order,
-    # the order world_model.py checks them in (check_after_row), so both report the same one first
+    # the order world/state_space.py checks them in (check_after_row), so both report the same one first
     e = export(PRESETS["tiny"], symmetry=False)
     after_row = e.module.split("AfterRow(prev, w, q, handed) ==")[1].split("\n\\*")[0]
     named = re.findall(r'THEN "([a-z-]+)"', after_row)

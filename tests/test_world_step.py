@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from groupspec.checkers.explicit import check
-from groupspec.checkers.world_model import WorldModel
-from groupspec.checkers.worlds import PRESETS, WorldConfig
+from groupspec.checkers.search.explicit import check
+from groupspec.checkers.world.state_space import WorldModel
+from groupspec.checkers.world.presets import PRESETS, WorldConfig
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.spec import table as T
 from groupspec.spec.lang import FALSE

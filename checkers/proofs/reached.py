@@ -10,8 +10,8 @@ from groupspec.spec.invariants import InvariantViolation, _layouts
 from groupspec.spec.schema import STATE_VARS
 
 from .obligations import Lemma
-from ..world_model import LOG, LOG_HAS, WorldModel
-from ..worlds import PRESETS
+from groupspec.checkers.world.state_space import LOG, LOG_HAS, WorldModel
+from groupspec.checkers.world.presets import PRESETS
 
 _REACHED: dict = {}
 

@@ -6,7 +6,7 @@ Its consumers are the closed world's clients: what a consumer does when it start
 (MEMBER_ID_REQUIRED: rejoin with the id; the leader runs the Range assignor and syncs; a follower
 syncs; REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, NOT_COORDINATOR: rejoin;
 FENCED_INSTANCE_ID: stop), heartbeats, commits, leaves, crashes or restarts is a row of spec/world.py
-(CLIENT_ROWS), fired by checkers/clients.py as the explicit checker fires it.  Each consumer holds
+(CLIENT_ROWS), fired by checkers/world/clients.py as the explicit checker fires it.  Each consumer holds
 its client tuple; this module only translates: the request a row put in flight becomes a runtime
 request (member ids and partitions as strings), and the runtime's answer is written into the
 client's response slot as the world writes it (spec/world.py READS) before the client reads it.
@@ -39,8 +39,8 @@ from groupspec.spec.lang import NONE
 from groupspec.spec.schema import MEMBER
 from groupspec.spec.world import ACTION_BY_NAME, MESSAGES, Kind
 
-from ..clients import CP, NRQ, PHASE, RQ, RS, ClientRows, client_triggers, initial_client, response_slot
-from ..worlds import WorldConfig
+from groupspec.checkers.world.clients import CP, NRQ, PHASE, RQ, RS, ClientRows, client_triggers, initial_client, response_slot
+from groupspec.checkers.world.presets import WorldConfig
 from .bugs import BUGS, BuggyCoordinator
 
 EPOCH_MS = 1_760_000_000_000
@@ -92,7 +92,7 @@ class Consumer:
     instance: str | None
     session_ms: int
     rebalance_ms: int
-    C: tuple = _BLANK         # its client tuple (checkers/clients.py)
+    C: tuple = _BLANK         # its client tuple (checkers/world/clients.py)
     next_at: int = NEVER      # when it next acts: its request in flight reaches the coordinator, or it heartbeats
     restart_at: int = NEVER   # a crashed static member's process is started again
     slow: bool = False        # its next JoinGroup arrives after the rebalance timeout

@@ -1,6 +1,6 @@
 """Writing the exported world out: the TLA+ module and its TLC configuration.
 
-`export(cfg)` asks `tla_export.TlaWorld` for every action of the world (each a
+`export(cfg)` asks `export.TlaWorld` for every action of the world (each a
 tree of ways through the step) and lays the module out as the tlaplus/Examples
 specifications are laid out: constants (the bounds), variables with their
 meanings, TypeOK first, Init, the checks after every row, the row operators,
@@ -26,10 +26,10 @@ from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLI
                                   RESPONSE_VARS, UNFAIR, WEAK, WORLD_COORDINATOR, Kind, armed, fairness)
 from groupspec.spec.handling import SELECTED_ONLY
 
-from .tla_export import (FUNCTIONS, MODULE, NOT_BROKEN, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx,
+from .export import (FUNCTIONS, MODULE, NOT_BROKEN, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx,
                          camel, tla_name)
-from .world_model import WorldModel, _enabled_by, world_invariants
-from .worlds import WorldConfig
+from groupspec.checkers.world.state_space import WorldModel, _enabled_by, world_invariants
+from groupspec.checkers.world.presets import WorldConfig
 
 
 # the variable only the module has: what the last step broke inside itself
@@ -394,7 +394,7 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
                                                                 "ProtoList", "ProtocolType")]
         + [f"/\\ MaxGeneration = {cfg.max_generation}"]))
     out += ["", HELPERS, ""]
-    out.append("\\* The functions this world supplies, tabulated from the explicit checker's (world_model.py)")
+    out.append("\\* The functions this world supplies, tabulated from the explicit checker's (world/state_space.py)")
     base = {**model.base, "selected_only": model._route_base[model._route_index["selected_only"]]}
     fun_t = {**{k: t for k, t in PARAM_TYPES.items() if t.kind == "fun"}, "assign": ASSIGN.type,
              "selected_only": SELECTED_ONLY.type}

@@ -20,7 +20,7 @@ from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import NONE, Type
 from groupspec.spec.world import ALL_VARS
 
-from .world_model import WorldModel
+from .state_space import WorldModel
 
 
 class TraceError(ValueError):

@@ -14,7 +14,7 @@ from groupspec.spec.concrete import iter_bits
 from groupspec.spec.lang import NONE
 from groupspec.spec.world import ALL_VARS
 
-from .world_model import WorldModel
+from groupspec.checkers.world.state_space import WorldModel
 
 
 def _name(dom: str, i: int, model: WorldModel):

@@ -51,8 +51,8 @@ from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, AL
                                   append_errors, armed)
 
 from groupspec.spec.z3_fast import Sub, conj, disj, eq, ite
-from .world_model import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
-from .worlds import WorldConfig
+from .state_space import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
+from .presets import WorldConfig
 
 ABSENT = STATES.index("Absent")
 # How many eager re-checks one step may enter (each may re-enter after a row that stays in

@@ -6,12 +6,12 @@ successors of a state, the properties every state must satisfy (values:
 a default.  The engines (breadth-first,
 sequential and parallel, and the liveness search in `explicit.py`; mutation
 testing in `mutate.py`) are given a model and use nothing else of it; the
-closed world (`world_model.WorldModel`) is one.  An engine never builds a
+closed world (`world.state_space.WorldModel`) is one.  An engine never builds a
 model: a parallel worker rebuilds the one it was given from `recipe()`.
 
 Successors come as (step, next state) pairs in one call rather than as
 stateright's `actions` then `next_state` per action: the world computes a
-whole set of moves at once and memoizes it (world_model.py), and one call
+whole set of moves at once and memoizes it (world/state_space.py), and one call
 per state is what keeps the search fast.  A step is the model's own object
 (the world's `Step`: its label, the rows that decided it, its messages),
 hashable; an engine only counts it, shows it, and asks the model about it

@@ -24,9 +24,11 @@ import yaml
 from groupspec.spec.schema import STATES, TRIGGERS
 from groupspec.spec.table import ROWS
 
+from groupspec.checkers.paths import REPO
+
 from . import docs as D
-from .doc_error import DocsError
-from .flows import FLOWS, Flow, REPO, sequence
+from .errors import DocsError
+from .flows import FLOWS, Flow, sequence
 
 MERMAID_INIT = """
 // draw every diagram of the page (Material's own Mermaid loader would fetch mermaid.js from a CDN)
@@ -171,8 +173,8 @@ def _findings() -> str:
 
 
 def _coverage() -> str:
-    from .scenarios.model import load_file
-    from .scenarios.runner import run_scenario
+    from groupspec.checkers.scenarios.model import load_file
+    from groupspec.checkers.scenarios.runner import run_scenario
     fired: set = set()
     files = sorted((REPO / "tests" / "scenarios").rglob("*.yaml")) + sorted((REPO.parent / "shared" / "scenarios")
                                                                             .glob("*.yaml"))

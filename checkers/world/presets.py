@@ -10,7 +10,7 @@ preset's group.instance.ids for another number of clients), and sizes past
 bound the configuration's own fields, so they live beside them: whoever
 adds a bound adds its limit here, and a library caller meets the same
 refusal as the command line.  What turns a configuration into a transition
-system is `checkers/world_model.py`.
+system is `checkers/world/state_space.py`.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The engines that search a model (checkers/model.py) exhaustively, breadth-first.
+"""The engines that search a model (checkers/search/model.py) exhaustively, breadth-first.
 
 Every reachable state is visited once (a set of fingerprints of states);
 because the search is breadth-first, the first violation found has a

@@ -12,7 +12,7 @@ declarations the explicit checker compiles:
   action of that name: a client action is its rows; a delivery, a timer or
   the failover is what `handling.handle` does with the row that fires.  The
   export runs `handle` itself with `TlaWorld` as its host, as the explicit
-  checker (world_model.py) and BMC (bmc.py) do: every row of the trigger
+  checker (world/state_space.py) and BMC (world/bmc.py) do: every row of the trigger
   under its guard, each route's effect (ROUTE_EFFECTS) on the world record,
   each way a write may complete (append_errors), the eager re-check where
   the group may be in PreparingRebalance.  Each way through is one
@@ -43,8 +43,8 @@ from groupspec.spec.tla import TlaEnv, element, literal, to_tla
 from groupspec.spec.world import (WORLD_COORDINATOR, ALL_VARS, AT, C, FAILOVER, FRESH, ISSUED, MESSAGES, OUT, REQ, ROUTE_EFFECTS, SENDER,
                                   WHO, Kind, append_errors, armed)
 
-from .world_model import SKIPPED_OUTPUTS, WorldModel
-from .worlds import WorldConfig
+from groupspec.checkers.world.state_space import SKIPPED_OUTPUTS, WorldModel
+from groupspec.checkers.world.presets import WorldConfig
 
 MODULE = "ConsumerGroupWorld"
 PREPARING = STATES.index("PreparingRebalance")

@@ -11,7 +11,7 @@
   world.md                        the closed world the model checker explores
   flows.md                        the canonical flows as Mermaid sequence diagrams, drawn by running scenarios
 
-`groupspec docs --site DIR` builds the same content as a browsable site (checkers/site.py).
+`groupspec docs --site DIR` builds the same content as a browsable site (checkers/review/site.py).
 """
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ from groupspec.spec.rows import Out, Row, Set_
 from groupspec.spec.schema import (CACHE_MOVES, KAFKA_NAMES, PARAM_DECLS, STATE_VARS, STATES, TRIGGERS,
                                    VALID_PREVIOUS)
 
-from .doc_error import DocsError
+from groupspec.checkers.paths import REPO
+
+from .errors import DocsError
 from .flows import FLOWS, sequence
 from .guards import condition_text, kafka_show
 from groupspec.spec.table import ROWS, enabled
@@ -272,7 +274,7 @@ def invariants_md() -> str:
 def proof_status(path: Path | None = None) -> dict:
     """{invariant: its entry in docs/proofs.json} (empty when no proof was saved)."""
     import json
-    path = path or Path(__file__).resolve().parent.parent / "docs" / "proofs.json"
+    path = path or REPO / "docs" / "proofs.json"
     if not path.is_file():
         return {}
     return {p["name"]: p for p in json.loads(path.read_text(encoding="utf-8"))["invariants"]}
@@ -374,7 +376,7 @@ def lifecycle_dot() -> str:
 
 
 def flows_md() -> str:
-    """The canonical flows as sequence diagrams, each drawn by running its scenario (checkers/flows.py)."""
+    """The canonical flows as sequence diagrams, each drawn by running its scenario (checkers/review/flows.py)."""
     lines = [HEADER, "# Canonical flows\n",
              "Each diagram is drawn by running a scenario of the suite on the runtime coordinator (its "
              "expectations checked as it runs): requests and their answers, timers, log completions and "

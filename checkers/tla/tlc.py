@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .paths import REPO
+from groupspec.checkers.paths import REPO
 
 JAR_ENV = "GROUPSPEC_TLC_JAR"
 

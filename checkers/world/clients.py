@@ -3,7 +3,7 @@ one client.
 
 What a consumer does when it starts, reads an answer (rejoin, sync, stop), heartbeats, commits,
 leaves or crashes is written once, as rows of spec/world.py.  Every tool that needs a consumer asks
-this module to fire them: the explicit checker's world (`world_model.py`), over the bounded
+this module to fire them: the explicit checker's world (`state_space.py`), over the bounded
 domains of a world, and `groupspec simulate` (traces/simulate.py), whose consumers drive the
 runtime coordinator with concrete member ids and partitions translated to and from the same
 client variables.  Neither writes a consumer's reaction in Python.

@@ -15,14 +15,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from groupspec.checkers.doc_error import DocsError
+from groupspec.checkers.paths import REPO
+from groupspec.checkers.review.errors import DocsError
 from groupspec.checkers.scenarios import runner
 from groupspec.checkers.scenarios.model import Scenario, load_file
 from groupspec.impl.trace import TraceWriter
 from groupspec.spec.engine import STATE_I
 from groupspec.spec.schema import STATES
 
-REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "scenarios"      # the seeds' scenarios, beside the repository
 
 

@@ -34,8 +34,8 @@ memoized:
 `flat(state)` gives the spec's variable-by-variable view, which
 counterexamples and invariants read.
 
-`WorldModel` is the checkers' model (`checkers/model.py`): the engines in
-`explicit.py` and `mutate.py` search it through that interface only.  Its
+`WorldModel` is the checkers' model (`checkers/search/model.py`): the engines in
+`search/explicit.py` and `search/mutate.py` search it through that interface only.  Its
 symmetry is renaming clients (`representative`, `orbit`); the fairness of
 its steps is what spec/world.py declares for their actions (`action_class`).
 """
@@ -64,15 +64,15 @@ from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, AL
 
 from .clients import (CLIENT_VARS, CP, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,
                       client_triggers, enabled_by as _enabled_by, initial as _initial)
-from .model import Model, Property
-from .worlds import WorldConfig
+from groupspec.checkers.search.model import Model, Property
+from .presets import WorldConfig
 
 ABSENT = STATES.index("Absent")
 PREPARING = STATES.index("PreparingRebalance")
 # the states a fair behaviour may not stay among forever: a group in a rebalance
 IN_REBALANCE = frozenset({PREPARING, STATES.index("CompletingRebalance")})
 
-# -- the client-major layout (a client's tuple: checkers/clients.py) --------------------------------
+# -- the client-major layout (a client's tuple: checkers/world/clients.py) --------------------------------
 SHARED_VARS = [i for i in range(N_GROUP, len(ALL_VARS)) if i not in CLIENT_VARS]
 # flat() relies on the spec's order: group variables, then the per-client maps, then the shared ones
 assert CLIENT_VARS == list(range(N_GROUP, N_GROUP + N_CV)) and SHARED_VARS == list(range(N_GROUP + N_CV,
@@ -345,7 +345,7 @@ class WorldModel(Model):
         return got
 
     def _compute_client_moves(self, c: int, C: tuple) -> list:
-        """Client c's own steps in local state C: its rows (checkers/clients.py), then the network's
+        """Client c's own steps in local state C: its rows (checkers/world/clients.py), then the network's
         losses of what it has in flight."""
         out = []
         for trig in self.triggers[c]:
@@ -733,6 +733,6 @@ def _reads_group_only(terms: list) -> None:
 
 def _check_locality() -> None:
     """The memoized deliveries and timers rely on this: coordinator rows read and write only the
-    group's variables (the client rows' locality: checkers/clients.py)."""
+    group's variables (the client rows' locality: checkers/world/clients.py)."""
     from groupspec.spec.table import ROWS
     check_touches(ROWS, {v.name for v in STATE_VARS})

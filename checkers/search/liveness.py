@@ -18,7 +18,7 @@ edge inside it.  States whose successors a bound cut off are left out: a
 cycle through them proves nothing.
 
 What is stuck, what is progress, and each step's fairness are the model's
-answers (checkers/model.py: `transient`, `progress`, `action_class`,
+answers (checkers/search/model.py: `transient`, `progress`, `action_class`,
 `is_fault`); this module only walks the graph, and reads no step's name.
 """
 from __future__ import annotations

@@ -190,7 +190,7 @@ _COMPILED: dict = {}      # row index -> the table's row compiled once (mutants 
 
 def _engine_with(index: int, row: Row) -> E.Engine:
     """An engine for the mutated row's trigger: the table's rows, row `index` replaced."""
-    from .world_model import SKIPPED_OUTPUTS
+    from groupspec.checkers.world.state_space import SKIPPED_OUTPUTS
     engine = E.Engine([], skip_outputs=SKIPPED_OUTPUTS)
     chain = []
     for i, r in enumerate(ROWS):
@@ -278,7 +278,7 @@ def run_one(args) -> dict:
     if not out["equivalent"]:
         out["caught_by_scenario"] = _scenarios_catch(rows)
     if not out.get("caught_by_scenario"):     # the conformance harness: concrete time, every answer compared
-        from .conform.mutants import harness_kills
+        from groupspec.checkers.conform.mutants import harness_kills
         killed = harness_kills(rows)
         if killed:
             return {**out, "outcome": "killed", "killed_by": f"harness: {killed[0]}", "world": "conform",
@@ -293,10 +293,10 @@ def _scenarios_catch(rows: list) -> str:
     """The first conformance scenario (tests/scenarios, spec target) the mutant table fails, or ''.
     A survivor of the checker that a scenario catches changes an answer no safety property is
     about (an error code the clients recover from alike); the scenario pins it."""
-    from .paths import REPO, default_scenario_paths
-    from .scenarios.model import load_file
-    from .scenarios.report import scenario_files
-    from .scenarios.runner import run_scenario
+    from groupspec.checkers.paths import REPO, default_scenario_paths
+    from groupspec.checkers.scenarios.model import load_file
+    from groupspec.checkers.scenarios.report import scenario_files
+    from groupspec.checkers.scenarios.runner import run_scenario
     if not _SCENARIOS:
         _SCENARIOS.extend(sc for f in scenario_files(default_scenario_paths()) for sc in load_file(f))
     engine = E.Engine(rows)
