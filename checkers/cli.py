@@ -591,7 +591,7 @@ def replay_cmd(
     """Replay a trace of the closed world through the explicit checker's world: every step must be
     one of the world's own steps; the last state is judged by the invariants. Exit 0: it replays and
     breaks nothing; 1: it breaks an invariant, or leaves the world at some step."""
-    from .world.trace_replay import TraceError, load_trace, replay
+    from .world.itf_replay import TraceError, load_trace, replay
     from .world.state_space import WorldModel
     cfg = _world(**world)
     path = Path(trace)

@@ -20,7 +20,7 @@ import pytest
 
 from groupspec.checkers.review.counterexample import to_itf
 from groupspec.checkers.search.explicit import check
-from groupspec.checkers.world.trace_replay import load_trace, replay
+from groupspec.checkers.world.itf_replay import load_trace, replay
 from groupspec.checkers.tla.export import camel
 from groupspec.checkers.tla.module import export
 from groupspec.checkers.tla.tlc import find_jar, java, run_tlc

@@ -1,2 +1,3 @@
-"""The closed world's interpretations: its presets, the clients' rows, the world as a state space the
-engines search (tuples), as Z3 terms for bounded model checking, and a counterexample replayed through it."""
+"""The closed world's interpretations: its presets (presets.py), the clients' rows (clients.py), the world as a
+state space the engines search, in tuples (state_space.py), as Z3 terms for bounded model checking (bmc.py), and
+a TLC or ITF counterexample replayed through it (itf_replay.py)."""

@@ -2,7 +2,7 @@
 
 A trace is a list of world states: TLC's counterexample (`-dumpTrace json`,
 from a module `groupspec export tla` wrote) or an ITF trace (ours,
-counterexample.py `to_itf`, or any tool's over the same variables).  Each
+review/counterexample.py `to_itf`, or any tool's over the same variables).  Each
 state is read back into the world model's concrete state, and each step must
 be one of the world's own successors (spec/world.py ACTIONS run through the
 compiled rows): a step that is not is where the two interpretations part.
