@@ -40,7 +40,7 @@ from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, If, Lowe
                    Var,
                    default_of, empty, lift, none)
 from .rows import Row, sets
-from .schema import Error, GroupRecord, INSTANCE, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl
+from .schema import PARAM_TYPES, Error, GroupRecord, INSTANCE, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl
 
 CLIENT = "Client"
 Phase = Enum("ClientPhase", "idle", "joining", "syncing", "stable", "left", "crashed", "hung")
@@ -465,6 +465,14 @@ MESSAGES: dict[str, Message] = {
     # AbstractCoordinator.maybeLeaveGroup sends LeaveGroup as the consumer closes: nothing reads the answer
     "leave": Message("LeaveGroup", {}, {}, answered=False),
 }
+
+
+def fixed_params(sizes: dict) -> dict[str, dict]:
+    """The parameters every request of a kind carries (MESSAGES' `fixed`), in a world of `sizes`: a map-typed
+    one as a tuple with every key alike.  The one reading of them the world's interpreters share."""
+    return {name: {k: (tuple([v] * sizes[PARAM_TYPES[k].key]) if PARAM_TYPES[k].kind == "map" else v)
+                   for k, v in m.fixed.items()}
+            for name, m in MESSAGES.items()}
 
 # What a client reads of each API's response: its response slot's variable -> the response
 # field (a reply's member id may echo the request's: rows.ECHO)

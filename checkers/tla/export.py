@@ -41,7 +41,7 @@ from groupspec.spec.schema import PARAM_TYPES, STATES, TRIGGER_BY_NAME
 from groupspec.spec.table import rows_for
 from groupspec.spec.tla import TlaEnv, element, literal, to_tla
 from groupspec.spec.world import (WORLD_COORDINATOR, ALL_VARS, AT, C, FAILOVER, FRESH, ISSUED, MESSAGES, OUT, REQ, ROUTE_EFFECTS, SENDER,
-                                  WHO, Kind, append_errors, armed)
+                                  WHO, Kind, append_errors, armed, fixed_params)
 
 from groupspec.checkers.world.state_space import SKIPPED_OUTPUTS, WorldModel
 from groupspec.checkers.world.presets import WorldConfig
@@ -273,7 +273,7 @@ class TlaWorld:
         self.eager = self.model.eager
         self.sizes = cfg.sizes()
         self.names = [0]
-        rows = rows_for(WORLD_COORDINATOR, self.model._rows)
+        rows = rows_for(WORLD_COORDINATOR, self.model.rows)
         self.rows: dict = {}
         for r in rows:
             self.rows.setdefault(r.trigger, []).append(r)
@@ -378,7 +378,7 @@ class TlaWorld:
             return _text(self.base[n], t)
         return literal(default_of(t), t)
 
-    def _effect(self, ctx: Path, effect, cond: str, fields: dict, echo, member, extra: dict | None = None) -> None:
+    def effect(self, ctx: Path, effect, cond: str, fields: dict, echo, member, extra: dict | None = None) -> None:
         params = {"sender": ctx.sender, "at": NONE if member is None else member, **(extra or {})}
         for k, v in fields.items():
             if "out." + k in _OUT_T:
@@ -398,7 +398,7 @@ class TlaWorld:
         ctx.w = w
 
     def route(self, ctx: Path, out: _Output) -> None:
-        self._effect(ctx, ROUTE_EFFECTS[(out.kind, out.api)], out.on, out.fields,
+        self.effect(ctx, ROUTE_EFFECTS[(out.kind, out.api)], out.on, out.fields,
                      out.member if out.kind == "answer" else ctx.echo, out.member)
 
     def append(self, ctx: Path, out: _Output) -> list:
@@ -409,7 +409,7 @@ class TlaWorld:
         for error in errors:
             q = ctx if error == errors[-1] else ctx.copy()
             if error == "NONE":
-                self._effect(q, ROUTE_EFFECTS[("append", out.api)], "TRUE", out.fields, NONE, NONE)
+                self.effect(q, ROUTE_EFFECTS[("append", out.api)], "TRUE", out.fields, NONE, NONE)
             res.append((q, error))
         return res
 
@@ -417,10 +417,10 @@ class TlaWorld:
         stones = [o.on for o in outs if o.kind == "tombstone"]
         if stones:
             cond = "TRUE" if "TRUE" in stones else "(" + " \\/ ".join(stones) + ")"
-            self._effect(ctx, ROUTE_EFFECTS[("tombstone", "")], cond, {}, NONE, NONE)
+            self.effect(ctx, ROUTE_EFFECTS[("tombstone", "")], cond, {}, NONE, NONE)
 
     def routed(self, ctx: Path, trigger: str) -> None:
-        self._effect(ctx, ISSUED, "TRUE", {}, NONE, NONE)
+        self.effect(ctx, ISSUED, "TRUE", {}, NONE, NONE)
 
     def in_state(self, ctx: Path, state: int) -> list:
         if ctx.known is not None and state not in ctx.known:
@@ -462,14 +462,14 @@ class TlaWorld:
         if duplicate:
             start.frames.append(("let", "w0", "World"))
         else:
-            clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(self._blank(n), VAR_TYPE[n].value)}]" for n in names)
+            clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(self.blank(n), VAR_TYPE[n].value)}]" for n in names)
             start.frames.append(("let", "w0", f"[World EXCEPT {clear}]"))
         req = {"req.member": Tx(f"{names[1]}[c]"), "req.gen": Tx(f"{names[2]}[c]"),
                "req.assign": Tx(f"{names[3]}[c]"), "req.parts": Tx(f"{names[4]}[c]"),
                "client_instance": NONE if inst is None else inst}
         env = TlaEnv(var=lambda v: f"w0.{v}", param=lambda n: _text(req[n], _REQ_T[n]), names=self.names)
         params = {k: Tx(to_tla(t, env)) for k, t in WHO.items()}
-        params.update(self.model._fixed[kind])
+        params.update(fixed_params(self.sizes)[kind])
         params.update({k: Tx(to_tla(t, env)) for k, t in msg.fields.items()})
         if msg.api == "JoinGroup":
             fresh = to_tla(FRESH, env)
@@ -506,7 +506,7 @@ class TlaWorld:
         start.frames.append(("if", f"w0.state # {literal(STATES.index('Absent'), _STATE_T)}"))
         ends = []
         for b, _ in handle(self, start, F.unload, {}):
-            self._effect(b, F.forget, "TRUE", {}, NONE, NONE)
+            self.effect(b, F.forget, "TRUE", {}, NONE, NONE)
             env = self.env(b.w, {})
             when, record = to_tla(F.when, env), to_tla(F.record, env)
             skip = b.copy()
@@ -523,7 +523,7 @@ class TlaWorld:
                               "alike (one symmetry class); give every client the same --instances")
         return inst[0]
 
-    def _blank(self, name: str):
+    def blank(self, name: str):
         flat = dict(zip((v.name for v in ALL_VARS), self.model.flat(self.model.init_states()[0])))
         return flat[name][0]
 

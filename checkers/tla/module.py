@@ -305,7 +305,7 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
     actions: list[tuple[str, str, str, str]] = []    # (action, its TLA+ name, args, text)
 
     # the clients' actions: their rows
-    client_rows = CLIENT_ROWS if model._client_rows is None else model._client_rows
+    client_rows = CLIENT_ROWS if model.client_rows is None else model.client_rows
     for trig in model.triggers[0]:
         a = ACTION_BY_NAME[trig]
         paths = []
@@ -320,7 +320,7 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
             q.w = "w1"
             q.n = 1
             if a.forgets:
-                world._effect(q, FORGOTTEN, "TRUE", {}, NONE, NONE, extra={"client": Tx("c")})
+                world.effect(q, FORGOTTEN, "TRUE", {}, NONE, NONE, extra={"client": Tx("c")})
             q.frames.append(("goto", q.w, NOT_BROKEN))
             paths.append(q)
         actions.append((a.name, a.name, "c", _action(a.name, "c", paths, a.meaning)))
@@ -328,7 +328,7 @@ def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = T
         if _enabled_by(ACTION_BY_NAME[lose], cfg):
             q = Path()
             q.frames.append(("if", f"{names[0]}[c] # {literal(0, Kind)}"))
-            clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(world._blank(n), VAR_TYPE[n].value)}]"
+            clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(world.blank(n), VAR_TYPE[n].value)}]"
                               for n in names)
             q.frames.append(("goto", f"[World EXCEPT {clear}]", NOT_BROKEN))
             actions.append((lose, lose, "c", _action(lose, "c", [q], ACTION_BY_NAME[lose].meaning)))
@@ -395,7 +395,7 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
         + [f"/\\ MaxGeneration = {cfg.max_generation}"]))
     out += ["", HELPERS, ""]
     out.append("\\* The functions this world supplies, tabulated from the explicit checker's (world/state_space.py)")
-    base = {**model.base, "selected_only": model._route_base[model._route_index["selected_only"]]}
+    base = {**model.base, "selected_only": model.selected_only}
     fun_t = {**{k: t for k, t in PARAM_TYPES.items() if t.kind == "fun"}, "assign": ASSIGN.type,
              "selected_only": SELECTED_ONLY.type}
     for k, tname in FUNCTIONS.items():

@@ -48,7 +48,7 @@ from groupspec.spec.symbolic import (SymEnv, SymOutput, concrete_to_z3, fresh, i
 from groupspec.spec.table import rows_for
 from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FORGOTTEN, FRESH,
                                   MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, ISSUED, Kind,
-                                  append_errors, armed)
+                                  append_errors, armed, fixed_params)
 
 from groupspec.spec.z3_fast import Sub, conj, disj, eq, ite
 from .state_space import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
@@ -353,6 +353,7 @@ class SymbolicWorld:
                "client_instance": z3.IntVal(NONE if inst is None else inst)}
         env = self._env(s, req)
         who = {k: to_z3(t, env) for k, t in WHO.items()}
+        fixed = fixed_params(self.sizes)
         paths = []
         for name, msg in MESSAGES.items():
             k = Kind.values.index(name)
@@ -361,8 +362,8 @@ class SymbolicWorld:
             for n in names:      # the request leaves the network
                 start[n] = list(start[n])
                 start[n][c] = concrete_to_z3(self._blank[n][c], _VAR_TYPE[n].value, self.sizes)
-            fixed = {p: concrete_to_z3(v, PARAM_TYPES[p], self.sizes) for p, v in self.model._fixed[name].items()}
-            params = {**who, **fixed, **{p: to_z3(t, env) for p, t in msg.fields.items()}}
+            carried = {p: concrete_to_z3(v, PARAM_TYPES[p], self.sizes) for p, v in fixed[name].items()}
+            params = {**who, **carried, **{p: to_z3(t, env) for p, t in msg.fields.items()}}
             pc = [kind == k]
             if msg.api == "JoinGroup":
                 fresh_id = to_z3(FRESH, env)

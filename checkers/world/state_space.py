@@ -60,7 +60,7 @@ from groupspec.spec.table import TIMER_TRIGGERS, rows_for
 from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, ALL_VARS, ENDED, FAILOVER, FORGOTTEN, FRESH, ISSUED,
                                   MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, WHO,
                                   WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
-                                  append_errors, armed, fairness)
+                                  append_errors, armed, fairness, fixed_params)
 
 from .clients import (CLIENT_VARS, CP, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,
                       client_triggers, enabled_by as _enabled_by, initial as _initial)
@@ -163,8 +163,8 @@ class WorldModel(Model):
         `keep_firings`: keep every coordinator firing the searches make, for `firings()` (mutation
         testing compares a mutant's rows with them; small worlds only: the memo is never dropped)."""
         self.cfg = cfg
-        self._rows = rows
-        self._client_rows = client_rows
+        self.rows = rows                  # the world instance, read by the other interpreters (BMC, TLA+)
+        self.client_rows = client_rows
         self.eager = eager
         self.n = cfg.clients
         self.sizes = cfg.sizes()
@@ -188,16 +188,13 @@ class WorldModel(Model):
         # per client: a static member (group.instance.id) never sends LeaveGroup
         inst = cfg.instances or (None,) * cfg.clients
         self.triggers = [client_triggers(cfg, inst[c] is not None) for c in range(cfg.clients)]
-        # the parameters every request of a kind carries (MESSAGES' `fixed`; a map: every key alike)
-        self._fixed = {name: {k: (tuple([v] * self.sizes[E.PARAM_TYPES[k].key])
-                                  if E.PARAM_TYPES[k].kind == "map" else v) for k, v in m.fixed.items()}
-                       for name, m in MESSAGES.items()}
+        self._fixed = fixed_params(self.sizes)
         _check_locality()
         # the routes' effects, compiled over the spec's flat view of the world
         names = ["sender", "at", "selected_only", *(t.data for t in OUT.values()), *("rec." + k for k in RECORD_FIELDS)]
         self._route_index = {n: i for i, n in enumerate(names)}
         self._route_base = [None] * len(names)
-        self._route_base[self._route_index["selected_only"]] = _one_protocol
+        self._route_base[self._route_index["selected_only"]] = self.selected_only = _one_protocol
         lay = Layout(WIDE_INDEX, self._route_index)
         self._effects = {key: (compile_term(e.when, lay), [(WIDE_INDEX[v], compile_term(t, lay))
                                                            for v, t in e.updates.items()])
@@ -256,7 +253,7 @@ class WorldModel(Model):
 
     def recipe(self) -> partial:
         """This model again: its class, configuration, rows and eager rule (not its memo tables)."""
-        return partial(type(self), self.cfg, self._rows, self.eager, self._client_rows)
+        return partial(type(self), self.cfg, self.rows, self.eager, self.client_rows)
 
     def invariants(self) -> list[str]:
         """What `successors` (steps and outputs, after every row) and `violated` (states) check."""
