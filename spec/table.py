@@ -19,44 +19,14 @@ import dataclasses
 from typing import Callable
 
 from .lang import (FALSE, TRUE, And, Apply, Choose, Count, Filter, ForAll, If, Implies, Max, MaxOver,
-                   Min, Not, Or, Term, empty, lift, named, none, Const, INT)
+                   Min, Not, Or, Term, lift, named, none, Const, INT)
 from .lang import show
 from .rows import (ECHO, ROW_BUILDERS, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
                    each, labelled, park, reply, sets)
-from .schema import (STATE_VARS, AppendKind, Coord, Error, GroupState, JoinTimer, MEMBER, P,
-                     PARTITION, PROTOCOL, V)
-
-# -- vocabulary ----------------------------------------------------------------
-
-
-def S(name: str) -> Term:
-    return lift(name, GroupState)
-
-
-def E(name: str) -> Term:
-    return lift(name, Error)
-
-
-def in_states(*names: str) -> Term:
-    return Or(*[V.state == S(n) for n in names])
-
-
-NO_MEMBER = none(MEMBER)
-NO_PROTOCOL = none(PROTOCOL)
-NO_PARTS = empty(PARTITION)
-NO_MEMBERS = empty(MEMBER)
-HELD = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
-LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
-ALL = ("Absent",) + HELD
-
-static_members = named("static members", Filter(V.members, lambda m: V.instance_of[m].is_some()))
-rebalance_timeout = named("rebalanceTimeoutMs (the largest member's)",
-                          MaxOver(V.members, lambda m: V.rebalance_ms[m]))  # GM.rebalanceTimeoutMs
-
-
-def names_of(protos: Term) -> Term:
-    return Apply(P.proto_names, protos)
-
+from .schema import STATE_VARS, AppendKind, Coord, Error, JoinTimer, P, V
+from .vocabulary import (ALL, E, HELD, JAVA, LIVE, NO_MEMBER, NO_MEMBERS, NO_PARTS, NO_PROTOCOL, S,
+                         Filter_instances, Filter_offsets, in_states, lift_single, names_of, rebalance_timeout,
+                         static_members)
 
 # validateCurrentMember (GC): the group.instance.id, if given, must map to this
 # member id; then the member id must be a member.
@@ -182,13 +152,6 @@ def forget(ms: Term) -> dict:
         rebalance_ms=V.rebalance_ms.put_all(ms, lambda m: 0),
         assignment=V.assignment.put_all(ms, lambda m: NO_PARTS),
     )
-
-
-def Filter_instances(ms: Term) -> Term:
-    """The group.instance.ids mapped to a member of `ms`."""
-    from .lang import Union as BigUnion, singleton
-    return named(f"the group.instance.ids of {show(ms)}",
-                 BigUnion(Filter(ms, lambda m: V.instance_of[m].is_some()), lambda m: singleton(V.instance_of[m])))
 
 
 def remove_members(ms: Term, choice: str) -> list:
@@ -439,9 +402,6 @@ class Chain:
 
 
 ROW_BUILDERS.update(("Chain.row", "Chain.last"))
-
-
-JAVA = "Kafka 4.0 GroupCoordinatorService"
 
 
 def gate(chain: Chain, api: str, fields: Callable[[Term], dict], loading: Callable[[], dict] | None = None,
@@ -851,11 +811,6 @@ def _sync_rows() -> list[Row]:
     return c.rows
 
 
-def lift_single(m: Term) -> Term:
-    from .lang import singleton
-    return singleton(m)
-
-
 _add(_sync_rows())
 
 # storeGroup's callback (GC.doSyncGroup): only if still CompletingRebalance in the same generation
@@ -1221,11 +1176,6 @@ def _fetch_rows() -> list[Row]:
           "GMM.getOffsets (regardless of the group's state)", response="the committed offsets (-1 for none)",
           states=LIVE)
     return c.rows
-
-
-def Filter_offsets() -> Term:
-    """The partitions with a committed offset (GM.allOffsets)."""
-    return named("partitions with a committed offset", V.offsets.keys_where(lambda v: v >= 0))
 
 
 _add(_fetch_rows())
