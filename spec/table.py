@@ -19,11 +19,13 @@ import dataclasses
 from typing import Callable
 
 from .lang import (FALSE, TRUE, And, Apply, Choose, Count, Filter, ForAll, If, Implies, Max, MaxOver,
-                   Min, Not, Or, Term, lift, named, none, Const, INT)
+                   Min, Not, Or, Term, lift, named, none, INT)
 from .lang import show
-from .rows import (ECHO, ROW_BUILDERS, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
+from .rows import (ROW_BUILDERS, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
                    each, labelled, park, reply, sets)
-from .schema import STATE_VARS, AppendKind, Coord, Error, JoinTimer, P, V
+from .responses import (commit_errors, join_error, join_info, offset_commit_error, store_group_error,
+                        sync_error)
+from .schema import STATE_VARS, AppendKind, Coord, JoinTimer, P, V
 from .vocabulary import (ALL, E, HELD, JAVA, LIVE, NO_MEMBER, NO_MEMBERS, NO_PARTS, NO_PROTOCOL, S,
                          Filter_instances, Filter_offsets, in_states, lift_single, names_of, rebalance_timeout,
                          static_members)
@@ -38,80 +40,6 @@ member_error = named("FENCED_INSTANCE_ID if fenced, else UNKNOWN_MEMBER_ID",
                      If(fenced, E("FENCED_INSTANCE_ID"), E("UNKNOWN_MEMBER_ID")))
 member_invalid = named("validateCurrentMember fails (fenced, unknown group.instance.id, or not a member)",
                        fenced | instance_unknown | not_member)
-
-
-def store_group_error(e: Term) -> Term:
-    """How a failed append of the group's record reaches the request that waits on it: GMM.storeGroup's
-    callback (Scala), GroupMetadataManager.appendGroupMetadataErrorToResponseError (Java, Kafka 4.0)."""
-    return If(P.cfg_new_coordinator,
-              named(f"appendGroupMetadataErrorToResponseError({show(e)})", _append_error_java(e)),
-              named(f"storeGroup's mapping of {show(e)}", _store_group_error(e)))
-
-
-def _store_group_error(e: Term) -> Term:
-    return If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"),
-                 e == E("NOT_ENOUGH_REPLICAS_AFTER_APPEND")), E("COORDINATOR_NOT_AVAILABLE"),
-              If(Or(e == E("NOT_LEADER_OR_FOLLOWER"), e == E("KAFKA_STORAGE_ERROR")), E("NOT_COORDINATOR"),
-                 If(e == E("REQUEST_TIMED_OUT"), E("REBALANCE_IN_PROGRESS"),
-                    If(Or(e == E("MESSAGE_TOO_LARGE"), e == E("RECORD_LIST_TOO_LARGE"),
-                          e == E("INVALID_FETCH_SIZE")), E("UNKNOWN_SERVER_ERROR"), e))))
-
-
-def _append_error_java(e: Term) -> Term:
-    """The Java coordinator's one mapping of a failed write (appendGroupMetadataErrorToResponseError, and
-    CoordinatorOperationExceptionHelper.handleOperationException for an operation the write fails whole):
-    no case for NOT_ENOUGH_REPLICAS_AFTER_APPEND, and REQUEST_TIMED_OUT is COORDINATOR_NOT_AVAILABLE."""
-    return If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"), e == E("REQUEST_TIMED_OUT")),
-              E("COORDINATOR_NOT_AVAILABLE"),
-              If(Or(e == E("NOT_LEADER_OR_FOLLOWER"), e == E("KAFKA_STORAGE_ERROR")), E("NOT_COORDINATOR"),
-                 If(Or(e == E("MESSAGE_TOO_LARGE"), e == E("RECORD_LIST_TOO_LARGE"), e == E("INVALID_FETCH_SIZE")),
-                    E("UNKNOWN_SERVER_ERROR"), e)))
-
-
-def offset_commit_error(e: Term) -> Term:
-    """How a failed append of offsets reaches the OffsetCommit: GMM.maybeConvertOffsetCommitError (Scala);
-    the Java coordinator fails the whole write operation, answered through handleOperationException."""
-    return If(P.cfg_new_coordinator,
-              named(f"handleOperationException({show(e)})",
-                    If(e == E("NETWORK_EXCEPTION"), E("COORDINATOR_LOAD_IN_PROGRESS"), _append_error_java(e))),
-              named(f"maybeConvertOffsetCommitError({show(e)})", _offset_commit_error(e)))
-
-
-def _offset_commit_error(e: Term) -> Term:
-    return If(e == E("NETWORK_EXCEPTION"), E("COORDINATOR_LOAD_IN_PROGRESS"),
-              If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"),
-                    e == E("NOT_ENOUGH_REPLICAS_AFTER_APPEND")), E("COORDINATOR_NOT_AVAILABLE"),
-                 If(Or(e == E("NOT_LEADER_OR_FOLLOWER"), e == E("KAFKA_STORAGE_ERROR")), E("NOT_COORDINATOR"),
-                    If(Or(e == E("MESSAGE_TOO_LARGE"), e == E("RECORD_LIST_TOO_LARGE"),
-                          e == E("INVALID_FETCH_SIZE")), E("INVALID_COMMIT_OFFSET_SIZE"), e))))
-
-
-# -- responses -------------------------------------------------------------------
-
-def join_error(error: Term | str, member=ECHO) -> dict:
-    """JoinGroupResult(memberId, error): no generation, leader or protocol, and skipAssignment false (every
-    JoinGroup response of version 9 carries it: found running Kafka 3.9.2, docs/kafka-conformance.md)."""
-    return dict(error=lift(error, Error) if isinstance(error, str) else error, member=member,
-                generation=Const(-1, INT), leader=NO_MEMBER, protocol=NO_PROTOCOL,
-                members=NO_MEMBERS, skip_assignment=FALSE())
-
-
-def join_info(m: Term, members_to_leader: bool = True) -> dict:
-    """The JoinGroupResult of the current generation for member m."""
-    return dict(error=E("NONE"), member=m, generation=V.generation, protocol_type=V.protocol_type,
-                protocol=V.protocol, leader=V.leader,
-                members=If(m == V.leader, V.members, NO_MEMBERS) if members_to_leader else NO_MEMBERS,
-                skip_assignment=FALSE())
-
-
-def sync_error(error: Term | str) -> dict:
-    return dict(error=lift(error, Error) if isinstance(error, str) else error, assignment=NO_PARTS,
-                protocol_type=none("ProtocolType"), protocol=NO_PROTOCOL)
-
-
-def commit_errors(error: Term | str) -> dict:
-    """OffsetCommit: the same error for every partition of the request."""
-    return dict(error_all=lift(error, Error) if isinstance(error, str) else error, partitions=P.commit_parts)
 
 
 # -- macros: Kafka's shared helpers --------------------------------------------------
