@@ -95,6 +95,9 @@ def _accept(st: str) -> Term:
 
 
 def _join_in_state(outer: Chain, st: str) -> list[Row]:
+    """JoinGroup's cascade once the group is looked up in state `st`: acceptJoiningMember (chain `g`), then a
+    new member's checks (chain `new`, the static member's replacement among them), then a known member's.
+    Each row is on one chain, and the rows are the chains' rows, in that order."""
     tag = " (no group yet)" if st == "Absent" else f" ({st})"
     g = Chain("JoinGroup", (st,), base=And(*[Not(x) for x in outer.before]), suffix=tag)
     here = "Empty" if st == "Absent" else st   # a new group is created Empty first
@@ -113,16 +116,13 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
               doc="group.max.size reached: a new member when the group (PR: the members awaiting join) is full",
               java_check="none")
 
-    rows: list[Row] = []
     # ---- a new member (empty member id): doNewMemberJoinGroup
     new = Chain("JoinGroup", (st,), base=And(g.base, *[Not(x) for x in g.before], P.member_empty), suffix=tag)
     if st == "Dead":
         new.last("new member, group is Dead",
                  [reply("JoinGroup", **join_error("COORDINATOR_NOT_AVAILABLE", member=NO_MEMBER))], None,
                  "GC.doNewMemberJoinGroup", response="COORDINATOR_NOT_AVAILABLE")
-        rows += g.rows + new.rows
-        rows += _join_known_member(g, st)
-        return rows
+        return g.rows + new.rows + _join_known_member(g, st)
     bad_protocol = _protocol_unsupported(here)
     new.row("new member, inconsistent protocol", bad_protocol,
             [*create, reply("JoinGroup", **join_error("INCONSISTENT_GROUP_PROTOCOL", member=NO_MEMBER))], stay,
@@ -130,9 +130,8 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
     # static member whose group.instance.id is known: replace it (updateStaticMemberAndRebalance)
     known_static = P.instance.is_some() & V.static[P.instance].is_some()
     if st in ("Stable", "CompletingRebalance", "PreparingRebalance"):
-        rows_static = _static_replace(new, st, known_static)
+        _static_replace(new, st, known_static)
     else:
-        rows_static = []
         new.check(known_static)  # impossible: Empty groups have no members (GC throws)
     # a new static member, or a dynamic one without requireKnownMemberId: add it now
     add_now = P.instance.is_some() | Not(P.require_known)
@@ -150,19 +149,7 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
               reply("JoinGroup", **join_error("MEMBER_ID_REQUIRED", member=P.fresh))], stay,
              "GC.doDynamicNewMemberJoinGroup (KIP-394); seed 000",
              response="MEMBER_ID_REQUIRED with the new member id, which is now pending")
-    rows += g.rows + [r for r in new.rows] + rows_static
-    if st != "Absent":
-        rows += _join_known_member(g, st)
-    return _dedupe(rows)
-
-
-def _dedupe(rows: list[Row]) -> list[Row]:
-    seen, out = set(), []
-    for r in rows:
-        if id(r) not in seen:
-            seen.add(id(r))
-            out.append(r)
-    return out
+    return g.rows + new.rows + (_join_known_member(g, st) if st != "Absent" else [])
 
 
 def _protocol_unsupported(st: str) -> Term:
@@ -174,8 +161,9 @@ def _protocol_unsupported(st: str) -> Term:
     return (P.req_ptype != V.protocol_type) | supported_by_all.is_empty()
 
 
-def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
-    """GC.updateStaticMemberAndRebalance: a known group.instance.id rejoins with an empty member id."""
+def _static_replace(new: Chain, st: str, known_static: Term) -> None:
+    """GC.updateStaticMemberAndRebalance: a known group.instance.id rejoins with an empty member id.  Its rows
+    are written onto `new`, the new member's chain, where Kafka checks for them."""
     old = V.static[P.instance]
     m = P.fresh
     remember = sets(scratch_member=old, scratch_leader=V.leader)
@@ -206,37 +194,35 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
         # updateMember(new, protocols, timeouts, callback)
         *update_member(m),
     ])
-    rows = []
     src = "GC.updateStaticMemberAndRebalance (KIP-345)"
     if st == "Stable":
         # the protocol the next generation would select, with the new member's protocols
         unchanged = V.protocol.in_(_winners_after_replace())
-        rows.append(new.row("known static member rejoins, protocol unchanged: persist the new id",
-                            known_static & unchanged,
-                            [remember,
-                             sets(scratch_session_ms=V.session_ms[old], scratch_rebalance_ms=V.rebalance_ms[old],
-                                  scratch_protos=V.protos[old]),
-                             *replace,
-                             append("static_replace", **group_record(None), old=was, new=m,
-                                    old_protos=V.scratch_protos, old_session_ms=V.scratch_session_ms,
-                                    old_rebalance_ms=V.scratch_rebalance_ms, old_leader=was_leader,
-                                    supports_skip=P.supports_skip, append_gen=V.generation,
-                                    append_leader=V.leader, append_members=V.members),
-                             forget_scratch, sets(scratch_session_ms=0, scratch_rebalance_ms=0,
-                                                  scratch_protos=none("ProtoList"))],
-                            None, src, response="parked until the group is stored; then the current generation",
-                            doc="the group.instance.id is known and the selected protocol would not change"))
-        rows.append(new.row("known static member rejoins with a protocol change", known_static,
-                            [*replace, *prepare_rebalance("Stable")], "PreparingRebalance", src,
-                            response="parked until the join completes"))
+        new.row("known static member rejoins, protocol unchanged: persist the new id",
+                known_static & unchanged,
+                [remember,
+                 sets(scratch_session_ms=V.session_ms[old], scratch_rebalance_ms=V.rebalance_ms[old],
+                      scratch_protos=V.protos[old]),
+                 *replace,
+                 append("static_replace", **group_record(None), old=was, new=m,
+                        old_protos=V.scratch_protos, old_session_ms=V.scratch_session_ms,
+                        old_rebalance_ms=V.scratch_rebalance_ms, old_leader=was_leader,
+                        supports_skip=P.supports_skip, append_gen=V.generation,
+                        append_leader=V.leader, append_members=V.members),
+                 forget_scratch, sets(scratch_session_ms=0, scratch_rebalance_ms=0,
+                                      scratch_protos=none("ProtoList"))],
+                None, src, response="parked until the group is stored; then the current generation",
+                doc="the group.instance.id is known and the selected protocol would not change")
+        new.row("known static member rejoins with a protocol change", known_static,
+                [*replace, *prepare_rebalance("Stable")], "PreparingRebalance", src,
+                response="parked until the join completes")
     elif st == "CompletingRebalance":
-        rows.append(new.row("known static member rejoins during CompletingRebalance", known_static,
-                            [*replace, *prepare_rebalance("CompletingRebalance")], "PreparingRebalance", src,
-                            response="parked until the join completes"))
+        new.row("known static member rejoins during CompletingRebalance", known_static,
+                [*replace, *prepare_rebalance("CompletingRebalance")], "PreparingRebalance", src,
+                response="parked until the join completes")
     else:
-        rows.append(new.row("known static member rejoins during PreparingRebalance", known_static,
-                            replace, None, src, response="parked until the join completes"))
-    return rows
+        new.row("known static member rejoins during PreparingRebalance", known_static,
+                replace, None, src, response="parked until the join completes")
 
 
 def _winners_after_replace() -> Term:
