@@ -1,4 +1,4 @@
-"""The shape of a row, and the vocabulary rows are written in.
+"""The shape of a row, and what rows are written with: outputs, updates, and `Chain`, a handler's checks in order.
 
 A row says: its name; its trigger; the states it applies in; its guard; its
 effect (a sequence of steps, each either simultaneous updates of state
@@ -10,6 +10,10 @@ that did not rejoin, *then* elect a leader among the rest, *then* bump the
 generation) is written down in that order: each step sees the state the
 previous one left.  Outputs are responses to the request, answers to parked
 requests, parked requests, timers armed or cancelled, and log appends.
+
+A `Chain` writes the rows of one handler in the order Kafka checks its
+conditions: each row's guard negates the conditions of the rows above it,
+so the rows of a trigger are exclusive.
 """
 from __future__ import annotations
 
@@ -18,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Union
 
-from .lang import Term, TRUE, _bind, lift
+from .lang import And, Not, Term, TRUE, _bind, lift
 from .schema import STATES, TRIGGER_BY_NAME, VAR_TYPES
+from .vocabulary import in_states
 
 # An output field whose value is the request's own member id, echoed back
 # (JoinGroupResult(memberId, error) answers with whatever id was sent).
@@ -122,16 +127,14 @@ class Row:
         return out
 
 
-# Functions that build rows for their callers (table.py's chains): a row is written where they are called.
-ROW_BUILDERS: set[str] = set()
 _ROOT = Path(__file__).resolve().parent.parent
 
 
 def _written_at() -> str:
-    """The file and line of the code that wrote the row being made (outside this module and the builders)."""
+    """The file and line of the code that wrote the row being made: the first caller outside this module (a row a
+    `Chain` makes is written where its `row` is called)."""
     f = sys._getframe(1)
-    while f is not None and (f.f_code.co_filename == __file__ or f.f_code.co_qualname in ROW_BUILDERS
-                             or f.f_code.co_name == "__init__"):
+    while f is not None and (f.f_code.co_filename == __file__ or f.f_code.co_name == "__init__"):
         f = f.f_back
     if f is None:
         return ""
@@ -224,3 +227,41 @@ def labelled(label: str, steps: list) -> list:
         if not st.label:
             st.label = label
     return steps
+
+
+# -- chains: Kafka's if / else-if cascades -------------------------------------------
+
+class Chain:
+    """Rows of one trigger in Kafka's order of checks: each row's guard is its
+    condition and the negation of every earlier condition in the chain."""
+
+    def __init__(self, trigger: str, states: tuple[str, ...], base: Term | None = None, suffix: str = ""):
+        self.trigger, self.states, self.suffix = trigger, states, suffix
+        self.base = TRUE() if base is None else base
+        self.before: list[Term] = []
+        self.routing: list[Term] = []   # conditions checked without a row of their own
+        self.rows: list[Row] = []
+
+    def row(self, name: str, cond: Term, steps: list, target: str | None, source: str,
+            response: str = "", doc: str = "", states: tuple[str, ...] | None = None,
+            via: tuple[str, ...] = (), java_check: str = "", java_result: bool = False) -> Row:
+        guard = And(self.base, *[Not(c) for c in self.before], cond) if self.before else And(self.base, cond)
+        own = And(self.base, *[Not(c) for c in self.routing], cond)
+        row_states = states or self.states
+        r = Row(f"{self.trigger}: {name}{self.suffix}", self.trigger, states or self.states, guard, steps, target,
+                source, response=response, via=via, doc=doc, otherwise=tuple(self.before), own=own,
+                java_check=java_check, java_result=java_result)
+        # later rows of the chain are the `else` of this one
+        self.before.append(cond if row_states == self.states else And(in_states(*row_states), cond))
+        self.rows.append(r)
+        return r
+
+    def check(self, cond: Term) -> None:
+        """A condition that only routes: later rows see its negation."""
+        if not any(c is cond for c in self.before):
+            self.before.append(cond)
+            self.routing.append(cond)
+
+    def last(self, name: str, steps: list, target: str | None, source: str, **kw) -> Row:
+        """The remaining case."""
+        return self.row(name, TRUE(), steps, target, source, **kw)

@@ -5,8 +5,12 @@ cascade; here each branch is a row, written in the order Kafka checks its
 conditions (a `Chain` negates the conditions of the rows above, so the
 order of the checks is explicit and the rows of a trigger are exclusive).
 The pieces Kafka itself reuses (prepareRebalance, removeMemberAndUpdateGroup,
-onCompleteJoin, ...) are macros below, written once and used by every row
-that needs them.
+onCompleteJoin, ...) are written once, in `kafka_steps.py`, and used by
+every row that needs them; the words rows are written in (states, errors,
+empty values) are in `vocabulary.py`, the responses and Kafka's error
+mappings in `responses.py`.  After the rows: the timers rows arm (`TIMERS`),
+when each trigger can happen (`ENABLED`), and how an append completes
+(`completion`), which every driver reads.
 
 Sources are Kafka 3.9's Scala coordinator unless a row says otherwise
 (`GC.` = GroupCoordinator.scala, `GM.` = GroupMetadata.scala,
@@ -16,472 +20,19 @@ shared/seeds/ (`seed 000` = the lecture on handleJoinGroup, and so on).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
 
-from .lang import (FALSE, TRUE, And, Apply, Choose, Count, Filter, ForAll, If, Implies, Max, MaxOver,
-                   Min, Not, Or, Term, empty, lift, named, none, Const, INT)
-from .lang import show
-from .rows import (ECHO, ROW_BUILDERS, Out, Row, Set_, answer, answer_each, append, arm, cancel, check_row,
-                   each, labelled, park, reply, sets)
-from .schema import (STATE_VARS, AppendKind, Coord, Error, GroupState, JoinTimer, MEMBER, P,
-                     PARTITION, PROTOCOL, V)
+from .kafka_steps import (add_member, completion_outcomes, drop_from_group, gate, group_record, member_error,
+                          member_invalid, most_voted, prepare_rebalance, rearm_heartbeats, remove_member,
+                          remove_members, reset, session_of, update_member)
+from .lang import (FALSE, TRUE, And, Count, Filter, ForAll, If, Implies, Lowest, Max, Min, Not, Or, Term, lift, named,
+                   none, INT, NONE)
+from .rows import Chain, Out, Row, answer, answer_each, append, arm, cancel, check_row, labelled, park, reply, sets
+from .responses import (commit_errors, join_error, join_info, offset_commit_error, store_group_error,
+                        sync_error)
+from .schema import AppendKind, Coord, JoinTimer, P, V
+from .vocabulary import (ALL, E, HELD, JAVA, LIVE, NO_MEMBER, NO_MEMBERS, NO_PARTS, NO_PROTOCOL, S,
+                         Filter_instances, Filter_offsets, in_states, lift_single, names_of, static_members)
 
-# -- vocabulary ----------------------------------------------------------------
-
-
-def S(name: str) -> Term:
-    return lift(name, GroupState)
-
-
-def E(name: str) -> Term:
-    return lift(name, Error)
-
-
-def in_states(*names: str) -> Term:
-    return Or(*[V.state == S(n) for n in names])
-
-
-NO_MEMBER = none(MEMBER)
-NO_PROTOCOL = none(PROTOCOL)
-NO_PARTS = empty(PARTITION)
-NO_MEMBERS = empty(MEMBER)
-HELD = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
-LIVE = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
-ALL = ("Absent",) + HELD
-
-static_members = named("static members", Filter(V.members, lambda m: V.instance_of[m].is_some()))
-rebalance_timeout = named("rebalanceTimeoutMs (the largest member's)",
-                          MaxOver(V.members, lambda m: V.rebalance_ms[m]))  # GM.rebalanceTimeoutMs
-
-
-def names_of(protos: Term) -> Term:
-    return Apply(P.proto_names, protos)
-
-
-# validateCurrentMember (GC): the group.instance.id, if given, must map to this
-# member id; then the member id must be a member.
-fenced = named("the group.instance.id maps to another member id",
-               P.instance.is_some() & V.static[P.instance].is_some() & (V.static[P.instance] != P.member))
-instance_unknown = P.instance.is_some() & V.static[P.instance].is_none()
-not_member = Not(P.member.in_(V.members))
-member_error = named("FENCED_INSTANCE_ID if fenced, else UNKNOWN_MEMBER_ID",
-                     If(fenced, E("FENCED_INSTANCE_ID"), E("UNKNOWN_MEMBER_ID")))
-member_invalid = named("validateCurrentMember fails (fenced, unknown group.instance.id, or not a member)",
-                       fenced | instance_unknown | not_member)
-
-
-def store_group_error(e: Term) -> Term:
-    """How a failed append of the group's record reaches the request that waits on it: GMM.storeGroup's
-    callback (Scala), GroupMetadataManager.appendGroupMetadataErrorToResponseError (Java, Kafka 4.0)."""
-    return If(P.cfg_new_coordinator,
-              named(f"appendGroupMetadataErrorToResponseError({show(e)})", _append_error_java(e)),
-              named(f"storeGroup's mapping of {show(e)}", _store_group_error(e)))
-
-
-def _store_group_error(e: Term) -> Term:
-    return If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"),
-                 e == E("NOT_ENOUGH_REPLICAS_AFTER_APPEND")), E("COORDINATOR_NOT_AVAILABLE"),
-              If(Or(e == E("NOT_LEADER_OR_FOLLOWER"), e == E("KAFKA_STORAGE_ERROR")), E("NOT_COORDINATOR"),
-                 If(e == E("REQUEST_TIMED_OUT"), E("REBALANCE_IN_PROGRESS"),
-                    If(Or(e == E("MESSAGE_TOO_LARGE"), e == E("RECORD_LIST_TOO_LARGE"),
-                          e == E("INVALID_FETCH_SIZE")), E("UNKNOWN_SERVER_ERROR"), e))))
-
-
-def _append_error_java(e: Term) -> Term:
-    """The Java coordinator's one mapping of a failed write (appendGroupMetadataErrorToResponseError, and
-    CoordinatorOperationExceptionHelper.handleOperationException for an operation the write fails whole):
-    no case for NOT_ENOUGH_REPLICAS_AFTER_APPEND, and REQUEST_TIMED_OUT is COORDINATOR_NOT_AVAILABLE."""
-    return If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"), e == E("REQUEST_TIMED_OUT")),
-              E("COORDINATOR_NOT_AVAILABLE"),
-              If(Or(e == E("NOT_LEADER_OR_FOLLOWER"), e == E("KAFKA_STORAGE_ERROR")), E("NOT_COORDINATOR"),
-                 If(Or(e == E("MESSAGE_TOO_LARGE"), e == E("RECORD_LIST_TOO_LARGE"), e == E("INVALID_FETCH_SIZE")),
-                    E("UNKNOWN_SERVER_ERROR"), e)))
-
-
-def offset_commit_error(e: Term) -> Term:
-    """How a failed append of offsets reaches the OffsetCommit: GMM.maybeConvertOffsetCommitError (Scala);
-    the Java coordinator fails the whole write operation, answered through handleOperationException."""
-    return If(P.cfg_new_coordinator,
-              named(f"handleOperationException({show(e)})",
-                    If(e == E("NETWORK_EXCEPTION"), E("COORDINATOR_LOAD_IN_PROGRESS"), _append_error_java(e))),
-              named(f"maybeConvertOffsetCommitError({show(e)})", _offset_commit_error(e)))
-
-
-def _offset_commit_error(e: Term) -> Term:
-    return If(e == E("NETWORK_EXCEPTION"), E("COORDINATOR_LOAD_IN_PROGRESS"),
-              If(Or(e == E("UNKNOWN_TOPIC_OR_PARTITION"), e == E("NOT_ENOUGH_REPLICAS"),
-                    e == E("NOT_ENOUGH_REPLICAS_AFTER_APPEND")), E("COORDINATOR_NOT_AVAILABLE"),
-                 If(Or(e == E("NOT_LEADER_OR_FOLLOWER"), e == E("KAFKA_STORAGE_ERROR")), E("NOT_COORDINATOR"),
-                    If(Or(e == E("MESSAGE_TOO_LARGE"), e == E("RECORD_LIST_TOO_LARGE"),
-                          e == E("INVALID_FETCH_SIZE")), E("INVALID_COMMIT_OFFSET_SIZE"), e))))
-
-
-# -- responses -------------------------------------------------------------------
-
-def join_error(error: Term | str, member=ECHO) -> dict:
-    """JoinGroupResult(memberId, error): no generation, leader or protocol, and skipAssignment false (every
-    JoinGroup response of version 9 carries it: found running Kafka 3.9.2, docs/kafka-conformance.md)."""
-    return dict(error=lift(error, Error) if isinstance(error, str) else error, member=member,
-                generation=Const(-1, INT), leader=NO_MEMBER, protocol=NO_PROTOCOL,
-                members=NO_MEMBERS, skip_assignment=FALSE())
-
-
-def join_info(m: Term, members_to_leader: bool = True) -> dict:
-    """The JoinGroupResult of the current generation for member m."""
-    return dict(error=E("NONE"), member=m, generation=V.generation, protocol_type=V.protocol_type,
-                protocol=V.protocol, leader=V.leader,
-                members=If(m == V.leader, V.members, NO_MEMBERS) if members_to_leader else NO_MEMBERS,
-                skip_assignment=FALSE())
-
-
-def sync_error(error: Term | str) -> dict:
-    return dict(error=lift(error, Error) if isinstance(error, str) else error, assignment=NO_PARTS,
-                protocol_type=none("ProtocolType"), protocol=NO_PROTOCOL)
-
-
-def commit_errors(error: Term | str) -> dict:
-    """OffsetCommit: the same error for every partition of the request."""
-    return dict(error_all=lift(error, Error) if isinstance(error, str) else error, partitions=P.commit_parts)
-
-
-# -- macros: Kafka's shared helpers --------------------------------------------------
-
-def rearm_heartbeats(ms: Term, duration: Callable[[Term], Term], awaiting_join: Term = V.awaiting_join,
-                     awaiting_sync: Term = V.awaiting_sync) -> list:
-    """GC.completeAndScheduleNextExpiration for every member of set `ms`.
-
-    The member's current DelayedHeartbeat is completed first (checkAndComplete: its
-    timer goes), then the next one is scheduled; it completes at once (no timer) when
-    the member already satisfies it: not new, and awaiting a join or sync
-    (MM.hasSatisfiedHeartbeat).  `awaiting_*` are the sets as they stand when the
-    timers are scheduled.  The cancel reads `hb_armed` before it is updated.
-    """
-    def armed(m):
-        return m.in_(V.new_members) | Not(m.in_(awaiting_join) | m.in_(awaiting_sync))
-    return labelled(f"reschedule the session timers of {show(ms)} (completeAndScheduleNextHeartbeatExpiration)", [
-        each(ms, lambda m: cancel("heartbeat", m, when=Not(armed(m)) & m.in_(V.hb_armed))),
-        sets(hb_armed=(V.hb_armed - ms) | Filter(ms, armed)),
-        each(ms, lambda m: arm("heartbeat", m, duration(m), when=armed(m))),
-    ])
-
-
-def session_of(m: Term) -> Term:
-    return V.session_ms[m]
-
-
-def forget(ms: Term) -> dict:
-    """Clear every per-member attribute of the slots in `ms` (GM.remove's bookkeeping)."""
-    return dict(
-        members=V.members - ms, pending=V.pending - ms, awaiting_join=V.awaiting_join - ms,
-        awaiting_sync=V.awaiting_sync - ms, pending_sync=V.pending_sync - ms,
-        new_members=V.new_members - ms, hb_armed=V.hb_armed - ms,
-        static=V.static.put_all(Filter_instances(ms), lambda i: NO_MEMBER),
-        instance_of=V.instance_of.put_all(ms, lambda m: none("Instance")),
-        protos=V.protos.put_all(ms, lambda m: none("ProtoList")),
-        session_ms=V.session_ms.put_all(ms, lambda m: 0),
-        rebalance_ms=V.rebalance_ms.put_all(ms, lambda m: 0),
-        assignment=V.assignment.put_all(ms, lambda m: NO_PARTS),
-    )
-
-
-def Filter_instances(ms: Term) -> Term:
-    """The group.instance.ids mapped to a member of `ms`."""
-    from .lang import Union as BigUnion, singleton
-    return named(f"the group.instance.ids of {show(ms)}",
-                 BigUnion(Filter(ms, lambda m: V.instance_of[m].is_some()), lambda m: singleton(V.instance_of[m])))
-
-
-def remove_members(ms: Term, choice: str) -> list:
-    """GM.remove for every member of `ms`; a removed leader is replaced by any
-    remaining member (`members.keys.headOption`: Kafka leaves the choice open)."""
-    rest = V.members - ms
-    upd = forget(ms)
-    upd["leader"] = If(V.leader.in_(ms), Choose(choice, rest), V.leader)
-    return labelled(f"remove {show(ms)} from the group (GM.remove; a removed leader is replaced by any "
-                    f"remaining member)", [each(ms & V.hb_armed, lambda m: cancel("heartbeat", m)), Set_(upd)])
-
-
-def remove_member(m: Term, choice: str) -> list:
-    from .lang import singleton
-    return remove_members(singleton(m), choice)
-
-
-def reset() -> list:
-    """The coordinator drops the group: every variable back to its initial value."""
-    upd = {}
-    for v in STATE_VARS:
-        var = getattr(V, v.name)
-        upd[v.name] = var.fill(v.initial) if v.type.kind == "map" else lift(v.initial, v.type)
-    return labelled("drop the group from the coordinator (its timers too)", [Out("cancel_all"), Set_(upd)])
-
-
-def prepare_rebalance(src: str) -> list:
-    """GC.prepareRebalance from state `src` (the row then moves to PreparingRebalance)."""
-    steps: list = []
-    if src == "CompletingRebalance":
-        # resetAndPropagateAssignmentError(REBALANCE_IN_PROGRESS), then reschedule the
-        # heartbeats of the members it answered.
-        steps += [
-            answer_each("SyncGroup", V.awaiting_sync, lambda m: sync_error("REBALANCE_IN_PROGRESS")),
-            sets(assignment=V.assignment.put_all(V.members, lambda m: NO_PARTS)),
-            *rearm_heartbeats(V.awaiting_sync, session_of, awaiting_sync=NO_MEMBERS),
-            sets(awaiting_sync=NO_MEMBERS),
-        ]
-    # removeSyncExpiration
-    steps += [cancel("sync", when=V.sync_timer), sets(pending_sync=NO_MEMBERS, sync_timer=FALSE())]
-    if src == "Empty":
-        delay = P.cfg_initial_delay_ms
-        steps += [sets(join_timer=lift("initial", JoinTimer), join_delay_ms=delay,
-                       join_remaining_ms=Max(rebalance_timeout - delay, 0)),
-                  arm("initial-join", None, delay)]
-    else:
-        steps += [sets(join_timer=lift("delayed", JoinTimer), join_delay_ms=rebalance_timeout),
-                  arm("join", None, rebalance_timeout)]
-    what = ("answer parked SyncGroups REBALANCE_IN_PROGRESS, " if src == "CompletingRebalance" else "") + \
-        ("arm the initial delayed join" if src == "Empty" else "arm the delayed join")
-    return labelled(f"prepareRebalance ({what})", steps)
-
-
-def add_member(m: Term, src: str, was_pending: bool) -> list:
-    """GC.addMemberAndRebalance's bookkeeping for member m (without the rebalance)."""
-    steps: list = []
-    if src == "PreparingRebalance":
-        # the initial delayed join is extended while new members keep joining generation 0 (Scala), or the
-        # rebalance the group began from Empty (Java: previousState() == EMPTY, Kafka 4.0
-        # GroupMetadataManager.classicGroupJoinNewMember)
-        steps.append(sets(new_member_added=If(P.cfg_new_coordinator, V.join_timer == lift("initial", JoinTimer),
-                                              V.generation == 0) | V.new_member_added))
-    steps += [
-        sets(static=V.static.put(P.instance, m),
-             protocol_type=If(V.members.is_empty(), P.req_ptype, V.protocol_type),
-             leader=If(V.leader.is_none(), m, V.leader),
-             members=V.members.with_(m), awaiting_join=V.awaiting_join.with_(m),
-             pending=V.pending.without(m), new_members=V.new_members.with_(m),
-             instance_of=V.instance_of.put(m, P.instance), protos=V.protos.put(m, P.req_protos),
-             session_ms=V.session_ms.put(m, P.session_ms), rebalance_ms=V.rebalance_ms.put(m, P.rebalance_ms),
-             assignment=V.assignment.put(m, NO_PARTS), hb_armed=V.hb_armed.with_(m)),
-        park("JoinGroup", m),
-    ]
-    if was_pending:
-        steps.append(cancel("pending-member", m))
-    # a new member's session does not run yet: it gets NewMemberJoinTimeoutMs
-    steps.append(arm("heartbeat", m, P.cfg_new_member_timeout_ms))
-    return labelled(f"add {show(m)} as a new member, its JoinGroup parked, its timer "
-                    f"group.new.member.join.timeout.ms (GC.addMemberAndRebalance)", steps)
-
-
-def update_member(m: Term) -> list:
-    """GM.updateMember with a join callback: new protocols and timeouts; the JoinGroup parks."""
-    return labelled(f"update {show(m)}'s protocols and timeouts, park its JoinGroup (GM.updateMember)",
-                    [sets(protos=V.protos.put(m, P.req_protos), session_ms=V.session_ms.put(m, P.session_ms),
-                          rebalance_ms=V.rebalance_ms.put(m, P.rebalance_ms),
-                          awaiting_join=V.awaiting_join.with_(m)),
-                     park("JoinGroup", m)])
-
-
-def drop_from_group(m: Term, src: str, choice: str) -> list:
-    """GC.removeMemberAndUpdateGroup (the caller's row moves on to PR when src is Stable or CR)."""
-    steps = [answer("JoinGroup", m, when=m.in_(V.awaiting_join), **join_error("UNKNOWN_MEMBER_ID", member=NO_MEMBER))]
-    steps += remove_member(m, choice)
-    if src in ("Stable", "CompletingRebalance"):
-        steps += prepare_rebalance(src)
-    return steps
-
-
-# -- the vote and join completion (GM.selectProtocol, GC.onCompleteJoin) ----------------
-
-def candidates(ms: Term, protos_of=lambda m: V.protos[m]) -> Term:
-    """Protocols every member of ms supports (`protos_of(m)`: member m's protocol list)."""
-    from .lang import Lowest
-    first = Lowest(ms)
-    return Filter(names_of(protos_of(first)), lambda p: ForAll(ms, lambda m: p.in_(names_of(protos_of(m)))))
-
-
-def most_voted(ms: Term, protos_of=lambda m: V.protos[m]) -> Term:
-    """GM.selectProtocol: the candidates with the most votes, each member voting for its first
-    candidate (ties: Kafka's map order, left open).  The most votes are counted once (the
-    compiled term computes a quantifier-free part once per call), so the vote is linear in
-    the number of candidates, not quadratic."""
-    cands = candidates(ms, protos_of)
-
-    def votes(p):
-        return Count(ms, lambda m: Apply(P.vote, protos_of(m), cands) == p)
-    most = MaxOver(cands, votes)
-    return Filter(cands, lambda p: votes(p) == most)
-
-
-def vote_winners(ms: Term) -> Term:
-    """The candidate protocols with the most votes (ties: Kafka's map order, left open)."""
-    return named(f"the protocols most members of {show(ms)} vote for (GM.selectProtocol)", most_voted(ms))
-
-
-# Members that stay at join completion: those that rejoined, and static members
-# (which are not removed for failing to rejoin).
-rejoined = named("rejoined members", V.members & V.awaiting_join)
-staying = named("members that stay (rejoined or static)", rejoined | static_members)
-dropped = named("dynamic members that did not rejoin", V.members - staying)
-
-
-def completion_outcomes(trigger: str, guard: Term, source: str) -> list[Row]:
-    """The three outcomes of GC.onCompleteJoin from PreparingRebalance."""
-    cleanup = remove_members(dropped, "leader_after_removal")
-    to_cr = Row(
-        f"{trigger}: join completes, next generation", trigger, ("PreparingRebalance",),
-        guard & Not(rejoined.is_empty()),
-        [
-            *cleanup,
-            # maybeElectNewJoinedLeader, then initNextGeneration (the vote runs over
-            # the members that stay)
-            sets(leader=If(V.leader.in_(V.awaiting_join), V.leader, Choose("leader", V.members & V.awaiting_join)),
-                 generation=V.generation + 1, protocol=Choose("protocol", vote_winners(V.members)),
-                 join_timer=lift("none", JoinTimer)),
-            cancel("join"), cancel("initial-join"),
-            answer_each("JoinGroup", V.awaiting_join, join_info),
-            *rearm_heartbeats(V.members, session_of, awaiting_join=NO_MEMBERS),
-            sets(awaiting_join=NO_MEMBERS, new_members=NO_MEMBERS, pending_sync=V.members, sync_timer=TRUE()),
-            arm("sync", None, rebalance_timeout),
-        ],
-        "CompletingRebalance", source,
-        response="every rejoined member gets its JoinGroup response (the leader with the member list)",
-        doc="some member has rejoined")
-    to_empty = Row(
-        f"{trigger}: join completes with no members", trigger, ("PreparingRebalance",),
-        guard & staying.is_empty(),
-        [*cleanup,
-         sets(generation=V.generation + 1, protocol=NO_PROTOCOL, leader=NO_MEMBER,
-              join_timer=lift("none", JoinTimer)),
-         cancel("join"), cancel("initial-join"),
-         append("empty", **group_record(V.assignment.fill(NO_PARTS)))],
-        "Empty", source, response="none; the empty group is written to the log",
-        doc="no member stays")
-    stuck = Row(
-        f"{trigger}: no member rejoined, wait again", trigger, ("PreparingRebalance",),
-        guard & rejoined.is_empty() & Not(staying.is_empty()),
-        [*cleanup,
-         sets(join_timer=lift("delayed", JoinTimer), join_delay_ms=rebalance_timeout),
-         arm("join", None, rebalance_timeout)],
-        None, source + " ('could not complete rebalance because no members rejoined')",
-        response="none; another DelayedJoin is armed",
-        doc="only static members that have not rejoined remain")
-    return [to_cr, to_empty] if trigger == "CompleteJoin" else [to_cr, to_empty, stuck]
-
-
-def completion(kind: str, f: dict) -> tuple[str, dict]:
-    """How an append completes: the trigger, and its parameters (all but `error`) from the
-    values the `append` output captured.  Every driver (runtime, checkers) completes appends
-    through this, so what a completion sees is defined once, here beside the rows."""
-    if kind == "offsets":
-        return "StoreOffsetsDone", {"commit": f["commit"], "commit_parts": f["commit_parts"],
-                                    "append_member": f["member"], "append_created": f.get("created", False)}
-    from .lang import NONE as _NONE
-    return "StoreGroupDone", {
-        "append_kind": AppendKind.values.index(kind), "append_gen": f.get("append_gen", f["generation"]),
-        "append_member": f.get("member", f.get("new", _NONE)), "append_old": f.get("old", _NONE),
-        "append_old_protos": f.get("old_protos", _NONE), "append_old_session_ms": f.get("old_session_ms", 0),
-        "append_old_rebalance_ms": f.get("old_rebalance_ms", 0), "append_old_leader": f.get("old_leader", _NONE),
-        "supports_skip": f.get("supports_skip", False), "append_ptype": f["protocol_type"],
-        "append_protocol": f["protocol"], "append_leader": f.get("append_leader", _NONE),
-        "append_members": f.get("append_members", 0), "assignments": f.get("assignments", f["assignment"])}
-
-
-def group_record(assignment: Term | None) -> dict:
-    """What GMM.storeGroup writes: the group with an assignment per member (typed as a GroupRecord).
-    GMM.groupMetadataValue writes one entry per member of the group, so of the leader's
-    assignment only the members' entries are kept (the leader may name an id that is no longer
-    a member's, e.g. a static member's replaced id)."""
-    from .schema import GroupRecord
-    if assignment is not None:
-        assignment = assignment.fill(NO_PARTS).put_all(V.members, lambda m: assignment[m])
-    fields = dict(generation=V.generation, protocol_type=V.protocol_type, protocol=V.protocol,
-                  leader=V.leader, members=V.members, instance_of=V.instance_of, protos=V.protos,
-                  session_ms=V.session_ms, rebalance_ms=V.rebalance_ms,
-                  assignment=V.assignment if assignment is None else assignment)
-    types = dict(zip(GroupRecord.values, GroupRecord.args))
-    return {k: lift(v, types[k]) for k, v in fields.items()}
-
-
-# -- chains: Kafka's if / else-if cascades -------------------------------------------
-
-class Chain:
-    """Rows of one trigger in Kafka's order of checks: each row's guard is its
-    condition and the negation of every earlier condition in the chain."""
-
-    def __init__(self, trigger: str, states: tuple[str, ...], base: Term | None = None, suffix: str = ""):
-        self.trigger, self.states, self.suffix = trigger, states, suffix
-        self.base = TRUE() if base is None else base
-        self.before: list[Term] = []
-        self.routing: list[Term] = []   # conditions checked without a row of their own
-        self.rows: list[Row] = []
-
-    def row(self, name: str, cond: Term, steps: list, target: str | None, source: str,
-            response: str = "", doc: str = "", states: tuple[str, ...] | None = None,
-            via: tuple[str, ...] = (), java_check: str = "", java_result: bool = False) -> Row:
-        guard = And(self.base, *[Not(c) for c in self.before], cond) if self.before else And(self.base, cond)
-        own = And(self.base, *[Not(c) for c in self.routing], cond)
-        row_states = states or self.states
-        r = Row(f"{self.trigger}: {name}{self.suffix}", self.trigger, states or self.states, guard, steps, target,
-                source, response=response, via=via, doc=doc, otherwise=tuple(self.before), own=own,
-                java_check=java_check, java_result=java_result)
-        # later rows of the chain are the `else` of this one
-        self.before.append(cond if row_states == self.states else And(in_states(*row_states), cond))
-        self.rows.append(r)
-        return r
-
-    def check(self, cond: Term) -> None:
-        """A condition that only routes: later rows see its negation."""
-        if not any(c is cond for c in self.before):
-            self.before.append(cond)
-            self.routing.append(cond)
-
-    def last(self, name: str, steps: list, target: str | None, source: str, **kw) -> Row:
-        """The remaining case."""
-        return self.row(name, TRUE(), steps, target, source, **kw)
-
-
-ROW_BUILDERS.update(("Chain.row", "Chain.last"))
-
-
-JAVA = "Kafka 4.0 GroupCoordinatorService"
-
-
-def gate(chain: Chain, api: str, fields: Callable[[Term], dict], loading: Callable[[], dict] | None = None,
-         src: str = "GC.validateGroupStatus", java: Callable[[Term], dict] | None = None,
-         java_loading: Callable[[], dict] | None = None, java_first: list | None = None) -> None:
-    """validateGroupStatus: group id, then loading, then ownership.
-
-    The Java coordinator (group.coordinator.new.enable) checks the group id in GroupCoordinatorService, then
-    `java_first` (its other checks before the request reaches the coordinator: (name, condition, fields,
-    source) each), then meets the partition's loading or absence in the runtime, answered through
-    handleOperationException with `java` fields (else `fields`) and `java_loading` for loading (else
-    `loading`): where they differ from the Scala coordinator's, the row carries each behaviour."""
-    chain.row("invalid group id", Not(P.group_id_ok), [reply(api, **fields(E("INVALID_GROUP_ID")))], None, src,
-              response="INVALID_GROUP_ID")
-    for name, cond, got, source in java_first or ():
-        chain.row(f"{name} (Java coordinator: before the partition's state)", P.cfg_new_coordinator & cond,
-                  [reply(api, **got)], None, source, response=str(got.get("error", "")))
-    load_fields = loading() if loading else fields(E("COORDINATOR_LOAD_IN_PROGRESS"))
-    j_load = java_loading() if java_loading else java(E("COORDINATOR_LOAD_IN_PROGRESS")) if java else load_fields
-    j_not = (java or fields)(E("NOT_COORDINATOR"))
-    loading_now = P.coord == lift("loading", Coord)
-    away = P.coord == lift("not_coordinator", Coord)
-    for name, cond, scala_fields, java_fields, why in (
-            ("coordinator loading", loading_now, load_fields, j_load,
-             src + (" (and the API's mapping of it)" if loading else "")),
-            ("not the coordinator", away, fields(E("NOT_COORDINATOR")), j_not, src)):
-        if java_fields is scala_fields or repr(java_fields) == repr(scala_fields):
-            chain.row(name, cond, [reply(api, **scala_fields)], None, why,
-                      response=str(scala_fields.get("error", scala_fields.get("error_all", ""))))
-            continue
-        chain.row(f"{name} (Java coordinator)", cond & P.cfg_new_coordinator, [reply(api, **java_fields)], None,
-                  f"{JAVA} (the runtime's error, handleOperationException)",
-                  response=str(java_fields.get("error", java_fields.get("error_all", ""))))
-        chain.row(name, cond, [reply(api, **scala_fields)], None, why,
-                  response=str(scala_fields.get("error", scala_fields.get("error_all", ""))))
-
-
-# ==================================================================================
-# The rows
-# ==================================================================================
 
 ROWS: list[Row] = []
 
@@ -544,6 +95,9 @@ def _accept(st: str) -> Term:
 
 
 def _join_in_state(outer: Chain, st: str) -> list[Row]:
+    """JoinGroup's cascade once the group is looked up in state `st`: acceptJoiningMember (chain `g`), then a
+    new member's checks (chain `new`, the static member's replacement among them), then a known member's.
+    Each row is on one chain, and the rows are the chains' rows, in that order."""
     tag = " (no group yet)" if st == "Absent" else f" ({st})"
     g = Chain("JoinGroup", (st,), base=And(*[Not(x) for x in outer.before]), suffix=tag)
     here = "Empty" if st == "Absent" else st   # a new group is created Empty first
@@ -562,16 +116,13 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
               doc="group.max.size reached: a new member when the group (PR: the members awaiting join) is full",
               java_check="none")
 
-    rows: list[Row] = []
     # ---- a new member (empty member id): doNewMemberJoinGroup
     new = Chain("JoinGroup", (st,), base=And(g.base, *[Not(x) for x in g.before], P.member_empty), suffix=tag)
     if st == "Dead":
         new.last("new member, group is Dead",
                  [reply("JoinGroup", **join_error("COORDINATOR_NOT_AVAILABLE", member=NO_MEMBER))], None,
                  "GC.doNewMemberJoinGroup", response="COORDINATOR_NOT_AVAILABLE")
-        rows += g.rows + new.rows
-        rows += _join_known_member(g, st)
-        return rows
+        return g.rows + new.rows + _join_known_member(g, st)
     bad_protocol = _protocol_unsupported(here)
     new.row("new member, inconsistent protocol", bad_protocol,
             [*create, reply("JoinGroup", **join_error("INCONSISTENT_GROUP_PROTOCOL", member=NO_MEMBER))], stay,
@@ -579,9 +130,8 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
     # static member whose group.instance.id is known: replace it (updateStaticMemberAndRebalance)
     known_static = P.instance.is_some() & V.static[P.instance].is_some()
     if st in ("Stable", "CompletingRebalance", "PreparingRebalance"):
-        rows_static = _static_replace(new, st, known_static)
+        _static_replace(new, st, known_static)
     else:
-        rows_static = []
         new.check(known_static)  # impossible: Empty groups have no members (GC throws)
     # a new static member, or a dynamic one without requireKnownMemberId: add it now
     add_now = P.instance.is_some() | Not(P.require_known)
@@ -599,19 +149,7 @@ def _join_in_state(outer: Chain, st: str) -> list[Row]:
               reply("JoinGroup", **join_error("MEMBER_ID_REQUIRED", member=P.fresh))], stay,
              "GC.doDynamicNewMemberJoinGroup (KIP-394); seed 000",
              response="MEMBER_ID_REQUIRED with the new member id, which is now pending")
-    rows += g.rows + [r for r in new.rows] + rows_static
-    if st != "Absent":
-        rows += _join_known_member(g, st)
-    return _dedupe(rows)
-
-
-def _dedupe(rows: list[Row]) -> list[Row]:
-    seen, out = set(), []
-    for r in rows:
-        if id(r) not in seen:
-            seen.add(id(r))
-            out.append(r)
-    return out
+    return g.rows + new.rows + (_join_known_member(g, st) if st != "Absent" else [])
 
 
 def _protocol_unsupported(st: str) -> Term:
@@ -623,8 +161,9 @@ def _protocol_unsupported(st: str) -> Term:
     return (P.req_ptype != V.protocol_type) | supported_by_all.is_empty()
 
 
-def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
-    """GC.updateStaticMemberAndRebalance: a known group.instance.id rejoins with an empty member id."""
+def _static_replace(new: Chain, st: str, known_static: Term) -> None:
+    """GC.updateStaticMemberAndRebalance: a known group.instance.id rejoins with an empty member id.  Its rows
+    are written onto `new`, the new member's chain, where Kafka checks for them."""
     old = V.static[P.instance]
     m = P.fresh
     remember = sets(scratch_member=old, scratch_leader=V.leader)
@@ -655,37 +194,35 @@ def _static_replace(new: Chain, st: str, known_static: Term) -> list[Row]:
         # updateMember(new, protocols, timeouts, callback)
         *update_member(m),
     ])
-    rows = []
     src = "GC.updateStaticMemberAndRebalance (KIP-345)"
     if st == "Stable":
         # the protocol the next generation would select, with the new member's protocols
         unchanged = V.protocol.in_(_winners_after_replace())
-        rows.append(new.row("known static member rejoins, protocol unchanged: persist the new id",
-                            known_static & unchanged,
-                            [remember,
-                             sets(scratch_session_ms=V.session_ms[old], scratch_rebalance_ms=V.rebalance_ms[old],
-                                  scratch_protos=V.protos[old]),
-                             *replace,
-                             append("static_replace", **group_record(None), old=was, new=m,
-                                    old_protos=V.scratch_protos, old_session_ms=V.scratch_session_ms,
-                                    old_rebalance_ms=V.scratch_rebalance_ms, old_leader=was_leader,
-                                    supports_skip=P.supports_skip, append_gen=V.generation,
-                                    append_leader=V.leader, append_members=V.members),
-                             forget_scratch, sets(scratch_session_ms=0, scratch_rebalance_ms=0,
-                                                  scratch_protos=none("ProtoList"))],
-                            None, src, response="parked until the group is stored; then the current generation",
-                            doc="the group.instance.id is known and the selected protocol would not change"))
-        rows.append(new.row("known static member rejoins with a protocol change", known_static,
-                            [*replace, *prepare_rebalance("Stable")], "PreparingRebalance", src,
-                            response="parked until the join completes"))
+        new.row("known static member rejoins, protocol unchanged: persist the new id",
+                known_static & unchanged,
+                [remember,
+                 sets(scratch_session_ms=V.session_ms[old], scratch_rebalance_ms=V.rebalance_ms[old],
+                      scratch_protos=V.protos[old]),
+                 *replace,
+                 append("static_replace", **group_record(None), old=was, new=m,
+                        old_protos=V.scratch_protos, old_session_ms=V.scratch_session_ms,
+                        old_rebalance_ms=V.scratch_rebalance_ms, old_leader=was_leader,
+                        supports_skip=P.supports_skip, append_gen=V.generation,
+                        append_leader=V.leader, append_members=V.members),
+                 forget_scratch, sets(scratch_session_ms=0, scratch_rebalance_ms=0,
+                                      scratch_protos=none("ProtoList"))],
+                None, src, response="parked until the group is stored; then the current generation",
+                doc="the group.instance.id is known and the selected protocol would not change")
+        new.row("known static member rejoins with a protocol change", known_static,
+                [*replace, *prepare_rebalance("Stable")], "PreparingRebalance", src,
+                response="parked until the join completes")
     elif st == "CompletingRebalance":
-        rows.append(new.row("known static member rejoins during CompletingRebalance", known_static,
-                            [*replace, *prepare_rebalance("CompletingRebalance")], "PreparingRebalance", src,
-                            response="parked until the join completes"))
+        new.row("known static member rejoins during CompletingRebalance", known_static,
+                [*replace, *prepare_rebalance("CompletingRebalance")], "PreparingRebalance", src,
+                response="parked until the join completes")
     else:
-        rows.append(new.row("known static member rejoins during PreparingRebalance", known_static,
-                            replace, None, src, response="parked until the join completes"))
-    return rows
+        new.row("known static member rejoins during PreparingRebalance", known_static,
+                replace, None, src, response="parked until the join completes")
 
 
 def _winners_after_replace() -> Term:
@@ -849,11 +386,6 @@ def _sync_rows() -> list[Row]:
            *rearm_heartbeats(lift_single(m), session_of)],
           None, src, response="NONE with the member's stored assignment", states=("Stable",))
     return c.rows
-
-
-def lift_single(m: Term) -> Term:
-    from .lang import singleton
-    return singleton(m)
 
 
 _add(_sync_rows())
@@ -1223,11 +755,6 @@ def _fetch_rows() -> list[Row]:
     return c.rows
 
 
-def Filter_offsets() -> Term:
-    """The partitions with a committed offset (GM.allOffsets)."""
-    return named("partitions with a committed offset", V.offsets.keys_where(lambda v: v >= 0))
-
-
 _add(_fetch_rows())
 
 
@@ -1318,7 +845,6 @@ _add([
 ])
 
 def _member_of_instance(i: Term) -> Term:
-    from .lang import Lowest
     return Lowest(Filter(V.members, lambda m: V.instance_of[m] == i))
 
 
@@ -1429,6 +955,23 @@ ENABLED: dict[str, Term] = {
 
 def enabled(trigger: str) -> Term:
     return ENABLED.get(trigger, TRUE())
+
+
+def completion(kind: str, f: dict) -> tuple[str, dict]:
+    """How an append completes: the trigger, and its parameters (all but `error`) from the
+    values the `append` output captured.  Every driver (runtime, checkers) completes appends
+    through this, so what a completion sees is defined once, here beside the rows."""
+    if kind == "offsets":
+        return "StoreOffsetsDone", {"commit": f["commit"], "commit_parts": f["commit_parts"],
+                                    "append_member": f["member"], "append_created": f.get("created", False)}
+    return "StoreGroupDone", {
+        "append_kind": AppendKind.values.index(kind), "append_gen": f.get("append_gen", f["generation"]),
+        "append_member": f.get("member", f.get("new", NONE)), "append_old": f.get("old", NONE),
+        "append_old_protos": f.get("old_protos", NONE), "append_old_session_ms": f.get("old_session_ms", 0),
+        "append_old_rebalance_ms": f.get("old_rebalance_ms", 0), "append_old_leader": f.get("old_leader", NONE),
+        "supports_skip": f.get("supports_skip", False), "append_ptype": f["protocol_type"],
+        "append_protocol": f["protocol"], "append_leader": f.get("append_leader", NONE),
+        "append_members": f.get("append_members", 0), "assignments": f.get("assignments", f["assignment"])}
 
 
 def _conjuncts(t: Term) -> list[Term]:

@@ -32,8 +32,10 @@ from groupspec.spec import engine as E
 from groupspec.spec import table as T
 from groupspec.spec.handling import Eager
 from groupspec.spec.lang import FALSE, TRUE, If, Lowest, Not, Term
+from groupspec.spec.responses import join_info
 from groupspec.spec.rows import Out, Set_, answer, cancel, sets
 from groupspec.spec.schema import P, V
+from groupspec.spec.vocabulary import NO_MEMBERS
 
 # -- the worlds ----------------------------------------------------------------------------
 
@@ -373,8 +375,8 @@ def test_a_static_replacement_answered_but_not_stored():
 
     def answer_unstored(r):
         new = P.fresh
-        answered = [answer("JoinGroup", new, **{**T.join_info(new), "leader": V.scratch_leader,
-                                                "members": T.NO_MEMBERS}),
+        answered = [answer("JoinGroup", new, **{**join_info(new), "leader": V.scratch_leader,
+                                                "members": NO_MEMBERS}),
                     sets(awaiting_join=V.awaiting_join.without(new))]
         appends = lambda st: isinstance(st, Out) and st.kind == "append"  # noqa: E731
         return dataclasses.replace(r, steps=[x for st in r.steps for x in (answered if appends(st) else [st])])
