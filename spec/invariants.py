@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from .concrete import Layout, compile_term
 from .lang import And, Count, Filter, ForAll, Implies, Not, Or, Term, Var, lift
 from .kafka import ERRORS
-from .schema import GroupState, JoinTimer, P, STATE_VARS, V
+from .schema import JoinTimer, P, STATE_VARS, V
+from .vocabulary import S, in_states
 
 
 class _Prev:
@@ -57,15 +58,7 @@ class Invariant:
     java_breaks: str = ""
 
 
-def _st(name: str) -> Term:
-    return lift(name, GroupState)
-
-
-def _in(*names: str) -> Term:
-    return Or(*[V.state == _st(n) for n in names])
-
-
-held = Not(V.state == _st("Absent"))
+held = Not(V.state == S("Absent"))
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
@@ -79,7 +72,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "one-leader-per-generation",
         "Within one generation the leader changes only when the leader itself leaves the group, "
         "or when a static leader rejoins under a new member id.",
-        Implies(held & Not(Prev.state == _st("Absent")) & (V.generation == Prev.generation)
+        Implies(held & Not(Prev.state == S("Absent")) & (V.generation == Prev.generation)
                 & Not(V.leader == Prev.leader),
                 Or(Not(Prev.leader.in_(V.members)),
                    Prev.instance_of[Prev.leader].is_some()
@@ -88,16 +81,16 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "empty-has-no-members",
         "An Empty group (and a group the coordinator does not hold) has no members, and nothing parked.",
-        And(Implies(_in("Empty", "Absent"),
+        And(Implies(in_states("Empty", "Absent"),
                     V.members.is_empty() & V.awaiting_join.is_empty() & V.awaiting_sync.is_empty()),
-            Implies(V.state == _st("Absent"), V.pending.is_empty())),
+            Implies(V.state == S("Absent"), V.pending.is_empty())),
         "ClassicGroupState Empty: 'the group has no more members'; seed 001", structural=True,
         note="An Empty group may still have pending members (ids issued with MEMBER_ID_REQUIRED)."),
     Invariant(
         "no-sync-held-while-preparing",
         "No SyncGroup is held while PreparingRebalance: entering it answers every parked SyncGroup "
         "with REBALANCE_IN_PROGRESS, and a SyncGroup in PreparingRebalance is answered at once.",
-        Implies(V.state == _st("PreparingRebalance"), V.awaiting_sync.is_empty()),
+        Implies(V.state == S("PreparingRebalance"), V.awaiting_sync.is_empty()),
         "GC.prepareRebalance (resetAndPropagateAssignmentError); GC.doSyncGroup",
         note="Kafka keeps each member's last assignment in its MemberMetadata through PreparingRebalance "
              "(only DescribeGroups hides it); what it never does is hand one out there: see "
@@ -105,13 +98,13 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "assignment-only-when-stable",
         "An assignment is handed out (a SyncGroup answered NONE) only by a step that leaves the group Stable.",
-        V.state == _st("Stable"),
+        V.state == S("Stable"),
         "GC.doSyncGroup, GC.setAndPropagateAssignment", kind="output",
         note="An output invariant: the formula must hold after every step that answers a SyncGroup with NONE."),
     Invariant(
         "assignments-disjoint",
         "In a Stable group no partition is assigned to two members.",
-        Implies(V.state == _st("Stable"),
+        Implies(V.state == S("Stable"),
                 ForAll(V.members, lambda a: ForAll(V.members, lambda b: Or(a == b, (V.assignment[a] & V.assignment[b]).is_empty())))),
         "the leader's assignor (RangeAssignor, RoundRobinAssignor); seed 004", scope="closed-world",
         note="The coordinator stores whatever the leader sends (GC.doSyncGroup does not look inside it), "
@@ -120,10 +113,10 @@ INVARIANTS: tuple[Invariant, ...] = (
         "generation-monotone",
         "While the coordinator holds a group its generation never decreases, and it grows by exactly 1 "
         "only when a join completes (PreparingRebalance to CompletingRebalance or Empty).",
-        Implies(held & Not(Prev.state == _st("Absent")),
+        Implies(held & Not(Prev.state == S("Absent")),
                 Or(V.generation == Prev.generation,
-                   (V.generation == Prev.generation + 1) & (Prev.state == _st("PreparingRebalance"))
-                   & _in("CompletingRebalance", "Empty"))),
+                   (V.generation == Prev.generation + 1) & (Prev.state == S("PreparingRebalance"))
+                   & in_states("CompletingRebalance", "Empty"))),
         "GM.initNextGeneration", kind="step",
         note="A coordinator that takes over loads the last persisted generation, which may be older than "
              "the last one the previous coordinator reached (research notes §5.4); load is not a step of a "
@@ -151,8 +144,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "member id is being persisted in Stable, and a group marked Dead.",
         And(V.awaiting_join.subset_of(V.members),
             Implies(Not(V.awaiting_join.is_empty()),
-                    _in("PreparingRebalance", "Dead")
-                    | ((V.state == _st("Stable"))
+                    in_states("PreparingRebalance", "Dead")
+                    | ((V.state == S("Stable"))
                        & ForAll(V.awaiting_join, lambda m: V.instance_of[m].is_some())))),
         "GC.doCurrentMemberJoinGroup, GC.updateStaticMemberAndRebalance", structural=True,
         note="Kafka parks a rejoining static member's JoinGroup in Stable until the group with its new id "
@@ -161,12 +154,12 @@ INVARIANTS: tuple[Invariant, ...] = (
         "awaiting-sync-only-completing",
         "SyncGroups are held only while CompletingRebalance (or in a group marked Dead).",
         And(V.awaiting_sync.subset_of(V.members),
-            Implies(Not(V.awaiting_sync.is_empty()), _in("CompletingRebalance", "Dead"))),
+            Implies(Not(V.awaiting_sync.is_empty()), in_states("CompletingRebalance", "Dead"))),
         "GC.doSyncGroup, GC.propagateAssignment", structural=True),
     Invariant(
         "max-size-after-join",
         "When a join completes, the members that rejoined number at most group.max.size.",
-        Implies((Prev.state == _st("PreparingRebalance")) & (V.state == _st("CompletingRebalance")),
+        Implies((Prev.state == S("PreparingRebalance")) & (V.state == S("CompletingRebalance")),
                 Count(Prev.members, lambda m: m.in_(Prev.awaiting_join)) <= P.cfg_max_size),
         "GC.acceptJoiningMember", kind="step",
         note="Not the group's size: static members that did not rejoin stay members (GC.onCompleteJoin "
@@ -178,8 +171,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "to sync in CompletingRebalance or Stable; the delayed join only while PreparingRebalance; so never "
         "both (a group marked Dead keeps the one it had).",
         And(V.hb_armed.subset_of(V.members),
-            Implies(V.sync_timer, Not(V.pending_sync.is_empty()) & _in("CompletingRebalance", "Stable", "Dead")),
-            Implies(Not(V.join_timer == lift("none", JoinTimer)), _in("PreparingRebalance", "Dead")),
+            Implies(V.sync_timer, Not(V.pending_sync.is_empty()) & in_states("CompletingRebalance", "Stable", "Dead")),
+            Implies(Not(V.join_timer == lift("none", JoinTimer)), in_states("PreparingRebalance", "Dead")),
             Not(V.sync_timer & Not(V.join_timer == lift("none", JoinTimer)))),
         "GC.removeHeartbeatForLeavingMember, GC.removePendingSyncMember, GC.prepareRebalance (removeSyncExpiration)",
         structural=True),
@@ -192,7 +185,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "Between requests, a group in PreparingRebalance waiting on its DelayedJoin has a member yet to rejoin "
         "or a pending member: the join completes as soon as the last member rejoins, leaves or expires, or the "
         "last pending member joins or expires, not when the rebalance timeout fires.",
-        Implies((V.state == _st("PreparingRebalance")) & (V.join_timer == lift("delayed", JoinTimer)),
+        Implies((V.state == S("PreparingRebalance")) & (V.join_timer == lift("delayed", JoinTimer)),
                 Not(V.members.subset_of(V.awaiting_join) & V.pending.is_empty())),
         "GC.handleJoinGroup, removeMemberAndUpdateGroup, removePendingMemberAndUpdateGroup "
         "(rebalancePurgatory.checkAndComplete), DelayedJoin.tryComplete (GC.tryCompleteJoin, "
@@ -225,7 +218,7 @@ INVARIANTS += (
         "Every dynamic member of a group the coordinator holds has its session timer armed, or a parked "
         "JoinGroup or SyncGroup whose answer arms it again (a new member always has its timer: the new-member "
         "timeout, KIP-394): a consumer that dies is always removed in the end.",
-        Implies(Not(_in("Dead")), (V.members - _static_members).subset_of(
+        Implies(Not(in_states("Dead")), (V.members - _static_members).subset_of(
             V.hb_armed | ((V.awaiting_join | V.awaiting_sync) - V.new_members))),
         "GC.completeAndScheduleNextHeartbeatExpiration (on add, after every response, at join completion and "
         "on load), GC.onExpireHeartbeat (MemberMetadata.hasSatisfiedHeartbeat: a member awaiting join or sync "
@@ -247,8 +240,8 @@ INVARIANTS += (
             V.protos.keys_where(lambda x: x.is_some()).subset_of(V.members),
             V.session_ms.keys_where(lambda t: Not(t == 0)).subset_of(V.members),
             V.rebalance_ms.keys_where(lambda t: Not(t == 0)).subset_of(V.members),
-            Implies(_in("PreparingRebalance", "Empty"), V.pending_sync.is_empty()),
-            Implies(Not(V.pending_sync.subset_of(V.members)), V.sync_timer | _in("Dead"))),
+            Implies(in_states("PreparingRebalance", "Empty"), V.pending_sync.is_empty()),
+            Implies(Not(V.pending_sync.subset_of(V.members)), V.sync_timer | in_states("Dead"))),
         "GM.remove (the MemberMetadata is dropped, and the id from pendingSyncMembers), GC.prepareRebalance "
         "(removeSyncExpiration clears the pending-sync members), GC.tryCompletePendingSync, "
         "GC.onExpirePendingSync; GM.replaceStaticMember (pendingSyncMembers untouched)",
@@ -262,7 +255,7 @@ INVARIANTS += (
         "absent-holds-nothing",
         "A group the coordinator does not hold has no metadata left: every variable has its initial value, so "
         "a group created again starts at generation 0 with nothing of the old one.",
-        Implies(V.state == _st("Absent"), And(*[_blank(v) for v in STATE_VARS if v.name != "state"])),
+        Implies(V.state == S("Absent"), And(*[_blank(v) for v in STATE_VARS if v.name != "state"])),
         "GMM.removeGroupsForPartition (onGroupUnloaded), GMM.getOrMaybeCreateGroup (new GroupMetadata)"),
     Invariant(
         "commit-fenced",

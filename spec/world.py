@@ -40,6 +40,7 @@ from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, If, Lowe
                    Var,
                    default_of, empty, lift, none)
 from .rows import Row, sets
+from .vocabulary import E
 from .schema import PARAM_TYPES, Error, GroupRecord, INSTANCE, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl
 
 CLIENT = "Client"
@@ -108,10 +109,6 @@ def kd(name: str):
     return lift(name, Kind)
 
 
-def er(name: str):
-    return lift(name, Error)
-
-
 # -- the client table ------------------------------------------------------------------
 
 def _send(kind: str, member=None, gen=None, assign=None, parts=None) -> dict:
@@ -148,7 +145,7 @@ def _to_late() -> dict:
 def _consume() -> dict:
     """The client has read its response: the slot is empty, and so that states differ only in
     what is still to be read, its fields go back to their defaults."""
-    return dict(rs=W.rs.put(C, kd("none")), rs_error=W.rs_error.put(C, er("NONE")),
+    return dict(rs=W.rs.put(C, kd("none")), rs_error=W.rs_error.put(C, E("NONE")),
                 rs_member=W.rs_member.put(C, none(MEMBER)), rs_gen=W.rs_gen.put(C, lift(-1, INT)),
                 rs_leader=W.rs_leader.put(C, none(MEMBER)), rs_members=W.rs_members.put(C, empty(MEMBER)),
                 rs_assignment=W.rs_assignment.put(C, empty(PARTITION)))
@@ -163,7 +160,7 @@ def _stop() -> dict:
 
 ALL = STATES
 got = lambda kind: W.rs[C] == kd(kind)  # noqa: E731
-err = lambda name: W.rs_error[C] == er(name)  # noqa: E731
+err = lambda name: W.rs_error[C] == E(name)  # noqa: E731
 # one exchange at a time: nothing in flight either way (a consumer awaits each response)
 idle_line = (W.rq[C] == kd("none")) & (W.rs[C] == kd("none"))
 alive = Not(Or(W.c_phase[C] == ph("left"), W.c_phase[C] == ph("crashed")))

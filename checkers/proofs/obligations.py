@@ -9,7 +9,8 @@ import z3
 
 from groupspec.spec.invariants import INVARIANTS, Invariant
 from groupspec.spec.lang import Count, ForAll, Implies, Not, Or, Term, lift, walk
-from groupspec.spec.schema import MEMBER, STATE_VARS, STATES, GroupRecord, GroupState, P, V
+from groupspec.spec.schema import MEMBER, STATE_VARS, STATES, GroupRecord, P, V
+from groupspec.spec.vocabulary import S
 
 # Z3's resource units (its `rlimit`) in a second of solving on this machine (about 6 to 8
 # million on the induction queries of assignments-disjoint, measured 2026-11): the seconds
@@ -134,10 +135,6 @@ def is_config(a: Assumption) -> bool:
     return bool(params) and all(n.startswith("cfg_") for n in params)
 
 
-def _st(name: str) -> Term:
-    return lift(name, GroupState)
-
-
 def _blank_of(v) -> Term:
     var = getattr(V, v.name)
     return var == (var.fill(v.initial) if v.type.kind == "map" else lift(v.initial, v.type))
@@ -170,7 +167,7 @@ def templates() -> list[Lemma]:
                 if a < b:
                     out.append(Lemma(f"{a} ∩ {b} = ∅", f"no member id is in both {a} and {b}",
                                      (sets_[a] & sets_[b]).is_empty()))
-    conds = [(st, f"in {st}", V.state == _st(st)) for st in STATES]
+    conds = [(st, f"in {st}", V.state == S(st)) for st in STATES]
     conds += [("join timer", "while a delayed join is armed", Not(V.join_timer == lift("none", V.join_timer.type))),
               ("sync timer", "while the pending-sync timer is armed", V.sync_timer)]
     for label, words, cond in conds:
