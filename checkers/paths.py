@@ -1,8 +1,8 @@
 """Where the project's own files are: the repository and its conformance suite.
 
-A module of its own because the command line (`cli.py`), mutation testing
+A module of its own because the command line (`cli/`), mutation testing
 (`search/mutate.py`, which runs the suite against a mutant) and the review artifacts
-need them, and the command line imports them: kept in `cli.py` they made them import
+need them, and the command line imports them: kept in the command line they made them import
 each other.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`groupspec conform`: the command (registered in checkers/cli.py)."""
+"""`groupspec conform`: the command (registered in checkers/cli/__init__.py)."""
 from __future__ import annotations
 
 import json

@@ -1,0 +1,4 @@
+"""`python -m groupspec.checkers.cli`: the command line."""
+from groupspec.checkers.cli import main
+
+main()

@@ -1,0 +1,74 @@
+"""The root of the command line: the `groupspec` app, and `main`, which runs it with one-line usage errors
+and clean stops on SIGTERM and Ctrl-C (exit codes: 0 everything holds, 1 a property or scenario fails, 2 bad
+input, 130 and 143 the signals)."""
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import sys
+
+import typer
+
+from groupspec.checkers.console import one_line, say_error
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="An executable spec of Kafka's classic consumer-group coordinator, and its checkers.")
+
+
+class Terminated(BaseException):
+    """SIGTERM: raised in the main process so that every `finally` runs (the search's workers are
+    stopped, the progress display closed); not an Exception, so no `except Exception` keeps it."""
+
+
+# Click's usage errors (typer vendors click: its base class is reached through a public one)
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _on_sigterm(signum, frame):
+    # a second SIGTERM (`timeout` and a supervisor both sending one) must not interrupt the cleanup or the
+    # message the first one started: it would end in a traceback
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
+def main() -> None:
+    """Run the CLI: usage errors are one line (exit 2); SIGTERM and SIGINT stop the run cleanly
+    (the search's worker processes with it) with exit codes 143 and 130."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    if sys.stdout is None:      # started with the standard output closed (`>&-`): results would vanish
+        say_error("groupspec: the standard output is closed; nothing could be printed (redirect it to a file or "
+                  "/dev/null)")
+        sys.exit(2)
+    try:
+        code = app(standalone_mode=False, prog_name="groupspec")
+        sys.stdout.flush()              # a full or closed stdout shows here, not at exit
+    except OSError as e:                # stdout on a full device, say (a closed pipe ends quietly)
+        code = 1 if e.errno == errno.EPIPE else 2
+        if code == 2:
+            where = f" ({e.filename})" if e.filename else " (writing the standard output)"
+            say_error(f"groupspec: {e.strerror or e}{where}")
+        try:
+            sys.stdout = open(os.devnull, "w")      # nothing more to flush at exit
+        except OSError:                 # pragma: no cover
+            pass
+    except _CLICK_ERROR as e:   # a usage error: an unknown option, a value of the wrong type, no command
+        ctx = getattr(e, "ctx", None)
+        where = ctx.command_path if ctx else "groupspec"
+        if type(e).__name__ == "NoArgsIsHelpError":
+            # the error made the help when it was raised: typer's rich help printed itself then (asking again
+            # would print it twice) and left ""; a plain help is the message
+            text = e.format_message()
+            if text:
+                say_error(text)
+        else:
+            say_error(f"{where}: {one_line(e.format_message())} (`{where} --help` lists the options)")
+        code = e.exit_code
+    except (KeyboardInterrupt, typer.Abort):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)     # a second Ctrl-C now would be a traceback
+        code = 130
+    except Terminated:
+        say_error("groupspec: terminated (SIGTERM); the run was stopped")
+        code = 143
+    sys.exit(code if isinstance(code, int) else 0)

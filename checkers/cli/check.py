@@ -1,0 +1,310 @@
+"""`groupspec check`, `replay`, `export tla` and `mutate`: the closed world searched, replayed, exported
+for TLC, and the checker itself tested on mutants of the table."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from groupspec.checkers.console import err, fail_input, one_line, out, output_path, write_outputs
+
+from .shared import CE_FILES, bounded_workers, no_status, preset_list, world_of, world_options, write_counterexample
+
+
+export_app = typer.Typer(no_args_is_help=True, help="The closed world for other tools.")
+
+
+@world_options
+def check_cmd(
+    symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
+    liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
+                                                            "(keeps the graph; turns symmetry off)"),
+    max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="processes expanding states (default 2; "
+                                                                   "1: a single process)"),
+    no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
+    out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    world: Optional[dict] = None,
+) -> None:
+    """Explore every reachable state of a bounded closed world; report the shortest violation.
+    The depth reported is how deep the breadth-first search went or, with a counterexample,
+    the counterexample's length in steps (a --liveness lasso: the path to the loop and one lap
+    of it; no progress: the path to the stuck state)."""
+    import dataclasses
+    from groupspec.checkers.review.counterexample import step_table, to_itf
+    from groupspec.checkers.search.explicit import check, check_parallel
+    from groupspec.checkers.world.state_space import WorldModel
+    if liveness and workers is not None and workers != 1:
+        fail_input(f"--workers {workers} with --liveness: the liveness search keeps the whole state graph in one "
+                   f"process; leave out --workers")
+    workers = 1 if liveness else bounded_workers("--workers", 2 if workers is None else workers)
+    if max_states is not None and max_states < 1:
+        fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
+    cfg = world_of(**world)
+    if no_waivers:
+        cfg = dataclasses.replace(cfg, waive=())
+    out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
+    from rich.live import Live
+    from rich.text import Text
+    live = None if as_json else Live(Text("starting"), console=err, transient=True)
+
+    def progress(gen, distinct, queue, depth, secs):
+        if live:
+            live.update(Text(f"{distinct:,} distinct, {gen:,} generated, queue {queue:,}, depth {depth}, "
+                             f"{distinct / max(secs, 1e-9):,.0f} states/s"))
+    if live:
+        live.start()
+    model = WorldModel(cfg)
+    try:
+        if workers > 1:
+            res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
+        else:
+            res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
+    except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
+        fail_input(f"the search stopped: {e}")
+    finally:
+        if live:
+            live.stop()
+    from groupspec.spec.kafka import NEW_COORDINATOR, coordinator_name
+    from groupspec.spec.table import rows_for
+    from groupspec.spec.world import WORLD_COORDINATOR
+    rows = rows_for(WORLD_COORDINATOR)        # the closed world describes one coordinator
+    fired = dict(res.coverage)
+    never = [r.name for r in rows if r.name not in fired]
+    doc = {"result": "ok" if res.result == "ok" else ("stopped" if res.result == "stopped" else "violation"),
+           "kind": res.result,
+           "violation": res.violation or None, "preset": world["preset"], "world": dataclasses.asdict(cfg),
+           "symmetry": res.symmetry, "distinct_states": res.distinct_states, "generated_states": res.generated,
+           "unreduced_states": res.unreduced_states,
+           "symmetry_reduction": round(res.unreduced_states / max(1, res.distinct_states), 2),
+           "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
+           "workers": workers,
+           "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
+           "states_first_reached_per_depth": res.levels,
+           "waived": [{"invariant": n, "why": w} for n, w in cfg.waive],
+           "coordinator": coordinator_name({NEW_COORDINATOR: WORLD_COORDINATOR}),
+           "coverage": {"fired": fired, "never_fired": never,
+                        "table_rows": len(rows), "table_rows_fired": len(rows) - len(never)}}
+    if res.path:
+        doc["counterexample"] = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation)}
+        if res.loop_start >= 0:
+            doc["counterexample"]["loop_starts_at_step"] = res.loop_start
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        out.print(f"{doc['result']}{': ' + res.violation if res.violation else ''} — {res.distinct_states:,} distinct "
+                  f"states ({res.generated:,} generated), depth {res.depth}, {res.seconds:.1f}s, "
+                  f"{res.states_per_second:,.0f} states/s{'' if res.complete else ' (stopped at --max-states)'}",
+                  markup=False)
+        for st in doc.get("counterexample", {}).get("steps", []):
+            mark = " ⟲ loop from here" if st["step"] == res.loop_start else ""
+            out.print(f"  {st['step']:>3}  {st['action']}{mark}", markup=False)
+        out.print(f"table rows fired: {doc['coverage']['table_rows_fired']} of the {len(rows)} of "
+                  f"{coordinator_name({NEW_COORDINATOR: WORLD_COORDINATOR})}, the coordinator the closed world "
+                  f"describes (--json lists the rest)", markup=False)
+        if res.symmetry:
+            out.print(f"symmetry reduction: {doc['symmetry_reduction']}x ({res.unreduced_states:,} states "
+                      f"without it)", markup=False)
+        for n, w in cfg.waive:
+            out.print(f"not checked in this world: {n} ({w})", markup=False)
+    if res.path and out_path:
+        write_counterexample(out_path, doc["counterexample"], res.path, model, res.violation, as_json,
+                             res.loop_start)
+    if res.result in ("violation", "deadlock", "lasso", "no-progress"):
+        raise typer.Exit(1)
+
+
+@world_options
+def export_tla_cmd(
+    out_dir: str = typer.Argument(..., help="Folder to write the module (.tla) and its TLC configuration (.cfg) in."),
+    symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="declare SYMMETRY over clients in the .cfg"),
+    liveness: bool = typer.Option(False, "--liveness", help="list the liveness PROPERTY in the .cfg (use it "
+                                                            "with --no-symmetry)"),
+    run_tlc: bool = typer.Option(False, "--run-tlc", help="run TLC on it and `groupspec check` on the same world, "
+                                                          "and print both verdicts"),
+    workers: int = typer.Option(2, "--workers", help="workers of each checker with --run-tlc"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    world: Optional[dict] = None,
+) -> None:
+    """Write the bounded closed world as a TLA+ module and a TLC configuration, generated from the
+    spec's declarations; with --run-tlc, check it with TLC and with `groupspec check` side by side."""
+    from groupspec.checkers.tla.module import export
+    from groupspec.checkers.tla.export import ExportError
+    from groupspec.checkers.tla.tlc import find_jar, java
+    cfg = world_of(**world)
+    workers = bounded_workers("--workers", workers)
+    jar = None
+    if run_tlc:
+        jar, why = find_jar()
+        if jar is None:
+            fail_input(f"--run-tlc: {why}")
+        if java() is None:
+            fail_input("--run-tlc: no `java` on the PATH; install Java 17 (.ci/setup does)")
+    try:
+        exported = export(cfg, symmetry=symmetry, liveness=liveness)
+    except ExportError as e:
+        fail_input(f"this world cannot be exported: {e}")
+    folder = output_path("OUT_DIR", out_dir, "dir", (f"{exported.name}.tla", f"{exported.name}.cfg"))
+
+    def write():
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{exported.name}.tla").write_text(exported.module, encoding="utf-8")
+        (folder / f"{exported.name}.cfg").write_text(exported.config, encoding="utf-8")
+    write_outputs("OUT_DIR", folder, write, after_result=False)
+    doc = {"module": str(folder / f"{exported.name}.tla"), "config": str(folder / f"{exported.name}.cfg"),
+           "lines": exported.module.count("\n")}
+    if run_tlc:
+        doc.update(_side_by_side(cfg, folder, exported, jar, workers, symmetry))
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        out.print(f"wrote {doc['module']} ({doc['lines']:,} lines) and {doc['config']}", markup=False)
+        if run_tlc:
+            for who in ("tlc", "groupspec"):
+                r = doc[who]
+                out.print(f"{who:>9}: {r['result']}{' ' + r['violation'] if r['violation'] else ''}, "
+                          f"{r['distinct_states']:,} distinct states, depth {r['depth']}, {r['seconds']:.1f}s",
+                          markup=False)
+            out.print("they agree" if doc["agree"] else f"they DISAGREE: {doc['disagreement']}", markup=False)
+            if doc.get("tlc_trace"):
+                out.print(f"TLC's counterexample: {doc['tlc_trace']} (groupspec replay reads it)", markup=False)
+    if run_tlc and (not doc["agree"] or doc["tlc"]["result"] != "ok"):
+        raise typer.Exit(1)
+
+
+def _side_by_side(cfg, folder: Path, exported, jar, workers: int, symmetry: bool) -> dict:
+    """TLC and `groupspec check` on one world: verdict, invariant, distinct states, depth in steps."""
+    from groupspec.checkers.search.explicit import check, check_parallel
+    from groupspec.checkers.tla.tlc import run_tlc
+    from groupspec.checkers.world.state_space import WorldModel
+    t = run_tlc(folder, exported.name, workers=workers, jar=jar)
+    if t.result == "error":
+        fail_input(f"TLC failed on {folder / exported.name}.tla: {one_line(t.output[-600:])}")
+    ours = (check_parallel(WorldModel(cfg), workers=workers, symmetry=symmetry) if workers > 1
+            else check(WorldModel(cfg), symmetry=symmetry))
+    names = dict(exported.invariants)
+    tlc = {"result": t.result, "violation": names.get(t.violation, t.violation) or None,
+           "distinct_states": t.distinct_states,
+           "depth": len(t.trace) - 1 if t.trace else t.depth - 1, "seconds": round(t.seconds, 2)}
+    mine = {"result": ours.result, "violation": ours.violation or None, "distinct_states": ours.distinct_states,
+            "depth": ours.depth, "seconds": round(ours.seconds, 2)}
+    why = []
+    if tlc["result"] != mine["result"]:
+        why.append(f"verdicts {tlc['result']} and {mine['result']}")
+    elif tlc["result"] == "ok" and tlc["distinct_states"] != mine["distinct_states"]:
+        why.append(f"{tlc['distinct_states']:,} and {mine['distinct_states']:,} distinct states")
+    elif tlc["result"] != "ok" and tlc["depth"] != mine["depth"]:
+        why.append(f"counterexamples of {tlc['depth']} and {mine['depth']} steps")
+    doc = {"tlc": tlc, "groupspec": mine, "agree": not why, "disagreement": "; ".join(why)}
+    if t.trace:
+        path = folder / "tlc-trace.json"
+        path.write_text(json.dumps({"counterexample": {"state": [[i + 1, s] for i, s in enumerate(t.trace)]}}))
+        doc["tlc_trace"] = str(path)
+    return doc
+
+
+@world_options
+def replay_cmd(
+    trace: str = typer.Argument(..., help="A TLC counterexample (-dumpTrace json) or an ITF trace."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    world: Optional[dict] = None,
+) -> None:
+    """Replay a trace of the closed world through the explicit checker's world: every step must be
+    one of the world's own steps; the last state is judged by the invariants. Exit 0: it replays and
+    breaks nothing; 1: it breaks an invariant, or leaves the world at some step."""
+    from groupspec.checkers.world.itf_replay import TraceError, load_trace, replay
+    from groupspec.checkers.world.state_space import WorldModel
+    cfg = world_of(**world)
+    path = Path(trace)
+    if not path.is_file():
+        fail_input(f"TRACE {trace}: no such file; give a TLC -dumpTrace json file or an ITF trace")
+    try:
+        fmt, states = load_trace(path)
+        res = replay(WorldModel(cfg), fmt, states)
+    except TraceError as e:
+        fail_input(f"TRACE {trace}: {e} (is it a trace of --preset {world['preset']} with these flags?)")
+    doc = {"format": fmt, "states": res.states, "steps": res.steps,
+           "departs_at_step": res.departs if res.departs >= 0 else None, "violation": res.violation}
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        for i, a in enumerate(res.steps, 1):
+            out.print(f"  {i:>3}  {a}", markup=False)
+        if res.departs >= 0:
+            out.print(f"step {res.departs} is no step of this world (the state differs from every successor)"
+                      if res.departs else "the first state is not the world's initial state", markup=False)
+        elif res.violation:
+            out.print(f"replayed {len(res.steps)} steps; the trace breaks {res.violation}", markup=False)
+        else:
+            out.print(f"replayed {len(res.steps)} steps; no invariant is broken", markup=False)
+    if res.departs >= 0 or res.violation:
+        raise typer.Exit(1)
+
+
+def mutate_cmd(
+    preset: str = typer.Option("tiny,twogen,small,settle,static,faults", "--preset",
+                               help="the worlds each mutant is checked in, smallest first, comma-separated: a "
+                                    "mutant goes on to the next only if the ones before did not kill it"),
+    liveness_in: Optional[str] = typer.Option(None, "--liveness-in",
+                                              help="the worlds where liveness (a fair lasso, no progress) is "
+                                                   "checked too [default: those of tiny, twogen, small, settle, "
+                                                   "static that --preset lists]"),
+    sample: Optional[int] = typer.Option(None, "--sample", help="check a random sample of this many mutants"),
+    seed: int = typer.Option(0, "--seed", help="the sample's seed"),
+    jobs: int = typer.Option(2, "--jobs", help="worker processes"),
+    harness_examples: int = typer.Option(100, "--harness-examples",
+                                         help="examples of the conformance harness per surviving mutant (0: off)"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
+    from functools import partial
+    from groupspec.checkers.conform.mutants import BUDGET
+    if not 0 <= harness_examples <= 100_000:
+        fail_input(f"--harness-examples must be from 0 to 100,000, got {harness_examples}")
+    BUDGET["examples"] = harness_examples
+    from groupspec.checkers.search.mutate import UNFIT_WORLDS, mutants, run, summary
+    from groupspec.checkers.world.state_space import WorldModel
+    from groupspec.checkers.world.presets import PRESETS
+    names = preset_list("--preset", preset)
+    if not names:
+        fail_input(f"--preset {preset!r} names no world; give one or more of {', '.join(PRESETS)}, comma-separated")
+    if liveness_in is None:
+        live = [n for n in ("tiny", "twogen", "small", "settle", "static") if n in names]
+    else:
+        live = preset_list("--liveness-in", liveness_in)
+        if [n for n in live if n not in names]:
+            fail_input(f"--liveness-in names {', '.join(n for n in live if n not in names)}, which --preset does "
+                       f"not list; liveness is checked only in worlds the mutants meet")
+    for name in names:
+        if name in UNFIT_WORLDS:
+            fail_input(f"--preset {name}: {UNFIT_WORLDS[name]}")
+    worlds = [(n, partial(WorldModel, PRESETS[n]), n in live) for n in names]
+    bounded_workers("--jobs", jobs)
+    total = len(mutants())
+    if sample is not None and not 1 <= sample <= total:
+        fail_input(f"--sample must be between 1 and the {total:,} mutants, got {sample:,} (leave it out to check "
+                   f"them all)")
+    with err.status(f"checking mutants (of {total})...") if not as_json else no_status() as status:
+        results = run(worlds, sample=sample, seed=seed, jobs=jobs,
+                      progress=(lambda done, n: status.update(f"checked {done} of {n} mutants"))
+                      if not as_json else None)
+    summ = summary(results)
+    if as_json:
+        print(json.dumps({"preset": preset, **summ, "mutants_total": total, "results": results}, indent=2))
+        return
+    for r in results:
+        if r["outcome"] == "survived" and not r.get("equivalent"):
+            out.print(f"survived, unexplained  {r['operator']:<13} {r['row']}: {r['detail']}\n"
+                      f"    differs {r['differs']}", markup=False)
+    out.print(f"{summ['killed']} of {summ['killed'] + summ['survived']} mutants that behave differently from the "
+              f"table were killed (kill rate {summ['kill_rate']}); {summ['equivalent']} are equivalent in --preset "
+              f"{preset} (proved on every reachable firing; {summ['equivalent_row_never_fires']} of them never fire "
+              f"their row)", markup=False)
+    out.print(f"killed by: {summ['killed_by']}; in world: {summ['killed_in_world']}", markup=False)
+    out.print(f"per checker: {summ['killed_by_checker']}; killed by some checker: {summ['kill_rate_any_checker']} "
+              f"of those that behave differently", markup=False)
+    for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):
+        out.print(f"  {n} survivors: {reason}", markup=False)

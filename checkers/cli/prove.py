@@ -1,0 +1,159 @@
+"""`groupspec lint` and `groupspec prove` (with --bmc, bounded model checking of a closed world)."""
+from __future__ import annotations
+
+import json
+import os
+from typing import List, Optional
+
+import typer
+
+from groupspec.checkers.console import err, fail_input, out, output_path, write_outputs
+
+from .shared import CE_FILES, bounded_workers, no_status, preset_list, row_names, world_of, world_options, write_counterexample
+
+
+def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Prove each trigger's rows exclusive, covering and reachable, and every row keeping the structural
+    invariants (Z3); check the lifecycle's moves."""
+    from groupspec.checkers.proofs.lint import lint
+    with err.status("linting the table with Z3...") if not as_json else no_status():
+        res = lint()
+    if as_json:
+        print(json.dumps(res.as_json(), indent=2))
+    else:
+        for p in res.problems:
+            out.print(f"{p.check}: {p.trigger}: {'; '.join(p.rows)}: {p.detail} {p.witness or ''}",
+                      markup=False, highlight=False, soft_wrap=True)
+        verdict = "ok" if not res.problems else f"{len(res.problems)} problem(s)"
+        out.print(f"lint: {verdict} ({res.checks} Z3 checks over {len(row_names())} rows, {res.seconds:.1f}s)",
+                  markup=False)
+    if res.problems:
+        raise typer.Exit(1)
+
+
+@world_options(preset="tiny")
+def prove_cmd(
+    invariant: List[str] = typer.Option([], "--invariant", "-i", help="Prove only these invariants (repeatable)."),
+    strengthen: bool = typer.Option(True, "--strengthen/--no-strengthen",
+                                    help="Search auxiliary lemmas when plain induction fails."),
+    bound: int = typer.Option(2, "--bound", help="Members for the fixed-size fallback ('proved up to N')."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Z3's work per query, in seconds of this "
+                                            "machine (counted in Z3's resource units, so a loaded machine gets the "
+                                            "same answers; running out is 'unknown') [default: 3; with --bmc: "
+                                            "wall-clock seconds, none]."),
+    budget: float = typer.Option(60.0, "--budget", help="Z3's work for the strengthening search per invariant "
+                                 "and reading, in seconds of this machine (resource units, as --timeout)."),
+    check_lemmas: str = typer.Option("tiny,small", "--check-lemmas",
+                                     help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
+    save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "
+                                                              "the catalog page `groupspec docs` writes shows it)."),
+    search: str = typer.Option("vocabulary", "--search", help="vocabulary: Houdini over the candidates "
+                               "about the invariant's variables, widened by what its counterexamples to induction "
+                               "break, per invariant; full: Houdini over every candidate (the largest inductive "
+                               "subset), then unsat cores."),
+    bmc: Optional[int] = typer.Option(None, "--bmc", help="Instead: bounded model checking of a closed world, "
+                                      "K steps deep from its initial state (Z3; the same declarations the "
+                                      "explicit checker compiles)."),
+    out_dir: Optional[str] = typer.Option(None, "--out", help="With --bmc: where to write a counterexample (ITF, "
+                                                               "table, Mermaid)."),
+    engine: str = typer.Option("both", "--engine", help="houdini: induction and Houdini's search over "
+                               "candidate lemmas (for every size, else for fixed sizes); spacer: Z3's Spacer on "
+                               "the rows as constrained Horn clauses (fixed sizes, N=--bound); both: Spacer where "
+                               "Houdini proves nothing."),
+    spacer_budget: float = typer.Option(60.0, "--spacer-budget", help="Z3's work for Spacer per invariant, over "
+                                        "every widening of the variables its relation reads, in seconds of this "
+                                        "machine (resource units, as --budget)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Invariants proved at once, each in a process of "
+                                       "its own [default: the machine's cores]."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    world: Optional[dict] = None,
+) -> None:
+    """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3);
+    with --bmc K, search a closed world (--preset and the world flags of `groupspec check`, default tiny)
+    K steps deep for a state that breaks an invariant."""
+    if bmc is not None:
+        run_bmc(bmc, world, timeout, out_dir, as_json)
+        return
+    flags = [n for n, v in world.items() if n != "preset" and v is not None]
+    if flags or world["preset"] != "tiny":
+        given = ", ".join("--" + n.replace("_", "-") for n in (flags or ["preset"]))
+        fail_input(f"{given}: a closed world is for --bmc K; the induction proofs are over every group state")
+    if out_dir is not None:
+        fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
+    timeout = 3.0 if timeout is None else timeout
+    from groupspec.spec.invariants import INVARIANTS
+    from groupspec.checkers.proofs.command import as_json as proofs_json, exit_code, print_table, run_induction
+    known = [i.name for i in INVARIANTS]
+    for name in invariant:
+        if name not in known:
+            fail_input(f"--invariant {name!r}: no such invariant; use one of {', '.join(known)}")
+    if search not in ("vocabulary", "full"):
+        fail_input(f"--search {search!r}: use vocabulary or full")
+    if engine not in ("houdini", "spacer", "both"):
+        fail_input(f"--engine {engine!r}: use houdini, spacer or both")
+    if not 1 <= bound <= 6:
+        fail_input(f"--bound {bound}: give 1 to 6 members (the fixed-size reading grows fast)")
+    if not 0 < timeout <= 600 or not 0 < budget <= 3600 or not 0 < spacer_budget <= 3600:
+        fail_input("--timeout must be in (0, 600] seconds, and --budget and --spacer-budget in (0, 3600]")
+    presets = tuple(p for p in check_lemmas.split(",") if p)
+    if presets:
+        presets = tuple(preset_list("--check-lemmas", check_lemmas))
+    target = output_path("--save", save, "file") if save else None
+    progress = None if as_json else (lambda what: err.print(f"proving: {what}", markup=False, highlight=False))
+    jobs = bounded_workers("--jobs", len(os.sched_getaffinity(0)) if jobs is None else jobs)
+    proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
+                                   search, engine, spacer_budget, jobs)
+    result = proofs_json(proofs, prover)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(out, proofs, prover)
+    if target is not None:
+        write_outputs("--save", target, lambda: target.write_text(json.dumps(result, indent=2) + "\n",
+                                                                  encoding="utf-8"))
+    if exit_code(proofs):
+        raise typer.Exit(1)
+
+
+def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None, as_json: bool) -> None:
+    """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation (written
+    with --out in the three counterexample formats, as `check` writes one), 2 when the
+    interpretations disagree or Z3 gives up (the answer cannot be trusted either way)."""
+    from groupspec.checkers.world.bmc import bmc
+    from groupspec.checkers.review.counterexample import step_table, to_itf
+    from groupspec.checkers.world.state_space import WorldModel
+    if not 0 <= depth <= 64:
+        fail_input(f"--bmc {depth}: give a depth from 0 to 64 (each step is a copy of the world's variables)")
+    cfg = world_of(**world)
+    preset = world["preset"]
+    if timeout is not None and not 0 < timeout <= 86_400:
+        fail_input(f"--timeout {timeout:g}: give seconds in (0, 86400] per Z3 query, or leave it out for none")
+    out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
+
+    def progress(k, paths, secs):
+        if not as_json:
+            what = "step relation built" if k == 0 else f"depth {k - 1} answered, depth {k} unrolled"
+            err.print(f"bmc: {what} ({paths} paths per step) in {secs:.1f} s", markup=False, highlight=False)
+    res = bmc(cfg, depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress)
+    model = WorldModel(cfg)
+    doc = {"result": res.result, "preset": preset, "depth": res.depth, "violation": res.violation,
+           "detail": res.detail, "paths_per_step": res.paths_per_step, "build_seconds": round(res.build_seconds, 2),
+           "seconds_per_depth": [round(x, 2) for x in res.seconds_per_depth]}
+    if res.path:
+        doc["counterexample"] = {"steps": step_table(res.path, model),
+                                 "itf": to_itf(res.path, model, res.violation, source="groupspec prove --bmc"),
+                                 "bmc_steps": res.steps}
+    if as_json:
+        print(json.dumps(doc, indent=2))
+    else:
+        out.print(f"bmc {preset}: {res.result} at depth {res.depth}"
+                  + (f": {res.violation}" if res.violation else "") + (f" ({res.detail})" if res.detail else ""),
+                  markup=False, highlight=False)
+        for st in doc.get("counterexample", {}).get("steps", []):
+            out.print(f"  {st['step']:>3}  {st['action']}", markup=False, highlight=False)
+    if res.path and out_path and res.result == "violation":
+        write_counterexample(out_path, doc["counterexample"], res.path, model, res.violation, as_json)
+    if res.result == "violation":
+        raise typer.Exit(1)
+    if res.result in ("disagreement", "unknown"):
+        raise typer.Exit(2)

@@ -1,0 +1,54 @@
+"""`groupspec docs`: the design-review artifacts, and the site."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from groupspec.checkers.console import fail_input, out, output_path, write_outputs
+from groupspec.checkers.paths import REPO
+
+
+def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Where to write."),
+             site: Optional[str] = typer.Option(None, "--site", help="Build the browsable HTML site into this "
+                                                "folder instead (MkDocs; viewable with no network)."),
+             as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON.")) -> None:
+    """Write the design-review artifacts: state diagram, the table, the invariant catalog, the flows."""
+    from groupspec.checkers.review.errors import DocsError
+    from groupspec.checkers.review.docs import FILES, dot_program, write_docs
+    try:
+        dot_program()
+        if site is not None:
+            from groupspec.checkers.review.site import mermaid_js
+            mermaid_js()
+    except DocsError as e:
+        fail_input(str(e))
+    files: list = []
+    if site is not None:
+        from groupspec.checkers.review.site import build_site
+        folder = output_path("--site", site, "dir", ("index.html",))
+        if folder.is_dir() and any(folder.iterdir()) and not (folder / "index.html").is_file():
+            # MkDocs empties the folder it builds into: never one that holds anything but a site
+            fail_input(f"--site {folder}: the folder is not empty and holds no site (the build replaces what is "
+                       f"there); give a new or empty folder, or one a previous --site built")
+        try:
+            write_outputs("--site", folder, lambda: files.extend(build_site(folder)), after_result=False)
+        except DocsError as e:
+            fail_input(str(e))
+        if as_json:
+            print(json.dumps({"site": str(folder), "pages": len(files)}))
+        else:
+            out.print(f"built the site in {folder} ({len(files)} pages): open {folder / 'index.html'}", markup=False,
+                      highlight=False)
+        return
+    folder = output_path("--out", out_dir, "dir", FILES)
+    try:
+        write_outputs("--out", folder, lambda: files.extend(write_docs(folder)), after_result=False)
+    except DocsError as e:
+        fail_input(str(e))
+    if as_json:
+        print(json.dumps({"written": [str(f) for f in files]}))
+    else:
+        for f in files:
+            out.print(f"wrote {f}", markup=False, highlight=False)
