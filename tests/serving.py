@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 from groupspec.checkers.kafka import framing, messages
 from groupspec.checkers.serve.admin import Admin
@@ -74,3 +75,21 @@ def start_cli(*args: str) -> tuple[subprocess.Popen, int, int]:
         proc.kill()
         raise AssertionError(line + proc.stderr.read())
     return proc, int(line.split("127.0.0.1:")[1].split()[0]), int(line.split("admin on 127.0.0.1:")[1].split(";")[0])
+
+
+def kafka_python_group(port: int, consumers: int, heartbeat_ms: int = 500, seconds: float = 30) -> list:
+    """`consumers` kafka-python consumers of group g on topic t, polled until each holds a share of t's partitions
+    (a consumer holding all of them is a group still forming, not formed); the caller closes them."""
+    import logging
+
+    import kafka
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    group = [kafka.KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", group_id="g", client_id=f"c{i}",
+                                 session_timeout_ms=6000, heartbeat_interval_ms=heartbeat_ms) for i in range(consumers)]
+    for c in group:
+        c.subscribe(["t"])
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not all(c.assignment() for c in group):
+        for c in group:
+            c.poll(timeout_ms=50)
+    return group

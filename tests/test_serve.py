@@ -13,7 +13,7 @@ import pytest
 
 from groupspec.checkers.kafka import framing, messages
 from groupspec.checkers.serve.server import Server, advertised
-from serving import call, in_thread, start_cli
+from serving import call, in_thread, kafka_python_group, start_cli
 
 kafka = pytest.importorskip("kafka")     # a test dependency (pyproject: test extra)
 
@@ -29,16 +29,8 @@ def _assigned(consumers) -> list[list[str]]:
 
 
 def test_kafka_python_consumers_form_a_group_as_the_spec_assigns(server):
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    consumers = [kafka.KafkaConsumer(bootstrap_servers=f"127.0.0.1:{server.port}", group_id="g", client_id=f"c{i}",
-                                     session_timeout_ms=6000, heartbeat_interval_ms=500) for i in range(2)]
+    consumers = kafka_python_group(server.port, 2)
     try:
-        for c in consumers:
-            c.subscribe(["t"])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and sorted(sum(_assigned(consumers), [])) != ["t-0", "t-1", "t-2", "t-3"]:
-            for c in consumers:
-                c.poll(timeout_ms=50)
         snap = server.coord.snapshot("g")
         assert snap["state"] == "Stable" and snap["protocol"] == "range", snap
         # each consumer holds what the coordinator handed its member: the range assignor's halves

@@ -25,7 +25,7 @@ from groupspec.checkers.serve.server import Server
 from groupspec.impl.coordinator import GroupCoordinator
 from groupspec.spec import engine as E
 from groupspec.spec.table import ROWS
-from serving import CLI, call, in_thread, start_cli
+from serving import CLI, call, in_thread, kafka_python_group, start_cli
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -75,16 +75,8 @@ def _trace_check(path, group: str = "g") -> subprocess.CompletedProcess:
 
 
 def test_kafka_python_consumers_leave_a_trace_that_validates(served, tmp_path):
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    consumers = [kafka.KafkaConsumer(bootstrap_servers=f"127.0.0.1:{served.port}", group_id="g", client_id=f"c{i}",
-                                     session_timeout_ms=6000, heartbeat_interval_ms=300) for i in range(2)]
+    consumers = kafka_python_group(served.port, 2, heartbeat_ms=300)
     try:
-        for c in consumers:
-            c.subscribe(["t"])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and sorted(len(c.assignment()) for c in consumers) != [1, 1]:
-            for c in consumers:
-                c.poll(timeout_ms=50)
         assert sorted(len(c.assignment()) for c in consumers) == [1, 1]
     finally:
         for c in consumers:

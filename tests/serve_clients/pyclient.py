@@ -61,6 +61,26 @@ def pending(q: queue.Queue):
             return
 
 
+def reporting(base: type, generation):
+    """A rebalance listener of the client's own class `base` that says each revocation and assignment, with the
+    generation the client holds then."""
+    class Listener(base):
+        def on_partitions_revoked(self, revoked):
+            say(event="revoked", partitions=names(revoked), generation=generation())
+
+        def on_partitions_assigned(self, assigned):
+            say(event="assigned", partitions=names(assigned), generation=generation())
+    return Listener()
+
+
+def said_commit(cmd: list, error: Exception | None = None) -> None:
+    """What a `commit PARTITION OFFSET` command came to: committed, or the client's error."""
+    if error is None:
+        say(event="committed", partition=cmd[1], offset=int(cmd[2]))
+    else:
+        say(event="commit_failed", partition=cmd[1], offset=int(cmd[2]), error=f"{type(error).__name__}: {error}")
+
+
 # kafka-python --------------------------------------------------------------------------------------------------
 
 def run_kafka_python(a, q) -> None:
@@ -79,14 +99,7 @@ def run_kafka_python(a, q) -> None:
     def generation():
         return c._coordinator._generation.generation_id
 
-    class Listener(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked):
-            say(event="revoked", partitions=names(revoked), generation=generation())
-
-        def on_partitions_assigned(self, assigned):
-            say(event="assigned", partitions=names(assigned), generation=generation())
-
-    c.subscribe(a.topics, listener=Listener())
+    c.subscribe(a.topics, listener=reporting(ConsumerRebalanceListener, generation))
     say(event="started")
     while True:
         try:
@@ -105,9 +118,9 @@ def run_kafka_python(a, q) -> None:
             if cmd[0] == "commit":
                 try:
                     c.commit({tp: OffsetAndMetadata(int(cmd[2]), "", -1)})
-                    say(event="committed", partition=cmd[1], offset=int(cmd[2]))
+                    said_commit(cmd)
                 except Exception as e:        # noqa: BLE001 - the client's error is the answer
-                    say(event="commit_failed", partition=cmd[1], offset=int(cmd[2]), error=f"{type(e).__name__}: {e}")
+                    said_commit(cmd, e)
             elif cmd[0] == "committed":
                 say(event="offset", partition=cmd[1], offset=c.committed(tp))
 
@@ -183,14 +196,7 @@ async def _aiokafka(a, q) -> None:
     def generation():
         return c._coordinator.generation
 
-    class Listener(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked):
-            say(event="revoked", partitions=names(revoked), generation=generation())
-
-        def on_partitions_assigned(self, assigned):
-            say(event="assigned", partitions=names(assigned), generation=generation())
-
-    c.subscribe(a.topics, listener=Listener())
+    c.subscribe(a.topics, listener=reporting(ConsumerRebalanceListener, generation))
     await c.start()
     say(event="started")
     while True:
@@ -204,9 +210,9 @@ async def _aiokafka(a, q) -> None:
             if cmd[0] == "commit":
                 try:
                     await c.commit({tp: int(cmd[2])})
-                    say(event="committed", partition=cmd[1], offset=int(cmd[2]))
+                    said_commit(cmd)
                 except Exception as e:        # noqa: BLE001 - the client's error is the answer
-                    say(event="commit_failed", partition=cmd[1], offset=int(cmd[2]), error=f"{type(e).__name__}: {e}")
+                    said_commit(cmd, e)
             elif cmd[0] == "committed":
                 say(event="offset", partition=cmd[1], offset=await c.committed(tp))
 
