@@ -35,13 +35,14 @@ world can issue.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .lang import (BOOL, FALSE, INT, NONE, TRUE, Apply, Dom, Enum, Fun, If, Lowest, MapOf, Not, Or, Param, Record, SetOf,
                    Var,
                    default_of, empty, lift, none)
 from .rows import Row, sets
 from .vocabulary import E
-from .schema import PARAM_TYPES, Error, GroupRecord, INSTANCE, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl
+from .schema import PARAM_TYPES, Error, GroupRecord, GroupState, INSTANCE, MEMBER, PARTITION, STATE_VARS, STATES, VarDecl
 
 CLIENT = "Client"
 Phase = Enum("ClientPhase", "idle", "joining", "syncing", "stable", "left", "crashed", "hung")
@@ -303,112 +304,6 @@ CLIENT_ROWS: list[Row] = [
 ]
 
 
-# -- the world's actions, and their fairness ----------------------------------------------
-#
-# Every way the closed world can move is one of these.  Fairness is declared here, per
-# action, as TLA+ writes WF_vars(A) / SF_vars(A): a weakly fair action that stays enabled is
-# eventually taken; a strongly fair one that is enabled again and again is; an unfair one
-# (`none`) is the environment's free choice, or a fault.  Fairness holds per `per` (one
-# condition for each client, each message in flight, each member's timer), and actions that
-# name the same `process` share one condition, as the steps of a PlusCal `fair process` do.
-# Liveness reads only this: renaming a row never changes fairness.
-WEAK, STRONG, UNFAIR = "weak", "strong", "none"
-
-
-@dataclass(frozen=True)
-class Action:
-    name: str
-    meaning: str
-    fairness: str             # WEAK, STRONG or UNFAIR
-    per: str                  # what each fairness condition is about: client, message, member, group
-    switch: tuple = ()        # the world's switches (WorldConfig fields) that enable it, any of them; () always
-    timely: str = ""          # its fairness in a world of timely clients, if different
-    process: str = ""         # actions whose fairness is one condition (a client's own progress)
-    fault: bool = False       # a fault: no progress may depend on it
-    forgets: bool = False     # the client closes its connection: answers to its parked requests are lost
-    trigger: str = ""         # the table trigger it fires (client rows, coordinator timers)
-
-
-OWN = "its own progress"
-ACTIONS: tuple[Action, ...] = (
-    # the clients (spec/world.py's CLIENT_ROWS, one trigger each)
-    Action("ClientStart", "a client starts and joins", WEAK, "client", process=OWN, trigger="ClientStart"),
-    Action("ClientReceive", "a client reads the response in flight to it", WEAK, "client", process=OWN,
-           trigger="ClientReceive"),
-    Action("ClientTimeout", "a client gives up on a request (request.timeout.ms) and rejoins", WEAK, "client",
-           ("loss", "reordering"), process=OWN, forgets=True, trigger="ClientTimeout"),
-    Action("ClientRestart", "a crashed consumer process is started again", WEAK, "client", ("restart",),
-           process=OWN, fault=True, forgets=True, trigger="ClientRestart"),
-    Action("ClientHeartbeat", "a stable client heartbeats (its heartbeat thread)", UNFAIR, "client",
-           timely=STRONG, trigger="ClientHeartbeat"),
-    Action("ClientCommit", "a stable client commits the offsets of the partitions it owns", UNFAIR, "client",
-           ("commits",), trigger="ClientCommit"),
-    Action("ClientLeave", "a stable dynamic member closes and leaves the group", UNFAIR, "client", ("leaves",),
-           trigger="ClientLeave"),
-    Action("ClientLeaveRebalancing", "a dynamic member closes during a rebalance and leaves the group", UNFAIR,
-           "client", ("leaves_rebalancing",), forgets=True, trigger="ClientLeaveRebalancing"),
-    Action("ClientCrash", "the consumer process dies", UNFAIR, "client", ("crash",), fault=True, forgets=True,
-           trigger="ClientCrash"),
-    Action("ClientOvertake", "a client gives up on a request still in the network, which arrives late",
-           UNFAIR, "client", ("reordering",), trigger="ClientOvertake"),
-    # a hung poll loop (fault `hung_poll`, the class of KAFKA-12890): none of its moves is fair, or
-    # the heartbeat thread's leave would unstick the group by itself and hide a coordinator that
-    # never removes the member
-    Action("ClientHang", "a client's poll loop hangs after its JoinGroup response, before SyncGroup", UNFAIR,
-           "client", ("hung_poll",), fault=True, trigger="ClientHang"),
-    Action("ClientHungHeartbeat", "a hung client's heartbeat thread heartbeats", UNFAIR, "client", ("hung_poll",),
-           trigger="ClientHungHeartbeat"),
-    Action("ClientPollTimeout", "a hung client's heartbeat thread leaves the group at max.poll.interval.ms", UNFAIR,
-           "client", ("hung_poll",), fault=True, trigger="ClientPollTimeout"),
-    # the network
-    Action("Deliver", "the coordinator receives a client's request and handles it (spec/handling.py)", WEAK,
-           "message"),
-    Action("DeliverLate", "a request its client gave up on reaches the coordinator; nobody reads the answer",
-           WEAK, "message", ("reordering",)),
-    Action("Duplicate", "the coordinator receives a request and a copy of it stays in flight", UNFAIR, "message",
-           ("duplication",), fault=True),
-    Action("LoseRequest", "the network loses a client's request", UNFAIR, "client", ("loss",), fault=True),
-    Action("LoseResponse", "the network loses the response to a client", UNFAIR, "client", ("loss",),
-           fault=True),
-    # the coordinator's timers: an armed timer eventually fires
-    Action("HeartbeatExpiry", "a member's session timer fires", WEAK, "member", ("expiry",),
-           trigger="HeartbeatExpiry"),
-    Action("PendingExpiry", "a pending member's timer fires", WEAK, "member", ("expiry",), trigger="PendingExpiry"),
-    Action("JoinTimer", "the delayed join expires", WEAK, "group", trigger="JoinTimer"),
-    Action("SyncTimer", "the pending-sync timer expires", WEAK, "group", trigger="SyncTimer"),
-    # the coordinator moves: unloaded here, loaded from the log there
-    Action("Failover", "the group's offsets partition moves: Unload, then Load of the log's last record",
-           UNFAIR, "group", ("failover",), fault=True),
-)
-ACTION_BY_NAME = {a.name: a for a in ACTIONS}
-# When each timer action may fire: when the table's timer of its trigger is armed (table.TIMERS),
-# per member for a member's timer.  Timely clients rejoin within the rebalance timeout and sync
-# within the session timeout, so a world of them never sees these timers fire (the initial
-# delay still does):
-TIMELY_SILENT = ("join", "sync")
-
-
-def armed(trigger: str, timely: bool) -> list:
-    """The conditions under which a timer of `trigger` may fire in a world (timely or not): the
-    table's armed conditions of that trigger's timers (table.TIMERS), minus TIMELY_SILENT's."""
-    from .table import TIMERS
-    return [cond for name, (trig, cond) in TIMERS.items() if trig == trigger and not (timely and name in TIMELY_SILENT)]
-
-
-TIMER_LABELS = {"HeartbeatExpiry": "session timer of m{member} fires",
-                "PendingExpiry": "pending timer of m{member} fires",
-                "JoinTimer": "the delayed join expires", "SyncTimer": "the sync timer expires"}
-CLIENT_TRIGGERS = tuple(a.trigger for a in ACTIONS if a.trigger.startswith("Client"))
-# the client triggers whose rows send LeaveGroup: a static member (group.instance.id) never does
-# (AbstractCoordinator.maybeLeaveGroup: its membership ends only by session expiry, KIP-345); a hung
-# static member past max.poll.interval.ms only stops heartbeating, which the coordinator sees as a crash
-LEAVE_TRIGGERS = ("ClientLeave", "ClientLeaveRebalancing", "ClientPollTimeout")
-
-
-def fairness(action: Action, timely: bool) -> str:
-    return action.timely if timely and action.timely else action.fairness
-
-
 # -- the messages: what a client's request is to the coordinator ----------------------------
 
 @dataclass(frozen=True)
@@ -559,9 +454,13 @@ ROUTE_EFFECTS: dict = _routes()
 
 @dataclass(frozen=True)
 class Failover:
-    """The coordinator moves (Action Failover): the group is unloaded here (`unload`'s rows),
-    the requests parked at the old coordinator are gone (`forget`), and the new one loads the
-    log's last record (`load`'s rows with `record`) if the log holds one (`when`)."""
+    """The coordinator moves (Action Failover), while it holds the group (`enabled`): the group
+    is unloaded here (`unload`'s rows), the requests parked at the old coordinator are gone
+    (`forget`), and the new one loads the log's last record (`load`'s rows with `record`) if the
+    log holds one (`when`).  A group the coordinator does not hold has nothing to move: Kafka
+    unloads and loads a partition's groups, and a world whose group never existed (or was
+    deleted) is the same before and after."""
+    enabled: object
     unload: str
     forget: Effect
     load: str
@@ -569,8 +468,9 @@ class Failover:
     when: object
 
 
-FAILOVER = Failover("Unload", Effect(TRUE(), {"parked_join": W.parked_join.fill(none(CLIENT)),
-                                              "parked_sync": W.parked_sync.fill(none(CLIENT))}),
+FAILOVER = Failover(Not(W.state == lift("Absent", GroupState)), "Unload",
+                    Effect(TRUE(), {"parked_join": W.parked_join.fill(none(CLIENT)),
+                                    "parked_sync": W.parked_sync.fill(none(CLIENT))}),
                     "Load", W.log, W.log_has)
 
 
@@ -598,6 +498,248 @@ def append_errors(kind: str, cfg) -> list[str]:
             if all(getattr(cfg, f) for f in switches) and (e == "NONE" or kind != "offsets")]
 
 
+# -- the world's actions, and their fairness ----------------------------------------------
+#
+# Every way the closed world can move is one of these.  Fairness is declared here, per
+# action, as TLA+ writes WF_vars(A) / SF_vars(A): a weakly fair action that stays enabled is
+# eventually taken; a strongly fair one that is enabled again and again is; an unfair one
+# (`none`) is the environment's free choice, or a fault.  Fairness holds per `per` (one
+# condition for each client, each message in flight, each member's timer), and actions that
+# name the same `process` share one condition, as the steps of a PlusCal `fair process` do.
+# Liveness reads only this: renaming a row never changes fairness.
+WEAK, STRONG, UNFAIR = "weak", "strong", "none"
+
+# What each action does is declared with it (`how`), as data the world's step (spec/world_step.py)
+# reads: every interpreter runs that one step, so a new action of one of these shapes is picked up
+# by all of them.  `scope` says what the action reads and writes: its client's own variables
+# ("client"), its client's request and the coordinator ("message"), or the coordinator alone
+# ("group").
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a client's message waits in the network: its per-client variables, the kind first
+    (none: the slot is empty); a request's others are REQ's fields, in REQ's order."""
+    name: str
+    vars: tuple
+
+    # made once (hosts that compile terms and effects know them by identity)
+    @cached_property
+    def kind(self):
+        return getattr(W, self.vars[0])[C]
+
+    @cached_property
+    def occupied(self):
+        return Not(self.kind == kd("none"))
+
+    @cached_property
+    def emptied(self) -> "Effect":
+        """Every variable of the slot back to its initial value, at client C."""
+        ups = {}
+        for name in self.vars:
+            decl = WORLD_VARS[WORLD_INDEX[name] - N_GROUP]
+            t = decl.type.value
+            ups[name] = getattr(W, name).put(C, getattr(W, name)[C].fill(lift(decl.initial, t.value))
+                                             if t.kind == "map" else lift(decl.initial, t))
+        return Effect(TRUE(), ups)
+
+
+REQUEST = Slot("request", ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts"))
+LATE = Slot("late request", ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts"))
+RESPONSE = Slot("response", RESPONSE_VARS)
+NOTHING = Effect(TRUE(), {})
+
+
+@dataclass(frozen=True)
+class FireClient:
+    """The client's rows of the action's trigger (CLIENT_ROWS)."""
+    scope = "client"
+    label = "c{client}: {row}"
+
+
+@dataclass(frozen=True)
+class Lose:
+    """The network loses what is in a client's `slot`."""
+    slot: Slot
+    label: str
+    scope = "client"
+
+
+@dataclass(frozen=True)
+class Deliver:
+    """The request in a client's `slot` reaches the coordinator, which handles it (if `when`, a
+    condition on the client, also holds); `answered`: whether the client waits for the answer; `then`: what
+    becomes of the request in the network (emptied: it has arrived; NOTHING: a copy stays in
+    flight); `what`: how the request is named, `label`: how the step is."""
+    slot: Slot
+    answered: bool
+    then: Effect
+    what: str = "{kind}"
+    label: str = "deliver c{client}'s {what}"
+    when: object = None
+    scope = "message"
+
+    def offered(self, kind: str):
+        """The condition on the client under which this delivers a request of `kind`."""
+        return _offered(self, kind)
+
+
+@dataclass(frozen=True)
+class FireTimer:
+    """The coordinator's timer of the action's trigger fires, where it is armed (`armed`)."""
+    scope = "group"
+
+
+@dataclass(frozen=True)
+class Move:
+    """The coordinator moves (FAILOVER)."""
+    failover: Failover
+    scope = "group"
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    meaning: str
+    fairness: str             # WEAK, STRONG or UNFAIR
+    per: str                  # what each fairness condition is about: client, message, member, group
+    switch: tuple = ()        # the world's switches (WorldConfig fields) that enable it, any of them; () always
+    timely: str = ""          # its fairness in a world of timely clients, if different
+    process: str = ""         # actions whose fairness is one condition (a client's own progress)
+    fault: bool = False       # a fault: no progress may depend on it
+    forgets: bool = False     # the client closes its connection: answers to its parked requests are lost
+    trigger: str = ""         # the table trigger it fires (client rows, coordinator timers)
+    how: object = FireClient()   # what it does (the shapes above)
+
+
+OWN = "its own progress"
+ACTIONS: tuple[Action, ...] = (
+    # the clients (spec/world.py's CLIENT_ROWS, one trigger each)
+    Action("ClientStart", "a client starts and joins", WEAK, "client", process=OWN, trigger="ClientStart"),
+    Action("ClientReceive", "a client reads the response in flight to it", WEAK, "client", process=OWN,
+           trigger="ClientReceive"),
+    Action("ClientTimeout", "a client gives up on a request (request.timeout.ms) and rejoins", WEAK, "client",
+           ("loss", "reordering"), process=OWN, forgets=True, trigger="ClientTimeout"),
+    Action("ClientRestart", "a crashed consumer process is started again", WEAK, "client", ("restart",),
+           process=OWN, fault=True, forgets=True, trigger="ClientRestart"),
+    Action("ClientHeartbeat", "a stable client heartbeats (its heartbeat thread)", UNFAIR, "client",
+           timely=STRONG, trigger="ClientHeartbeat"),
+    Action("ClientCommit", "a stable client commits the offsets of the partitions it owns", UNFAIR, "client",
+           ("commits",), trigger="ClientCommit"),
+    Action("ClientLeave", "a stable dynamic member closes and leaves the group", UNFAIR, "client", ("leaves",),
+           trigger="ClientLeave"),
+    Action("ClientLeaveRebalancing", "a dynamic member closes during a rebalance and leaves the group", UNFAIR,
+           "client", ("leaves_rebalancing",), forgets=True, trigger="ClientLeaveRebalancing"),
+    Action("ClientCrash", "the consumer process dies", UNFAIR, "client", ("crash",), fault=True, forgets=True,
+           trigger="ClientCrash"),
+    Action("ClientOvertake", "a client gives up on a request still in the network, which arrives late",
+           UNFAIR, "client", ("reordering",), trigger="ClientOvertake"),
+    # a hung poll loop (fault `hung_poll`, the class of KAFKA-12890): none of its moves is fair, or
+    # the heartbeat thread's leave would unstick the group by itself and hide a coordinator that
+    # never removes the member
+    Action("ClientHang", "a client's poll loop hangs after its JoinGroup response, before SyncGroup", UNFAIR,
+           "client", ("hung_poll",), fault=True, trigger="ClientHang"),
+    Action("ClientHungHeartbeat", "a hung client's heartbeat thread heartbeats", UNFAIR, "client", ("hung_poll",),
+           trigger="ClientHungHeartbeat"),
+    Action("ClientPollTimeout", "a hung client's heartbeat thread leaves the group at max.poll.interval.ms", UNFAIR,
+           "client", ("hung_poll",), fault=True, trigger="ClientPollTimeout"),
+    # the network
+    Action("Deliver", "the coordinator receives a client's request and handles it (spec/handling.py)", WEAK,
+           "message", how=Deliver(REQUEST, True, REQUEST.emptied)),
+    Action("DeliverLate", "a request its client gave up on reaches the coordinator; nobody reads the answer",
+           WEAK, "message", ("reordering",), how=Deliver(LATE, False, LATE.emptied, what="late {kind}")),
+    Action("Duplicate", "the coordinator receives a request and a copy of it stays in flight", UNFAIR, "message",
+           ("duplication",), fault=True,
+           how=Deliver(REQUEST, True, NOTHING, label="deliver c{client}'s {what} (a copy stays in flight)")),
+    Action("LoseRequest", "the network loses a client's request", UNFAIR, "client", ("loss",), fault=True,
+           how=Lose(REQUEST, "the network loses c{client}'s request")),
+    Action("LoseResponse", "the network loses the response to a client", UNFAIR, "client", ("loss",),
+           fault=True, how=Lose(RESPONSE, "the network loses the response to c{client}")),
+    # the coordinator's timers: an armed timer eventually fires
+    Action("HeartbeatExpiry", "a member's session timer fires", WEAK, "member", ("expiry",),
+           trigger="HeartbeatExpiry", how=FireTimer()),
+    Action("PendingExpiry", "a pending member's timer fires", WEAK, "member", ("expiry",), trigger="PendingExpiry",
+           how=FireTimer()),
+    Action("JoinTimer", "the delayed join expires", WEAK, "group", trigger="JoinTimer", how=FireTimer()),
+    Action("SyncTimer", "the pending-sync timer expires", WEAK, "group", trigger="SyncTimer", how=FireTimer()),
+    # the coordinator moves: unloaded here, loaded from the log there
+    Action("Failover", "the group's offsets partition moves: Unload, then Load of the log's last record",
+           UNFAIR, "group", ("failover",), fault=True, how=Move(FAILOVER)),
+)
+ACTION_BY_NAME = {a.name: a for a in ACTIONS}
+# When each timer action may fire: when the table's timer of its trigger is armed (table.TIMERS),
+# per member for a member's timer.  Timely clients rejoin within the rebalance timeout and sync
+# within the session timeout, so a world of them never sees these timers fire (the initial
+# delay still does):
+TIMELY_SILENT = ("join", "sync")
+
+
+def armed(trigger: str, timely: bool) -> list:
+    """The conditions under which a timer of `trigger` may fire in a world (timely or not): the
+    table's armed conditions of that trigger's timers (table.TIMERS), minus TIMELY_SILENT's."""
+    from .table import TIMERS
+    return [cond for name, (trig, cond) in TIMERS.items() if trig == trigger and not (timely and name in TIMELY_SILENT)]
+
+
+TIMER_LABELS = {"HeartbeatExpiry": "session timer of m{member} fires",
+                "PendingExpiry": "pending timer of m{member} fires",
+                "JoinTimer": "the delayed join expires", "SyncTimer": "the sync timer expires"}
+CLIENT_TRIGGERS = tuple(a.trigger for a in ACTIONS if a.trigger.startswith("Client"))
+# the client triggers whose rows send LeaveGroup: a static member (group.instance.id) never does
+# (AbstractCoordinator.maybeLeaveGroup: its membership ends only by session expiry, KIP-345); a hung
+# static member past max.poll.interval.ms only stops heartbeating, which the coordinator sees as a crash
+LEAVE_TRIGGERS = ("ClientLeave", "ClientLeaveRebalancing", "ClientPollTimeout")
+
+
+def fairness(action: Action, timely: bool) -> str:
+    return action.timely if timely and action.timely else action.fairness
+
+
+def switched_on(action: Action, cfg) -> bool:
+    """Whether a world's switches enable an action: any of its switches is on."""
+    return not action.switch or any(getattr(cfg, f) for f in action.switch)
+
+
+def offered_to(action: Action, cfg, static: bool) -> bool:
+    """Whether a client may take the action in world `cfg`: its switches, and a static member
+    (group.instance.id) never sends LeaveGroup (LEAVE_TRIGGERS)."""
+    return switched_on(action, cfg) and not (static and action.trigger in LEAVE_TRIGGERS)
+
+
+_OFFERED: dict = {}
+
+
+def _offered(how: Deliver, kind: str):
+    """Made once per delivery and kind: hosts that compile terms know them by identity."""
+    got = _OFFERED.get((id(how), kind))
+    if got is None:
+        is_kind = how.slot.kind == kd(kind)
+        got = _OFFERED[(id(how), kind)] = (how, is_kind if how.when is None else how.when & is_kind)
+    return got[1]
+
+
+# -- the bounds of a world's search -----------------------------------------------------------
+# Steps a bound cuts are the search's, not the protocol's: a state whose successors a bound cut
+# is no deadlock (the TLA+ export lets it stutter).
+#
+# The generation bound: a coordinator step that takes the group past `max_generation` is cut.  A
+# world with a rebalance budget makes the bound a property instead: one generation more is kept,
+# for the invariant `rebalance-budget` to report.
+MAX_GENERATION = Param("max_generation", INT)
+_WITHIN = {budget: W.generation <= (MAX_GENERATION + 1 if budget else MAX_GENERATION) for budget in (False, True)}
+
+
+def within_bound(cfg):
+    """The condition a coordinator step's end must meet not to be cut (the generation bound)."""
+    return _WITHIN[bool(cfg.rebalance_budget)]
+
+
+# The member-id budget: a JoinGroup without a member id once every id of the member domain was
+# issued (FRESH names none) is cut.  Real ids are UUIDs, never spent.
+FRESH_ID = Param("fresh", Dom(MEMBER))
+ID_BUDGET_SPENT = REQ["member"].is_none() & FRESH_ID.is_none()
+
+
 # coordinator triggers the closed world never fires, and why
 NOT_IN_WORLD = {
     "OffsetFetch": "the clients never send OffsetFetch (it reads offsets; no protocol decision depends on it)",
@@ -623,7 +765,6 @@ def _current(c):
 
 from .invariants import Invariant  # noqa: E402
 from .lang import Exists, ForAll, Implies  # noqa: E402
-from .schema import GroupState  # noqa: E402
 
 WORLD_INVARIANTS: tuple[Invariant, ...] = (
     Invariant(

@@ -24,13 +24,13 @@ from groupspec.checkers.world.itf_replay import load_trace, replay
 from groupspec.checkers.tla.export import camel
 from groupspec.checkers.tla.module import export
 from groupspec.checkers.tla.tlc import find_jar, java, run_tlc
-from groupspec.checkers.world.state_space import WorldModel, _enabled_by
+from groupspec.checkers.world.state_space import WorldModel
 from groupspec.checkers.world.presets import PRESETS
 from groupspec.spec.invariants import CHECKED_AFTER_ROW
 from groupspec.spec.lang import FALSE, If, Lowest
 from groupspec.spec.schema import P, V
 from groupspec.spec.table import ROWS, rows_for
-from groupspec.spec.world import ALL_VARS, ACTIONS, WORLD_COORDINATOR
+from groupspec.spec.world import ALL_VARS, ACTIONS, WORLD_COORDINATOR, switched_on
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_planted_bugs import _new_member_rows, plant, subst_row  # noqa: E402
@@ -72,7 +72,7 @@ def test_the_module_is_generated_from_the_declarations():
     cfg_invariants = e.config.split("INVARIANTS")[1].split()
     assert cfg_invariants[0] == "TypeOK" and [n for n, _ in e.invariants] == cfg_invariants[1:len(e.invariants) + 1]
     # each world action the world switches on is an action of the module, with its fairness
-    on = [a.name for a in ACTIONS if _enabled_by(a, PRESETS["faults"])]
+    on = [a.name for a in ACTIONS if switched_on(a, PRESETS["faults"])]
     assert len(on) > 10
     for name in on:
         assert f"\n{name}" in text, name

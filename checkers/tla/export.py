@@ -8,15 +8,17 @@ declarations the explicit checker compiles:
   (`<Row>_when(w, p)`) and its effect (`<Row>(w, p)`: the world record after
   its steps and the outputs it made; a set of them where the row makes a
   choice), printed term by term by spec/tla.py, with its source as a comment;
-- every action of the closed world (spec/world.py ACTIONS) becomes a TLA+
-  action of that name: a client action is its rows; a delivery, a timer or
-  the failover is what `handling.handle` does with the row that fires.  The
-  export runs `handle` itself with `TlaWorld` as its host, as the explicit
-  checker (world/state_space.py) and BMC (world/bmc.py) do: every row of the trigger
-  under its guard, each route's effect (ROUTE_EFFECTS) on the world record,
-  each way a write may complete (append_errors), the eager re-check where
-  the group may be in PreparingRebalance.  Each way through is one
-  disjunct, printed as a tree of shared prefixes;
+- every disjunct of the world's Next (spec/world_step.py: an action of
+  spec/world.py ACTIONS, a delivery once per message kind) becomes a TLA+
+  action of that name.  The export runs the world's step itself with
+  `TlaWorld` as its host, as the explicit checker (world/state_space.py) and
+  BMC (world/bmc.py) do: a condition of the step becomes a conjunct (and its
+  negation another way through), a client's move its rows, a coordinator
+  step `handling.handle` with every row of the trigger under its guard, each
+  route's effect (ROUTE_EFFECTS) on the world record, each way a write may
+  complete (append_errors), the eager re-check where the group may be in
+  PreparingRebalance, and a step a bound cuts a stutter.  Each way through is
+  one disjunct, printed as a tree of shared prefixes;
 - the state variables (schema.py STATE_VARS, world.py WORLD_VARS) become
   VARIABLES, with TypeOK from their types; the invariants of the catalog
   and of the closed world become definitions listed in the .cfg; the
@@ -32,16 +34,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from groupspec.spec.handling import REC, RECORD_FIELDS, handle, leave, require_known_member_id
+from groupspec.spec.handling import REC, RECORD_FIELDS
 from groupspec.spec.invariants import CHECKED_AFTER_ROW, HANDS_OUT
-from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
+from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import NONE, Term, choices_in, default_of, walk
 from groupspec.spec.rows import ECHO, Out, Set_
 from groupspec.spec.schema import PARAM_TYPES, STATES, TRIGGER_BY_NAME
 from groupspec.spec.table import rows_for
 from groupspec.spec.tla import TlaEnv, element, literal, to_tla
-from groupspec.spec.world import (WORLD_COORDINATOR, ALL_VARS, AT, C, FAILOVER, FRESH, ISSUED, MESSAGES, OUT, REQ, ROUTE_EFFECTS, SENDER,
-                                  WHO, Kind, append_errors, armed, fixed_params)
+from groupspec.spec.world import (WORLD_COORDINATOR, ALL_VARS, AT, C, CLIENT_ROWS, ISSUED, MAX_GENERATION, OUT, REQ,
+                                  ROUTE_EFFECTS, SENDER, append_errors)
+from groupspec.spec.world_step import step as world_step
 
 from groupspec.checkers.world.state_space import SKIPPED_OUTPUTS, WorldModel
 from groupspec.checkers.world.presets import WorldConfig
@@ -294,6 +297,8 @@ class TlaWorld:
         def param(n):
             if n in FUNCTIONS:
                 return FUNCTIONS[n]
+            if n == MAX_GENERATION.data:
+                return "MaxGeneration"
             return _text(params[n], _PARAM_T[n])
         return TlaEnv(var=lambda v: f"{w}.{v}", param=param, present=frozenset(present), names=self.names)
 
@@ -378,7 +383,7 @@ class TlaWorld:
             return _text(self.base[n], t)
         return literal(default_of(t), t)
 
-    def effect(self, ctx: Path, effect, cond: str, fields: dict, echo, member, extra: dict | None = None) -> None:
+    def _effect(self, ctx: Path, effect, cond: str, fields: dict, echo, member, extra: dict | None = None) -> None:
         params = {"sender": ctx.sender, "at": NONE if member is None else member, **(extra or {})}
         for k, v in fields.items():
             if "out." + k in _OUT_T:
@@ -398,7 +403,7 @@ class TlaWorld:
         ctx.w = w
 
     def route(self, ctx: Path, out: _Output) -> None:
-        self.effect(ctx, ROUTE_EFFECTS[(out.kind, out.api)], out.on, out.fields,
+        self._effect(ctx, ROUTE_EFFECTS[(out.kind, out.api)], out.on, out.fields,
                      out.member if out.kind == "answer" else ctx.echo, out.member)
 
     def append(self, ctx: Path, out: _Output) -> list:
@@ -409,7 +414,7 @@ class TlaWorld:
         for error in errors:
             q = ctx if error == errors[-1] else ctx.copy()
             if error == "NONE":
-                self.effect(q, ROUTE_EFFECTS[("append", out.api)], "TRUE", out.fields, NONE, NONE)
+                self._effect(q, ROUTE_EFFECTS[("append", out.api)], "TRUE", out.fields, NONE, NONE)
             res.append((q, error))
         return res
 
@@ -417,10 +422,10 @@ class TlaWorld:
         stones = [o.on for o in outs if o.kind == "tombstone"]
         if stones:
             cond = "TRUE" if "TRUE" in stones else "(" + " \\/ ".join(stones) + ")"
-            self.effect(ctx, ROUTE_EFFECTS[("tombstone", "")], cond, {}, NONE, NONE)
+            self._effect(ctx, ROUTE_EFFECTS[("tombstone", "")], cond, {}, NONE, NONE)
 
     def routed(self, ctx: Path, trigger: str) -> None:
-        self.effect(ctx, ISSUED, "TRUE", {}, NONE, NONE)
+        self._effect(ctx, ISSUED, "TRUE", {}, NONE, NONE)
 
     def in_state(self, ctx: Path, state: int) -> list:
         if ctx.known is not None and state not in ctx.known:
@@ -439,84 +444,70 @@ class TlaWorld:
             other.known = other.known - {state}
         return [(ctx, True), (other, False)]
 
-    # -- the world's actions ------------------------------------------------------------
+    # -- the host of spec/world_step.py: the world's step as TLA+ text -------------------------
 
-    def bound(self) -> int:
-        return self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
-
-    def end(self, paths: list) -> list:
-        """Each way through ends in the next state (the module's Finish: a step past the generation
-        bound stutters, unless it broke a check, which the explicit checker reports before it cuts)."""
-        for q in paths:
-            q.frames.append(("finish", q.w, q.broken))
-        return paths
-
-    def delivery(self, kind: str, late: bool, duplicate: bool) -> list:
-        """Client c's request of `kind` (or its late one) reaches the coordinator."""
-        names = LATE if late else REQUEST
-        msg = MESSAGES[kind]
-        inst = self._instance()
-        start = Path(sender=NONE if late or not msg.answered else Tx("c"),
-                     echo=Tx(f"{names[1]}[c]"))
-        start.frames.append(("if", f"{names[0]}[c] = {literal(Kind.values.index(kind), VAR_TYPE['rq'].value)}"))
-        if duplicate:
-            start.frames.append(("let", "w0", "World"))
-        else:
-            clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(self.blank(n), VAR_TYPE[n].value)}]" for n in names)
-            start.frames.append(("let", "w0", f"[World EXCEPT {clear}]"))
-        req = {"req.member": Tx(f"{names[1]}[c]"), "req.gen": Tx(f"{names[2]}[c]"),
-               "req.assign": Tx(f"{names[3]}[c]"), "req.parts": Tx(f"{names[4]}[c]"),
-               "client_instance": NONE if inst is None else inst}
-        env = TlaEnv(var=lambda v: f"w0.{v}", param=lambda n: _text(req[n], _REQ_T[n]), names=self.names)
-        params = {k: Tx(to_tla(t, env)) for k, t in WHO.items()}
-        params.update(fixed_params(self.sizes)[kind])
-        params.update({k: Tx(to_tla(t, env)) for k, t in msg.fields.items()})
-        if msg.api == "JoinGroup":
-            fresh = to_tla(FRESH, env)
-            start.frames.append(("let", "fresh", fresh))
-            params["fresh"] = Tx("fresh")
-            params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
-            # the world's member-id budget is spent: a bound of the search, not a behaviour, so
-            # the step stutters (a state it leaves without a successor is no deadlock)
-            spent = f"{names[1]}[c] = None /\\ fresh = None"
-            cut = start.copy()
-            cut.frames += [("if", spent), ("stutter",)]
-            start.frames.append(("if", f"~({spent})"))
-        if msg.api == "LeaveGroup":
-            who = {k: params[k] for k in ("member", "member_empty", "instance")}
-            ends = [b for b, _, _ in leave(self, start, {}, [who])]
-        else:
-            ends = [b for b, _ in handle(self, start, msg.api, params)]
-        return self.end(ends) + ([cut] if msg.api == "JoinGroup" else [])
-
-    def timer(self, trigger: str, per_member: bool) -> list:
-        conds = armed(trigger, self.cfg.timely)
-        params = {"timer_member": Tx("m")} if per_member else {}
-        env = TlaEnv(var=lambda v: f"w0.{v}", param=lambda n: "m", present=frozenset({"timer_member"}),
-                     names=self.names)
+    def run(self, d, arg) -> list:
+        """Every way through disjunct `d` of Next (spec/world_step.py) from the world as it is, its
+        argument `arg` the action's (`c`, `m`, or None): each ends in the next state (Goto), or
+        stutters where a bound of the search cuts it (Cut: unless it broke a check on its way, which
+        the explicit checker reports before it cuts)."""
+        self._cuts: list = []
         start = Path()
         start.frames.append(("let", "w0", "World"))
-        start.frames.append(("if", " \\/ ".join(to_tla(c, env) for c in conds)))
-        return self.end([b for b, _ in handle(self, start, trigger, params)])
+        ends = world_step(self, start, d, arg)
+        for q in ends:
+            q.frames.append(("goto", q.w, q.broken))
+        return ends + self._cuts
 
-    def failover(self) -> list:
-        F = FAILOVER
-        start = Path()
-        start.frames.append(("let", "w0", "World"))
-        start.frames.append(("if", f"w0.state # {literal(STATES.index('Absent'), _STATE_T)}"))
-        ends = []
-        for b, _ in handle(self, start, F.unload, {}):
-            self.effect(b, F.forget, "TRUE", {}, NONE, NONE)
-            env = self.env(b.w, {})
-            when, record = to_tla(F.when, env), to_tla(F.record, env)
-            skip = b.copy()
-            skip.frames.append(("if", f"~{when}"))
-            ends.append(skip)
-            b.frames.append(("if", when))
-            ends += [b2 for b2, _ in handle(self, b, F.load, {"record": Tx(record)})]
-        return self.end(ends)
+    def split(self, ctx: Path, cond, params: dict) -> list:
+        text = to_tla(cond, self.env(ctx.w, params, _present_params(params)))
+        if text in ("TRUE", "FALSE"):
+            return [(ctx, text == "TRUE")]
+        other = ctx.copy()
+        ctx.frames.append(("if", text))
+        other.frames.append(("if", f"~({text})"))
+        return [(ctx, True), (other, False)]
 
-    def _instance(self):
+    def value(self, ctx: Path, term, params: dict) -> Tx:
+        return Tx(to_tla(term, self.env(ctx.w, params, _present_params(params))))
+
+    def effect(self, ctx: Path, effect, params: dict) -> None:
+        self._effect(ctx, effect, "TRUE", {}, NONE, NONE, extra=params)
+
+    def request(self, ctx: Path, slot, client, what: str) -> tuple[dict, object]:
+        req = {t.data: Tx(f"{ctx.w}.{v}[{client}]") for t, v in zip(REQ.values(), slot.vars[1:])}
+        inst = self.instance()
+        req["client_instance"] = NONE if inst is None else inst
+        return req, inst
+
+    def fire_client(self, ctx: Path, trigger: str, client) -> list:
+        rows = CLIENT_ROWS if self.model.client_rows is None else self.model.client_rows
+        f = ctx.name("f")
+        ctx.frames.append(("let", f, f"{self.first(trigger, rows, client=True)}({ctx.w}, {client})"))
+        res = []
+        for r in rows:
+            if r.trigger != trigger:
+                continue
+            op = self.op(r, client=True)
+            q = ctx.copy()
+            w = q.name("w")
+            q.frames += [("comment", r.name), ("if", f'{f} = "{op.name}"'), ("let", w, f"{op.name}({ctx.w}, {client}).w")]
+            q.w = w
+            res.append((q, r))
+        return res
+
+    def answer_to(self, ctx: Path, sender, echo) -> None:
+        ctx.sender, ctx.echo = sender, echo
+
+    def label(self, ctx: Path, text: str) -> None:
+        """Steps are not named in the module: its actions are."""
+
+    def cut(self, ctx: Path) -> None:
+        ctx.frames.append(("cut", ctx.w, ctx.broken))
+        self._cuts.append(ctx)
+
+    def instance(self):
+        """The clients' group.instance.id: the module declares every client alike."""
         inst = self.cfg.instances or (None,) * self.cfg.clients
         if len(set(inst)) != 1:
             raise ExportError("clients with different group.instance.ids: the export declares every client "
@@ -526,6 +517,10 @@ class TlaWorld:
     def blank(self, name: str):
         flat = dict(zip((v.name for v in ALL_VARS), self.model.flat(self.model.init_states()[0])))
         return flat[name][0]
+
+
+def _present_params(params: dict) -> frozenset:
+    return frozenset(n for n, v in params.items() if _present(v))
 
 
 def _handed(outputs: list) -> str:
@@ -555,7 +550,7 @@ def _present(v) -> bool:
 
 
 _OUT_T = {t.data for t in OUT.values()}
-_REQ_T = {**{t.data: t.type for t in REQ.values()}, "client_instance": PARAM_TYPES["instance"]}
-# every parameter a term printed here may read: the triggers', a route effect's, the client's
+# every parameter a term printed here may read: the triggers', a route effect's, the client's, a request's
 _PARAM_T = {**PARAM_TYPES, "sender": SENDER.type, "at": AT.type, "client": C.type,
-            **{t.data: t.type for t in OUT.values()}, **{t.data: t.type for t in REC.values()}}
+            **{t.data: t.type for t in OUT.values()}, **{t.data: t.type for t in REC.values()},
+            **{t.data: t.type for t in REQ.values()}, "client_instance": PARAM_TYPES["instance"]}

@@ -22,13 +22,13 @@ from groupspec.spec.kafka import NEW_COORDINATOR, coordinator_name
 from groupspec.spec.lang import NONE
 from groupspec.spec.schema import PARAM_TYPES
 from groupspec.spec.tla import DOMAIN_SETS, HELPERS, TlaEnv, apalache_type, client_name, literal, to_tla, type_set
-from groupspec.spec.world import (ACTION_BY_NAME, ACTIONS, ALL_VARS, ASSIGN, CLIENT_ROWS, ENDED, FORGOTTEN, MESSAGES,
-                                  RESPONSE_VARS, UNFAIR, WEAK, WORLD_COORDINATOR, Kind, armed, fairness)
+from groupspec.spec.world import (ACTION_BY_NAME, ALL_VARS, ASSIGN, ENDED, UNFAIR, WEAK, WORLD_COORDINATOR,
+                                  fairness)
+from groupspec.spec.world_step import disjuncts, takes
 from groupspec.spec.handling import SELECTED_ONLY
 
-from .export import (FUNCTIONS, MODULE, NOT_BROKEN, REQUEST, VAR_TYPE, ExportError, Path, TlaWorld, Tx,
-                         camel, tla_name)
-from groupspec.checkers.world.state_space import WorldModel, _enabled_by, world_invariants
+from .export import FUNCTIONS, MODULE, NOT_BROKEN, ExportError, TlaWorld, Tx, camel, tla_name
+from groupspec.checkers.world.state_space import WorldModel, world_invariants
 from groupspec.checkers.world.presets import WorldConfig
 
 
@@ -81,10 +81,8 @@ def _frame_line(frame) -> tuple[str, bool]:
         return f"\\* {frame[1]}", False
     if kind == "if":
         return f"/\\ {frame[1]}", False
-    if kind == "finish":
-        return f"/\\ Finish({frame[1]}, {frame[2]})", False
-    if kind == "stutter":
-        return "/\\ UNCHANGED vars", False
+    if kind == "cut":
+        return ("/\\ UNCHANGED vars" if frame[2] == NOT_BROKEN else f"/\\ Cut({frame[1]}, {frame[2]})"), False
     if kind == "goto":
         return f"/\\ Goto({frame[1]}, {frame[2]})", False
     if kind == "let":
@@ -300,58 +298,17 @@ def _table(fn, t, sizes) -> str:
 def export(cfg: WorldConfig, model: WorldModel | None = None, symmetry: bool = True, liveness: bool = False,
            name: str = MODULE) -> Exported:
     world = TlaWorld(cfg, model)
-    model = world.model
     sizes = world.sizes
+    world.instance()          # every client alike, or the export says why not
+    # the world's Next (spec/world_step.py), one TLA+ action per disjunct, over its client or member
     actions: list[tuple[str, str, str, str]] = []    # (action, its TLA+ name, args, text)
-
-    # the clients' actions: their rows
-    client_rows = CLIENT_ROWS if model.client_rows is None else model.client_rows
-    for trig in model.triggers[0]:
-        a = ACTION_BY_NAME[trig]
-        paths = []
-        first = world.first(trig, client_rows, client=True)
-        for r in client_rows:
-            if r.trigger != trig:
-                continue
-            op = world.op(r, client=True)
-            q = Path()
-            q.frames += [("let", "f1", f"{first}(World, c)"), ("comment", r.name), ("if", f'f1 = "{op.name}"'),
-                         ("let", "w1", f"{op.name}(World, c).w")]
-            q.w = "w1"
-            q.n = 1
-            if a.forgets:
-                world.effect(q, FORGOTTEN, "TRUE", {}, NONE, NONE, extra={"client": Tx("c")})
-            q.frames.append(("goto", q.w, NOT_BROKEN))
-            paths.append(q)
-        actions.append((a.name, a.name, "c", _action(a.name, "c", paths, a.meaning)))
-    for lose, names in (("LoseRequest", REQUEST), ("LoseResponse", RESPONSE_VARS)):
-        if _enabled_by(ACTION_BY_NAME[lose], cfg):
-            q = Path()
-            q.frames.append(("if", f"{names[0]}[c] # {literal(0, Kind)}"))
-            clear = ", ".join(f"!.{n} = [@ EXCEPT ![c] = {literal(world.blank(n), VAR_TYPE[n].value)}]"
-                              for n in names)
-            q.frames.append(("goto", f"[World EXCEPT {clear}]", NOT_BROKEN))
-            actions.append((lose, lose, "c", _action(lose, "c", [q], ACTION_BY_NAME[lose].meaning)))
-    # the network: a request of each kind delivered (late, or leaving a copy in flight)
-    for act, late, dup in (("Deliver", False, False), ("DeliverLate", True, False), ("Duplicate", False, True)):
-        if not _enabled_by(ACTION_BY_NAME[act], cfg):
+    for d in disjuncts(cfg):
+        if d.over == "client" and not takes(d, cfg, 0):
             continue
-        for kind in MESSAGES:
-            tname = f"{act}_{kind}"
-            paths = world.delivery(kind, late, dup)
-            actions.append((act, tname, "c", _action(tname, "c", paths, f"{ACTION_BY_NAME[act].meaning} ({kind})")))
-    # the coordinator's timers and its failover
-    from groupspec.spec.table import TIMER_TRIGGERS
-    for a in ACTIONS:
-        if a.trigger in TIMER_TRIGGERS.values() and _enabled_by(a, cfg):
-            if not armed(a.trigger, cfg.timely):
-                continue
-            per = a.per == "member"
-            actions.append((a.name, a.name, "m" if per else "",
-                            _action(a.name, "m" if per else "", world.timer(a.trigger, per), a.meaning)))
-    if _enabled_by(ACTION_BY_NAME["Failover"], cfg):
-        a = ACTION_BY_NAME["Failover"]
-        actions.append((a.name, a.name, "", _action(a.name, "", world.failover(), a.meaning)))
+        args = {"client": "c", "member": "m"}.get(d.over, "")
+        meaning = d.action.meaning if d.kind is None else f"{d.action.meaning} ({d.kind})"
+        paths = world.run(d, Tx(args) if args else None)
+        actions.append((d.action.name, d.name, args, _action(d.name, args, paths, meaning)))
 
     invs = [(camel(i.name), i) for i in INVARIANTS if i.kind == "state"] + \
         [(camel(i.name), i) for i in world_invariants(cfg)]
@@ -423,12 +380,10 @@ def _module(name, cfg, world, actions, invs, symmetry, liveness) -> str:
     out.append("\\* The step ends in world w, having broken the check b (\"none\": every check held).")
     out.append("Goto(w, b) ==\n    " + "\n    ".join([f"/\\ {v.name}' = w.{v.name}" for v in ALL_VARS]
                                                     + [f"/\\ {BROKEN}' = b"]))
-    bound = "MaxGeneration + 1" if cfg.rebalance_budget else "MaxGeneration"
-    out.append("\\* A coordinator's step ends in world w, having broken the check b; past the generation bound of")
-    out.append("\\* the search it stutters instead (a bound, not a behaviour: the state is no deadlock), unless it")
-    out.append("\\* broke a check (the explicit checker reports a broken check before it cuts)." +
-               (" A world with a rebalance\n\\* budget keeps one generation more, for rebalance-budget to report." if cfg.rebalance_budget else ""))
-    out.append(f"Finish(w, b) == IF w.generation <= {bound} \\/ b # {NOT_BROKEN} THEN Goto(w, b) ELSE UNCHANGED vars")
+    out.append("\\* A step a bound of the search cuts (the generation bound, the member-id budget: spec/world.py) ends in")
+    out.append("\\* world w, having broken the check b: it stutters instead (a bound, not a behaviour: the state is no")
+    out.append("\\* deadlock), unless it broke a check (the explicit checker reports a broken check before it cuts).")
+    out.append(f"Cut(w, b) == IF b # {NOT_BROKEN} THEN Goto(w, b) ELSE UNCHANGED vars")
     out.append("")
     out += _checks(world)
     out.append("")

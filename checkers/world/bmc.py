@@ -1,19 +1,20 @@
 """Bounded model checking of the closed world with Z3.
 
-The world step is not written again here.  It is the same description the
-explicit checker compiles, read through the symbolic meaning of terms
-(spec/symbolic.py):
+The world step is not written again here.  It is spec/world_step.py's Next,
+the one the explicit checker runs, with `SymbolicWorld` as its host, over Z3
+values (spec/symbolic.py gives terms their symbolic meaning):
 
 - a client's move: its rows (spec/world.py CLIENT_ROWS) as Z3 relations;
-- a delivery: the request's parameters (WHO, MESSAGES, FRESH) and then
-  `handling.handle` itself, run with `SymbolicWorld` as its host: every row of
-  a trigger is followed under its guard (and the branch where none fires), a
-  route's effect (ROUTE_EFFECTS) is applied under the output's condition, a
-  write's completion row fires in each way the write may end (append_errors),
-  and the eager re-check splits on whether the group is in PreparingRebalance;
-- timers (table.TIMERS) and the failover (FAILOVER) likewise.
+- a condition of the step (a delivery's kind, an armed timer, the failover's,
+  the bounds) splits the path in two, each under its condition;
+- a coordinator step is `handling.handle` itself: every row of a trigger is
+  followed under its guard (and the branch where none fires), a route's
+  effect (ROUTE_EFFECTS) is applied under the output's condition, a write's
+  completion row fires in each way the write may end (append_errors), and the
+  eager re-check splits on whether the group is in PreparingRebalance;
+- a step a bound cuts is kept only for what it broke on its way.
 
-`handle` thus yields, for each action, a set of paths, each a path condition,
+The step thus yields, for each action, a set of paths, each a path condition,
 a post-state and the invariants broken on the way (after every row, as the
 explicit checker checks them).  The step relation (`StepRelation`) is built
 once over template variables; depth k+1 is a fresh copy of the world's
@@ -37,32 +38,28 @@ from dataclasses import dataclass, field
 
 import z3
 
-from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS, handle, leave, require_known_member_id
+from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
-from groupspec.spec.kafka import NEWEST_VERSION
 from groupspec.spec.lang import NONE, Dom
 from groupspec.spec.rows import ECHO
-from groupspec.spec.schema import MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, STATES, TRIGGER_BY_NAME
+from groupspec.spec.schema import MEMBER, PARAM_TYPES, PARTITION, PROTOCOL, TRIGGER_BY_NAME
 from groupspec.spec.symbolic import (SymEnv, SymOutput, concrete_to_z3, fresh, in_states, row_relation,
                                      to_z3, well_formed)
 from groupspec.spec.table import rows_for
-from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, FAILOVER, FORGOTTEN, FRESH,
-                                  MESSAGES, OUT, ROUTE_EFFECTS, WHO, WORLD_INVARIANT_PARAMS, ISSUED, Kind,
-                                  append_errors, armed, fixed_params)
+from groupspec.spec.world import (WORLD_COORDINATOR, ALL_VARS, CLIENT, CLIENT_ROWS, ISSUED, MAX_GENERATION, OUT, REQ,
+                                  ROUTE_EFFECTS, WORLD_INVARIANT_PARAMS, append_errors)
+from groupspec.spec.world_step import disjuncts, instance_of, step as world_step, takes
 
 from groupspec.spec.z3_fast import Sub, conj, disj, eq, ite
-from .state_space import SKIPPED_OUTPUTS, WorldModel, _enabled_by, world_invariants
+from .state_space import SKIPPED_OUTPUTS, WorldModel, world_invariants
 from .presets import WorldConfig
 
-ABSENT = STATES.index("Absent")
 # How many eager re-checks one step may enter (each may re-enter after a row that stays in
 # PreparingRebalance): symbolically the nesting has no end, concretely a step enters at most
 # two.  A path that would enter one more, with a row of it enabled, is reported (BOUND_BROKEN):
 # the bound is checked, never assumed.
 EAGER_LIMIT = 4
 BOUND_BROKEN = "(bmc: the eager re-check nests deeper than its bound)"
-REQUEST = ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts")
-LATE = ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts")
 
 
 @dataclass
@@ -151,6 +148,7 @@ class SymbolicWorld:
                                           z3.IntVal(NONE))
         out["assign"] = self._assign
         out["selected_only"] = lambda pl, proto: pl
+        out[MAX_GENERATION.data] = z3.IntVal(self.cfg.max_generation)
         return out
 
     def _assign(self, members):
@@ -309,120 +307,71 @@ class SymbolicWorld:
         when = conj([cond, when])
         p.state = {**p.state, **{v: _ite_all(when, x, p.state[v]) for v, x in new.items()}}
 
-    # -- the world's actions -------------------------------------------------------------------
+    # -- the host of spec/world_step.py: a world step over Z3 values ------------------------------
 
     def step(self, s: dict) -> list[Path]:
-        """Every path of one world step from symbolic state `s`."""
+        """Every path of one world step from symbolic state `s` (spec/world_step.py's Next), and the
+        paths a bound cut that broke an invariant on their way (never taken: their condition is
+        false; their broken invariants are reported, as the explicit checker reports them)."""
         paths: list[Path] = []
-        for c in range(self.cfg.clients):
-            for trigger in self.model.triggers[c]:       # the client actions this world switches on
-                a = ACTION_BY_NAME[trigger]
-                for r in self.client_rows.get(trigger, ()):
-                    guard, post, _ = row_relation(r, s, {**self.base, "client": z3.IntVal(c)}, self.sizes, {})
-                    q = Path(dict(post), [guard], [], [r.name], label=f"c{c}: {r.name}")
-                    if a.forgets:       # its parked requests' answers go nowhere now
-                        self._effect(q, FORGOTTEN, z3.BoolVal(True), {}, NONE, NONE, client=c)
-                    paths.append(q)
-            if self.cfg.loss:
-                paths.append(self._clear(s, c, REQUEST, s["rq"][c] != 0, f"the network loses c{c}'s request"))
-                paths.append(self._clear(s, c, _RESPONSE, s["rs"][c] != 0, f"the network loses the response to c{c}"))
-            paths += self._deliveries(s, c, late=False)
-            if self.cfg.reordering:
-                paths += self._deliveries(s, c, late=True)
-        paths += self._timers(s)
-        if self.cfg.failover:
-            paths += self._failover(s)
-        bound = self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
-        for q in paths:
-            q.pc.append(q.state["generation"] <= bound)      # the world's bound cuts the rest
-        return paths
-
-    def _clear(self, s: dict, c: int, names: tuple, cond, label: str) -> Path:
-        init = dict(zip(_VAR_NAMES, self.model.flat(self.model.init_states()[0])))
-        state = dict(s)
-        for n in names:
-            state[n] = list(state[n])
-            state[n][c] = concrete_to_z3(init[n][c], _VAR_TYPE[n].value, self.sizes)
-        return Path(state, [cond], label=label)
-
-    def _deliveries(self, s: dict, c: int, late: bool) -> list[Path]:
-        names = LATE if late else REQUEST
-        kind, mid, gen, assign, parts = (s[n][c] for n in names)
-        inst = self.cfg.instances[c] if self.cfg.instances else None
-        req = {"req.member": mid, "req.gen": gen, "req.assign": assign, "req.parts": parts,
-               "client_instance": z3.IntVal(NONE if inst is None else inst)}
-        env = self._env(s, req)
-        who = {k: to_z3(t, env) for k, t in WHO.items()}
-        fixed = fixed_params(self.sizes)
-        paths = []
-        for name, msg in MESSAGES.items():
-            k = Kind.values.index(name)
-            what = f"late {name}" if late else name
-            start = dict(s)
-            for n in names:      # the request leaves the network
-                start[n] = list(start[n])
-                start[n][c] = concrete_to_z3(self._blank[n][c], _VAR_TYPE[n].value, self.sizes)
-            carried = {p: concrete_to_z3(v, PARAM_TYPES[p], self.sizes) for p, v in fixed[name].items()}
-            params = {**who, **carried, **{p: to_z3(t, env) for p, t in msg.fields.items()}}
-            pc = [kind == k]
-            if msg.api == "JoinGroup":
-                fresh_id = to_z3(FRESH, env)
-                params["fresh"] = fresh_id
-                params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
-                pc.append(z3.Not(z3.And(mid == NONE, fresh_id == NONE)))   # the id budget is spent: a bound
-            sender = NONE if late or not msg.answered else c
-            p = Path(start, pc, [], [], sender, mid, label=f"deliver c{c}'s {what}")
-            if msg.api == "LeaveGroup":
-                who_p = {x: params[x] for x in ("member", "member_empty", "instance")}
-                ends = [b for b, _, _ in leave(self, p, {}, [who_p])]
+        self._cuts: list[Path] = []
+        for d in disjuncts(self.cfg):
+            if d.over == "client":
+                args = [c for c in range(self.cfg.clients) if takes(d, self.cfg, c)]
             else:
-                ends = [b for b, _ in handle(self, p, msg.api, params)]
-            paths += ends
-            if self.cfg.duplication and not late:
-                for b in ends:
-                    d = b.copy()
-                    for n in names:
-                        d.state[n] = list(d.state[n])
-                        d.state[n][c] = s[n][c]
-                    d.label += " (a copy stays in flight)"
-                    paths.append(d)
-        return paths
+                args = range(self.sizes[MEMBER]) if d.over == "member" else [None]
+            for arg in args:
+                paths += world_step(self, Path(dict(s)), d, arg)
+        return paths + [q for q in self._cuts if q.bad]
 
-    def _timers(self, s: dict) -> list[Path]:
-        paths = []
-        for a in ACTIONS:
-            if not a.trigger or a.trigger.startswith("Client") or not _enabled_by(a, self.cfg):
-                continue
-            conds = armed(a.trigger, self.cfg.timely)
-            if not conds:
-                continue
-            for m in range(self.sizes[MEMBER]) if a.per == "member" else (NONE,):
-                params = {"timer_member": z3.IntVal(m)}
-                on = z3.Or([to_z3(t, self._env(s, params)) for t in conds])
-                p = Path(dict(s), [on], label=f"{a.trigger} m{m}" if m != NONE else a.trigger)
-                paths += [b for b, _ in handle(self, p, a.trigger, {"timer_member": m} if m != NONE else {})]
-        return paths
+    def _z3_params(self, params: dict) -> dict:
+        return {k: (z3.IntVal(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in params.items()}
 
-    def _failover(self, s: dict) -> list[Path]:
-        F = FAILOVER
-        paths = []
-        start = Path(dict(s), [s["state"] != ABSENT], label="coordinator failover")
-        for b, _ in handle(self, start, F.unload, {}):
-            self._effect(b, F.forget, z3.BoolVal(True), {}, NONE, NONE)
-            env = self._env(b.state, {})
-            loaded = to_z3(F.when, env)
-            skip = b.copy()
-            skip.pc.append(z3.Not(loaded))
-            paths.append(skip)
-            b.pc.append(loaded)
-            paths += [b2 for b2, _ in handle(self, b, F.load, {"record": to_z3(F.record, env)})]
-        return paths
+    def split(self, p: Path, cond, params: dict) -> list:
+        v = z3.simplify(self.value(p, cond, params))
+        if z3.is_true(v):
+            return [(p, True)]
+        if z3.is_false(v):
+            return [(p, False)]
+        q = p.copy()
+        p.pc.append(v)
+        q.pc.append(z3.Not(v))
+        return [(p, True), (q, False)]
+
+    def value(self, p: Path, term, params: dict):
+        return to_z3(term, self._env(p.state, self._z3_params(params)))
+
+    def effect(self, p: Path, effect, params: dict) -> None:
+        self._effect(p, effect, z3.BoolVal(True), {}, NONE, NONE, client=params.get("client"))
+
+    def request(self, p: Path, slot, c: int, what: str) -> tuple[dict, object]:
+        req = {t.data: p.state[v][c] for t, v in zip(REQ.values(), slot.vars[1:])}
+        inst = instance_of(self.cfg, c)
+        req["client_instance"] = z3.IntVal(NONE if inst is None else inst)
+        return req, inst
+
+    def fire_client(self, p: Path, trigger: str, c: int) -> list:
+        res = []
+        for r in self.client_rows.get(trigger, ()):
+            guard, post, _ = row_relation(r, p.state, {**self.base, "client": z3.IntVal(c)}, self.sizes, {})
+            q = p.copy()
+            q.state = dict(post)
+            q.pc.append(guard)
+            q.rows.append(r.name)
+            res.append((q, r))
+        return res
+
+    def answer_to(self, p: Path, sender: int, echo) -> None:
+        p.sender, p.echo = sender, echo
+
+    def label(self, p: Path, text: str) -> None:
+        p.label = text
+
+    def cut(self, p: Path) -> None:
+        p.pc.append(z3.BoolVal(False))
+        self._cuts.append(p)
 
     # -- states and properties ---------------------------------------------------------------
-
-    @property
-    def _blank(self) -> dict:
-        return dict(zip(_VAR_NAMES, self.model.flat(self.model.init_states()[0])))
 
     def initial(self) -> dict:
         return {v.name: concrete_to_z3(x, v.type, self.sizes)
@@ -441,14 +390,13 @@ class SymbolicWorld:
         out += [(i.name, z3.Not(to_z3(i.formula, wenv))) for i in self.world_invariants]
         return out
 
-    def value(self, model: z3.ModelRef, s: dict) -> tuple:
+    def concrete(self, model: z3.ModelRef, s: dict) -> tuple:
         """The concrete flat state a Z3 model gives symbolic state `s`."""
         return tuple(_concrete(model, s[v.name], v.type) for v in ALL_VARS)
 
 
 _VAR_NAMES = [v.name for v in ALL_VARS]
 _VAR_TYPE = {v.name: v.type for v in ALL_VARS}
-_RESPONSE = ("rs", "rs_error", "rs_member", "rs_gen", "rs_leader", "rs_members", "rs_assignment")
 _OUT_NAMES = {t.data for t in OUT.values()}
 _ROUTE_PARAM_TYPES = {"sender": Dom(CLIENT), "at": Dom(MEMBER), "client": Dom(CLIENT), **{t.data: t.type for t in OUT.values()},
                       **{t.data: t.type for t in REC.values()}}
@@ -578,7 +526,7 @@ class Unrolling:
 
     def trace(self, m: z3.ModelRef, upto: int | None = None) -> list:
         """The concrete flat states of a model, from the initial state to depth `upto` (the last)."""
-        return [self.world.value(m, st) for st in self.states[:None if upto is None else upto + 1]]
+        return [self.world.concrete(m, st) for st in self.states[:None if upto is None else upto + 1]]
 
     def taken(self, m: z3.ModelRef) -> list:
         """[(label, rows)] of each step, as the model's selectors pick them."""
@@ -719,7 +667,7 @@ def reachable(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = N
         solver.push()
         while (verdict := solver.check()) == z3.sat:
             m = solver.model()
-            found.add(U.world.value(m, U.states[j]))
+            found.add(U.world.concrete(m, U.states[j]))
             solver.add(z3.Not(conj([eq(x, m.eval(x, model_completion=True)) for x in leaves])))
         solver.pop()
         if verdict != z3.sat and verdict != z3.unsat:

@@ -23,8 +23,8 @@ from groupspec.spec.concrete import Layout
 from groupspec.spec.lang import NONE, default_of, walk
 from groupspec.spec.rows import Set_
 from groupspec.spec.schema import MEMBER, STATE_VARS
-from groupspec.spec.world import (ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, LEAVE_TRIGGERS, MESSAGE_OF, N_GROUP, READS,
-                                  RESPONSE_VARS, WORLD_INDEX, WORLD_PARAMS, Kind, Phase)
+from groupspec.spec.world import (ACTIONS, ALL_VARS, CLIENT, CLIENT_ROWS, MESSAGE_OF, N_GROUP, READS,
+                                  RESPONSE_VARS, WORLD_INDEX, WORLD_PARAMS, Kind, Phase, offered_to)
 
 KIND = {name: i for i, name in enumerate(Kind.values)}
 PHASE = {name: i for i, name in enumerate(Phase.values)}
@@ -62,16 +62,9 @@ def initial_client(sizes: dict) -> tuple:
     return tuple(initial(ALL_VARS[i].type.value, ALL_VARS[i].initial, sizes) for i in CLIENT_VARS)
 
 
-def enabled_by(action, cfg) -> bool:
-    """Whether a world's switches enable a declared action: any of its switches is on."""
-    return not action.switch or any(getattr(cfg, f) for f in action.switch)
-
-
 def client_triggers(cfg, static: bool) -> list[str]:
-    """The client triggers a client may fire in world `cfg` (its switches, spec/world.py ACTIONS): a
-    static member (group.instance.id) never sends LeaveGroup (LEAVE_TRIGGERS)."""
-    return [a.trigger for a in ACTIONS if a.trigger.startswith("Client") and enabled_by(a, cfg)
-            and not (static and a.trigger in LEAVE_TRIGGERS)]
+    """The client triggers a client may fire in world `cfg` (spec/world.py offered_to)."""
+    return [a.trigger for a in ACTIONS if a.trigger.startswith("Client") and offered_to(a, cfg, static)]
 
 
 def response_slot(api: str, fields: dict) -> tuple:

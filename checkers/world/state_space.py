@@ -1,12 +1,13 @@
 """The closed world as a transition system for the explicit-state checker.
 
 `WorldModel(cfg).successors(state)` gives every (step, next state) from a
-world state.  Protocol decisions are made by the table's rows only: the
-coordinator's (spec/table.py) and the clients' (spec/world.py).  What this
-module adds is the network: a request is delivered by firing the
-coordinator trigger of its kind with the request's fields as parameters; a
-reply goes back to the sender, a parked request's answer to the client
-whose request was parked.
+world state.  Nothing of the world's step is written here: it is
+spec/world_step.py's Next (a client's rows, the network's losses and
+deliveries, the coordinator's timers and failover, the bounds), run with
+`WorldModel` as its host, over tuples.  Protocol decisions are made by the
+table's rows only: the coordinator's (spec/table.py) and the clients'
+(spec/world.py).  What this module adds is the state encoding and the
+memoization that make the search fast.
 
 Time is abstract: an armed timer may fire at any moment (a timeout can
 always be reached under delays), so every timing of the protocol is
@@ -51,19 +52,18 @@ from groupspec.spec.assignors import range_assign
 from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_after_row,
                                        compiled as compiled_invariants)
 from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
-from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, handle, leave, require_known_member_id, vote
-from groupspec.spec.kafka import ERRORS, NEWEST_VERSION
-from groupspec.spec.lang import NONE, Or
+from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, vote
+from groupspec.spec.kafka import ERRORS
+from groupspec.spec.lang import NONE, walk
 from groupspec.spec.rows import ECHO
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
-from groupspec.spec.table import TIMER_TRIGGERS, rows_for
-from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ACTIONS, ALL_VARS, ENDED, FAILOVER, FORGOTTEN, FRESH, ISSUED,
-                                  MESSAGES, N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, TIMER_LABELS, WHO,
-                                  WORLD_INDEX, WORLD_INVARIANT_PARAMS, WORLD_INVARIANTS, WORLD_PARAMS, Kind,
-                                  append_errors, armed, fairness, fixed_params)
+from groupspec.spec.table import rows_for
+from groupspec.spec.world import (WORLD_COORDINATOR, ACTION_BY_NAME, ALL_VARS, CLIENT, ENDED, ISSUED, MAX_GENERATION,
+                                  N_GROUP, OUT, REQ, RESPONSE_VARS, ROUTE_EFFECTS, WORLD_INDEX, WORLD_INVARIANT_PARAMS,
+                                  WORLD_INVARIANTS, WORLD_PARAMS, Kind, append_errors, fairness)
+from groupspec.spec.world_step import disjuncts, instance_of, step as world_step, takes
 
-from .clients import (CLIENT_VARS, CP, LATE, N_CV, NRQ, PHASE, RQ, RS, ClientRows, check_touches,
-                      client_triggers, enabled_by as _enabled_by, initial as _initial)
+from .clients import CLIENT_VARS, CP, N_CV, PHASE, RS, ClientRows, check_touches, initial as _initial
 from groupspec.checkers.search.model import Model, Property
 from .presets import WorldConfig
 
@@ -127,19 +127,30 @@ class Step:
 
 
 class _Branch:
-    """One branch of a coordinator step in the closed world (spec/handling.py's `ctx`): the
-    world's G being changed, the rows fired, the messages sent, the responses written
-    {client: response}, who sent the request being handled (NONE: nobody waits) and the member
-    id its reply echoes."""
-    __slots__ = ("w", "rows", "msgs", "resp", "sender", "echo", "g", "p")
+    """One branch of a world step (spec/world_step.py's and spec/handling.py's `ctx`): the
+    world's G being changed (None in a client's own step, which is memoized without G), the
+    acting client `c` and its tuple `C` (in a delivery: what the delivery reads of it), the rows
+    fired, the messages sent, the responses written {client: response}, who sent the request
+    being handled (NONE: nobody waits), the member id its reply echoes, what the step writes of
+    its client's tuple (`cpatch`), the effects on G a client's own step leaves for G (`later`),
+    and the step's name."""
+    __slots__ = ("w", "c", "C", "rows", "msgs", "resp", "sender", "echo", "cpatch", "later", "label", "g", "p")
 
-    def __init__(self, G, sender: int, echo: int):
-        self.w, self.rows, self.msgs, self.resp, self.sender, self.echo = list(G), [], [], {}, sender, echo
+    def __init__(self, G, c: int = NONE, C=None):
+        self.w = None if G is None else list(G)
+        self.c, self.C = c, C
+        self.rows, self.msgs, self.resp, self.cpatch, self.later = [], [], {}, {}, []
+        self.sender = self.echo = NONE
+        self.label = ""
+        self.g = self.p = None
 
     def copy(self) -> "_Branch":
         b = _Branch.__new__(_Branch)
-        b.w, b.rows, b.msgs, b.resp = list(self.w), list(self.rows), list(self.msgs), dict(self.resp)
-        b.sender, b.echo, b.g, b.p = self.sender, self.echo, self.g, self.p
+        b.w = None if self.w is None else list(self.w)
+        b.c, b.C = self.c, self.C
+        b.rows, b.msgs, b.resp, b.cpatch, b.later = (list(self.rows), list(self.msgs), dict(self.resp),
+                                                     dict(self.cpatch), list(self.later))
+        b.sender, b.echo, b.label, b.g, b.p = self.sender, self.echo, self.label, self.g, self.p
         return b
 
 
@@ -185,53 +196,50 @@ class WorldModel(Model):
         self._base_vector = [None] * len(names)
         for k, v in self.base.items():
             self._base_vector[self.space.param_index[k]] = v
-        # per client: a static member (group.instance.id) never sends LeaveGroup
-        inst = cfg.instances or (None,) * cfg.clients
-        self.triggers = [client_triggers(cfg, inst[c] is not None) for c in range(cfg.clients)]
-        self._fixed = fixed_params(self.sizes)
         _check_locality()
-        # the routes' effects, compiled over the spec's flat view of the world
-        names = ["sender", "at", "selected_only", *(t.data for t in OUT.values()), *("rec." + k for k in RECORD_FIELDS)]
-        self._route_index = {n: i for i, n in enumerate(names)}
-        self._route_base = [None] * len(names)
-        self._route_base[self._route_index["selected_only"]] = self.selected_only = _one_protocol
-        lay = Layout(WIDE_INDEX, self._route_index)
-        self._effects = {key: (compile_term(e.when, lay), [(WIDE_INDEX[v], compile_term(t, lay))
-                                                           for v, t in e.updates.items()])
-                         for key, e in {**ROUTE_EFFECTS, "forget": FAILOVER.forget}.items()}
-        self._failover_when = compile_term(FAILOVER.when, lay)
-        # member ids never reused, a closing client's parked answers dropped: effects on G alone
-        from groupspec.spec.lang import walk
-        assert all(WIDE_INDEX[n.data] < G_LEN for e in (ISSUED, FORGOTTEN) for t in (e.when, *e.updates.values())
-                   for n in walk(t) if n.op == "var"), "ISSUED and FORGOTTEN read G only"
+        # Terms and effects the world's step (spec/world_step.py) evaluates, compiled on first use over
+        # one list of parameters.  A term reads G (the group's and the shared variables, where they sit
+        # in G) or one client's own variables (read in a world of that one client, as its rows are);
+        # never both: that is what lets a client's own step be memoized without G, and a delivery
+        # with only what it reads of its client.
+        names = ["client", "timer_member", *(t.data for t in REQ.values()), "client_instance", "fresh",
+                 MAX_GENERATION.data, "sender", "at", "selected_only", *(t.data for t in OUT.values()),
+                 *("rec." + k for k in RECORD_FIELDS)]
+        self._pindex = {n: i for i, n in enumerate(names)}
+        self._pbase = [None] * len(names)
+        self._pbase[self._pindex["selected_only"]] = self.selected_only = _one_protocol
+        self._pbase[self._pindex[MAX_GENERATION.data]] = cfg.max_generation
+        self._wide_layout = Layout(WIDE_INDEX, self._pindex)
+        self._client_layout = Layout(WORLD_INDEX, self._pindex)
+        self._compiled: dict = {}     # id(term or effect) -> (it, whether it reads a client, compiled)
+        self._effects = {key: (compile_term(e.when, self._wide_layout),
+                               [(WIDE_INDEX[v], compile_term(t, self._wide_layout)) for v, t in e.updates.items()])
+                         for key, e in ROUTE_EFFECTS.items()}
+        assert all(WIDE_INDEX[n.data] < G_LEN for t in (ISSUED.when, *ISSUED.updates.values())
+                   for n in walk(t) if n.op == "var"), "ISSUED reads G only"
         self._issued = [(WIDE_INDEX[v], compile_term(t, Layout(WIDE_INDEX, {}))) for v, t in ISSUED.updates.items()]
-        self._forgotten = [(WIDE_INDEX[v], compile_term(t, Layout(WIDE_INDEX, {"client": 0})))
-                           for v, t in FORGOTTEN.updates.items()]
-        self._fresh = compile_term(FRESH, lay)
         self._ended = compile_term(ENDED, Layout(WORLD_INDEX, {}))
-        self._failover_record = compile_term(FAILOVER.record, lay)
-        # what a request is to the coordinator (spec/world.py WHO, MESSAGES): terms over the request
-        # and the group's variables (which G holds at their places in the flat view)
-        req = Layout(WORLD_INDEX, {n: i for i, n in enumerate([*(t.data for t in REQ.values()), "client_instance"])})
-        _reads_group_only([*WHO.values(), *(t for m in MESSAGES.values() for t in m.fields.values())])
-        self._who = [(k, compile_term(t, req)) for k, t in WHO.items()]
-        self._fields = {name: [(k, compile_term(t, req)) for k, t in m.fields.items()] for name, m in MESSAGES.items()}
-        # the timers that may fire, when (table.TIMERS: each armed timer of a trigger), per member or not
-        self._timers = []
-        for a in ACTIONS:
-            if a.trigger in TIMER_TRIGGERS.values() and _enabled_by(a, cfg):
-                conds = armed(a.trigger, cfg.timely)
-                if conds:
-                    self._timers.append((a.trigger, a.per == "member", compile_term(Or(*conds), E.LAYOUT)))
-        self._timer_params = {m: E.make_params({"timer_member": m}) for m in range(-1, self.sizes[MEMBER])}
+        # the world's Next, by what each disjunct reads (its scope): a client's own steps, deliveries
+        # (a client's request and G), the coordinator's own steps (G)
+        self._disjuncts = disjuncts(cfg)
+        self._own = [[d for d in self._disjuncts if d.action.how.scope == "client" and takes(d, cfg, c)]
+                     for c in range(cfg.clients)]
+        self._messages = [d for d in self._disjuncts if d.action.how.scope == "message"]
+        self._group_steps = [d for d in self._disjuncts if d.action.how.scope == "group"]
+        # a delivery is memoized on the positions of its client's tuple it reads (its slot, what it is
+        # offered on, what becomes of the request)
+        self._reads = [_client_positions([d.action.how.offered(d.kind), d.action.how.then.when,
+                                          *d.action.how.then.updates.values()], d.action.how.slot.vars)
+                       for d in self._messages]
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
         self.keep_firings = keep_firings
-        self._moves: dict = {}        # (client, C_i) -> client moves
+        self._moves: dict = {}        # (client, C_i) -> its own steps, and the deliveries it is offered
+        self._later: dict = {}        # (G's number, client, effects) -> G after a client's own step
         # G is hashed once per state, into a number the other memo tables are keyed by (CPython does
         # not cache a tuple's hash, and G is the biggest part of a state); numbers are never reused
         self._gids: dict = {}         # G -> its number
         self._next_gid = 0
-        self._deliveries: dict = {}   # (G's number, client, late?, request) -> deliveries
+        self._deliveries: dict = {}   # (G's number, client, delivery, what it reads) -> deliveries
         self._events: dict = {}       # G's number -> timer and failover steps
         self._ginv: dict = {}         # G's number -> the coordinator invariant it breaks, or None
         self._winv: dict = {}         # (G's number, clients' leading variables) -> the invariant broken, or None
@@ -243,10 +251,13 @@ class WorldModel(Model):
         self.group_invariants = [(inv, f) for inv, f in compiled_invariants() if inv.kind == "state"]
         self._init = self.unflat(tuple(_initial(v.type, v.initial, self.sizes) for v in ALL_VARS))
         self._blank = self.flat(self._init)
-        self._no_request = self._init[1][RQ[0]:RQ[0] + NRQ]
-        self._no_late = self._init[1][LATE[0]:LATE[0] + NRQ]
         self._no_park = self._init[0][PJ]
         self._blank_columns = list(self._blank[N_GROUP:N_GROUP + N_CV])
+        self._blank_client = self._init[1]
+        # a world of one client, where a client's own terms are read (its client is client 0)
+        one = {**self.sizes, CLIENT: 1}
+        blank1 = tuple(_initial(v.type, v.initial, one) for v in ALL_VARS)
+        self._head1, self._tail1 = blank1[:N_GROUP], blank1[N_GROUP + N_CV:]
         # renaming clients: those configured alike (the same group.instance.id) are interchangeable
         self._classes = cfg.symmetry_classes()
         self._one_class = len(self._classes) == 1
@@ -301,60 +312,63 @@ class WorldModel(Model):
         cut = 0
         G = s[0]
         gi = self._gid(G)
-        n = self.n
-        for c in range(n):
+        for c in range(self.n):
             C = s[c + 1]
-            for step, C2 in self._client_moves(c, C):
-                if ACTION_BY_NAME[step.act].forgets and (c in G[PJ] or c in G[PS]):
-                    # the client closed its connection: an answer to its parked request is
-                    # never delivered to it (the coordinator still answers into nothing)
-                    G2 = list(G)
-                    for i, f in self._forgotten:
-                        G2[i] = f(G, (c,), ())
-                    out.append((step, (tuple(G2),) + s[1:c + 1] + (C2,) + s[c + 2:]))
-                    continue
-                out.append((step, s[:c + 1] + (C2,) + s[c + 2:]))
-            if C[RQ[0]]:
-                got, k = self._delivery(G, gi, c, False, C)
+            own, offered = self._client_part(c, C)
+            for step, C2, later in own:
+                if later:
+                    out.append((step, (self._after(gi, G, c, later),) + s[1:c + 1] + (C2,) + s[c + 2:]))
+                else:
+                    out.append((step, s[:c + 1] + (C2,) + s[c + 2:]))
+            for i, key in offered:
+                got, k = self._delivery(G, gi, c, i, key)
                 cut += k
-                for step, G2, patches, keep in got:
-                    C2 = C if keep else C[:RQ[0]] + self._no_request + C[RQ[0] + NRQ:]
-                    out.append((step, _apply(s, G2, c, C2, patches)))
-            if C[LATE[0]]:
-                got, k = self._delivery(G, gi, c, True, C)
-                cut += k
-                for step, G2, patches, keep in got:
-                    C2 = C[:LATE[0]] + self._no_late + C[LATE[0] + NRQ:]
-                    out.append((step, _apply(s, G2, c, C2, patches)))
+                for step, G2, patches, cpatch in got:
+                    out.append((step, _apply(s, G2, c, _patch(C, cpatch), patches)))
         got, k = self._group_events(G, gi)
         cut += k
         for step, G2, patches in got:
             out.append((step, _apply(s, G2, -1, None, patches)))
         return out, cut
 
-    def _client_moves(self, c: int, C: tuple) -> list:
+    def _client_part(self, c: int, C: tuple) -> tuple:
         key = (c, C)
         got = self._moves.get(key)
         if got is None:
             if len(self._moves) > _CACHE_LIMIT:
                 self._moves.clear()
-            got = self._moves[key] = self._compute_client_moves(c, C)
+            got = self._moves[key] = (self._compute_own(c, C), self._compute_offered(c, C))
         return got
 
-    def _compute_client_moves(self, c: int, C: tuple) -> list:
-        """Client c's own steps in local state C: its rows (checkers/world/clients.py), then the network's
-        losses of what it has in flight."""
+    def _compute_own(self, c: int, C: tuple) -> list:
+        """Client c's own steps in local state C (its rows, the network's losses): [(step, C', the
+        effects on G it leaves)]."""
         out = []
-        for trig in self.triggers[c]:
-            for row, C2 in self.clients.fire(C, trig, self.assign):
-                out.append((Step(f"c{c}: {row.name}", (row.name,), (), trig, (c,)), C2))
-        if self._on("LoseRequest") and C[RQ[0]]:
-            out.append((Step(f"the network loses c{c}'s request", (), (), "LoseRequest", (c,)),
-                        C[:RQ[0]] + self._no_request + C[RQ[0] + NRQ:]))
-        if self._on("LoseResponse") and C[RS]:
-            out.append((Step(f"the network loses the response to c{c}", (), (), "LoseResponse", (c,)),
-                        C[:RS] + self._init[1][RS:]))
+        for d in self._own[c]:
+            for b in world_step(self, _Branch(None, c, C), d, c):
+                out.append((Step(b.label, tuple(b.rows), (), d.action.name, (c,)), b.C, tuple(b.later)))
         return out
+
+    def _compute_offered(self, c: int, C: tuple) -> list:
+        """The deliveries client c is offered in local state C: (delivery, what it reads of C)."""
+        res = []
+        for i, d in enumerate(self._messages):
+            if takes(d, self.cfg, c) and self._client_value(d.action.how.offered(d.kind), C, {}):
+                res.append((i, tuple(C[p] for p in self._reads[i])))
+        return res
+
+    def _after(self, gi: int, G: tuple, c: int, later: tuple) -> tuple:
+        """G after the effects a client's own step leaves for it (FORGOTTEN)."""
+        key = (gi, c, *map(id, later))     # the world's effects are made once (spec/world.py)
+        got = self._later.get(key)
+        if got is None:
+            if len(self._later) > _CACHE_LIMIT:
+                self._later.clear()
+            w = list(G)
+            for effect in later:
+                self._world_effect(w, effect, {"client": c})
+            got = self._later[key] = tuple(w)
+        return got
 
     def _gid(self, G: tuple) -> int:
         i = self._gids.get(G)
@@ -365,16 +379,22 @@ class WorldModel(Model):
             self._next_gid += 1
         return i
 
-    def _delivery(self, G: tuple, gi: int, c: int, late: bool, C: tuple):
-        """Delivering client c's request (or its late one): [(step, G', patches, keep in flight)], cut."""
-        at = LATE[0] if late else RQ[0]
-        req = C[at:at + NRQ]
-        key = (gi, c, late, req)
+    def _delivery(self, G: tuple, gi: int, c: int, i: int, read: tuple):
+        """Delivery i of client c's request: [(step, G', patches, what it writes of C)], cut."""
+        key = (gi, c, i, read)
         got = self._deliveries.get(key)
         if got is None:
             if len(self._deliveries) > _CACHE_LIMIT:
                 self._deliveries.clear()
-            got = self._deliveries[key] = self._compute_delivery(G, c, late, req)
+            d = self._messages[i]
+            C = list(self._blank_client)
+            for p, v in zip(self._reads[i], read):
+                C[p] = v
+            self._cuts = 0
+            res = [(Step(b.label, tuple(b.rows), tuple(b.msgs), d.action.name, (c, Kind.values.index(d.kind))),
+                    tuple(b.w), _patches(b.resp), tuple(sorted(b.cpatch.items())))
+                   for b in world_step(self, _Branch(G, c, tuple(C)), d, c)]
+            got = self._deliveries[key] = (res, self._cuts)
         return got
 
     def _group_events(self, G: tuple, gi: int):
@@ -385,36 +405,120 @@ class WorldModel(Model):
             got = self._events[gi] = self._compute_group_events(G)
         return got
 
-    # -- what the coordinator does (computed once per key) -------------------------------
-
-    def _keep(self, results: list) -> tuple[list, int]:
-        """The results within the generation bound, and how many the bound cut off.  With a
-        rebalance budget the bound is a property: one generation past it is kept, for the
-        invariant `rebalance-budget` to report."""
-        bound = self.cfg.max_generation + (1 if self.cfg.rebalance_budget else 0)
-        kept = [r for r in results if r[1][G_GEN] <= bound]
-        return kept, len(results) - len(kept)
-
     def _compute_group_events(self, G: tuple):
+        """The coordinator's own steps (timers, failover): [(step, G', patches)], cut."""
         res = []
-        for trigger, per_member, is_armed in self._timers:
-            for m in range(self.sizes[MEMBER]) if per_member else (NONE,):
-                if is_armed(G, self._timer_params[m], ()):
-                    label = TIMER_LABELS[trigger].format(member=m)
-                    res += self._coordinator(G, trigger, {"timer_member": m} if per_member else {}, label, m)
-        if self._on("Failover") and G[E.STATE_I] != ABSENT:
-            res += self._failover(G)
-        return self._keep(res)
+        self._cuts = 0
+        for d in self._group_steps:
+            for arg in range(self.sizes[MEMBER]) if d.over == "member" else (None,):
+                # what the step's fairness is about: a timer's member (NONE: the group's timer)
+                who = (NONE if arg is None else arg,) if d.action.trigger else ()
+                for b in world_step(self, _Branch(G), d, arg):
+                    res.append((Step(b.label, tuple(b.rows), tuple(b.msgs), d.action.name, who), tuple(b.w),
+                                _patches(b.resp)))
+        return res, self._cuts
 
-    def _coordinator(self, G: tuple, trigger: str, params: dict, label: str, who=None) -> list:
-        return [(Step(label, tuple(b.rows), tuple(b.msgs), trigger, (who,)), tuple(b.w), _patches(b.resp))
-                for b, _ in handle(self, _Branch(G, NONE, NONE), trigger, params)]
+    # -- the host of spec/world_step.py and spec/handling.py: a step of the closed world ----
 
-    def _on(self, action: str) -> bool:
-        """Whether the world's switches enable a declared action (spec/world.py ACTIONS)."""
-        return _enabled_by(ACTION_BY_NAME[action], self.cfg)
+    def split(self, b: "_Branch", cond, params: dict) -> list:
+        return [(b, bool(self.value(b, cond, params)))]
 
-    # -- the host of spec/handling.py: what a step does to the closed world ----------------
+    def value(self, b: "_Branch", term, params: dict):
+        reads_client, f = self._compile(term)
+        if reads_client:
+            return self._client_value(term, b.C, params)
+        return f(b.w, self._pvector(params, b.c), ())
+
+    def _client_value(self, term, C: tuple, params: dict):
+        """A term over one client's own variables, read in a world of that one client."""
+        _, f = self._compile(term, client=True)
+        return f(self._head1 + tuple((x,) for x in C) + self._tail1, self._pvector({**params, "client": 0}, 0), ())
+
+    def _compile(self, term, client: bool = False):
+        key = (id(term), client)
+        got = self._compiled.get(key)
+        if got is None:
+            read = {n.data for n in walk(term) if n.op == "var"}
+            reads_client = bool(read & CP.keys())
+            if reads_client and read - CP.keys():
+                raise AssertionError(f"a term of the world's step reads both a client's variables and G's: {term}")
+            f = compile_term(term, self._client_layout if client else self._wide_layout)
+            got = self._compiled[key] = (term, reads_client, f)
+        return got[1], got[2]
+
+    def _pvector(self, params: dict, client: int) -> list:
+        p = list(self._pbase)
+        p[0] = client
+        idx = self._pindex
+        for k, v in params.items():
+            p[idx[k]] = v
+        return p
+
+    def effect(self, b: "_Branch", effect, params: dict) -> None:
+        written = set(effect.updates)
+        if written <= CP.keys():
+            # the client's own variables: evaluated in a world of that one client
+            one = self._head1 + tuple((x,) for x in b.C) + self._tail1
+            p = self._pvector({**params, "client": 0}, 0)
+            when, ups = self._compiled_effect(effect, client=True)
+            if not when(one, p, ()):
+                return
+            C = list(b.C)
+            for v, f in ups:
+                C[CP[v]] = b.cpatch[CP[v]] = f(one, p, ())[0]
+            b.C = tuple(C)
+        elif b.w is None:
+            b.later.append(effect)      # G's, in a client's own step: applied to G by `_after`
+        else:
+            self._world_effect(b.w, effect, params)
+
+    def _world_effect(self, w: list, effect, params: dict) -> None:
+        when, ups = self._compiled_effect(effect, client=False)
+        p = self._pvector(params, params.get("client", NONE))
+        if when(w, p, ()):
+            new = [(WIDE_INDEX[v], f(w, p, ())) for v, f in ups]
+            for i, v in new:
+                w[i] = v
+
+    def _compiled_effect(self, effect, client: bool):
+        key = (id(effect), client)
+        got = self._compiled.get(key)
+        if got is None:
+            lay = self._client_layout if client else self._wide_layout
+            read = {n.data for t in (effect.when, *effect.updates.values()) for n in walk(t) if n.op == "var"}
+            if (read | set(effect.updates)) - (CP.keys() if client else GP.keys()):
+                raise AssertionError(f"an effect of the world's step touches both a client's variables and G's: "
+                                     f"{sorted(effect.updates)}")
+            got = self._compiled[key] = (effect, compile_term(effect.when, lay),
+                                         [(v, compile_term(t, lay)) for v, t in effect.updates.items()])
+        return got[1], got[2]
+
+    def request(self, b: "_Branch", slot, c: int, what: str) -> tuple[dict, object]:
+        fields = [b.C[CP[v]] for v in slot.vars[1:]]
+        req = {t.data: v for t, v in zip(REQ.values(), fields)}
+        inst = instance_of(self.cfg, c)
+        req["client_instance"] = NONE if inst is None else inst
+        mid = req[REQ["member"].data]
+        b.msgs.append((f"c{c}", "coordinator", f"{what} m{mid}" if mid != NONE else what))
+        return req, inst
+
+    def fire_client(self, b: "_Branch", trigger: str, c: int) -> list:
+        res = []
+        for row, C2 in self.clients.fire(b.C, trigger, self.assign):
+            b2 = b.copy()
+            b2.C = C2
+            b2.rows.append(row.name)
+            res.append((b2, row))
+        return res
+
+    def answer_to(self, b: "_Branch", sender: int, echo: int) -> None:
+        b.sender, b.echo = sender, echo
+
+    def label(self, b: "_Branch", text: str) -> None:
+        b.label = text
+
+    def cut(self, b: "_Branch") -> None:
+        self._cuts += 1
 
     def outcomes(self, b: "_Branch", trigger: str, params: dict) -> list:
         b.p = p = self.params(**params)
@@ -476,13 +580,9 @@ class WorldModel(Model):
             b.resp[to] = r = tuple(cols[i][to] for i in RS_VARS)
             b.msgs.append(("coordinator", f"c{to}", f"{Kind.values[r[0]]} {ERRORS[r[1]]}"))
 
-    def _wide(self, w) -> list:
-        """G extended with blank clients' columns: what a route's effect, FRESH and FAILOVER read."""
-        return list(w) + self._blank_columns
-
     def _route_vector(self, sender: int, fields: dict, echo: int, member: int) -> list:
-        p = list(self._route_base)
-        idx = self._route_index
+        p = list(self._pbase)
+        idx = self._pindex
         p[idx["sender"]] = sender
         p[idx["at"]] = member
         for k, v in fields.items():
@@ -510,56 +610,6 @@ class WorldModel(Model):
                 self._gcache.clear()
             got = self._gcache[key] = self.group.fire(g, trigger, p)
         return got
-
-    def _compute_delivery(self, G: tuple, c: int, late: bool, req: tuple):
-        kind, mid, gen, assign, parts = req
-        name = Kind.values[kind]
-        msg = MESSAGES[name]
-        inst = self.cfg.instances[c] if self.cfg.instances else None
-        what = f"late {name}" if late else name
-        label = f"deliver c{c}'s {what}"
-        sent = ((f"c{c}", "coordinator", f"{what} m{mid}" if mid != NONE else what),)
-        # nobody waits for the answer to a late request, nor to a LeaveGroup
-        sender = NONE if late or not msg.answered else c
-        p = [mid, gen, assign, parts, NONE if inst is None else inst]
-        params = {**{k: f(G, p, ()) for k, f in self._who}, **self._fixed[name],
-                  **{k: f(G, p, ()) for k, f in self._fields[name]}}
-        if msg.api == "JoinGroup":
-            params["fresh"] = fresh = self._fresh(self._wide(G), self._route_base, ())
-            if mid == NONE and fresh == NONE:
-                return [], 1     # the world's member-id budget is spent: a bound, not a behaviour
-            params["require_known"] = require_known_member_id(NEWEST_VERSION["JoinGroup"], inst)
-        start = _Branch(G, sender, mid)          # a reply's echoed member id is the request's
-        if msg.api == "LeaveGroup":
-            who = {k: params[k] for k in ("member", "member_empty", "instance")}
-            ends = [b for b, _, _ in leave(self, start, {}, [who])]
-        else:
-            ends = [b for b, _ in handle(self, start, msg.api, params)]
-        act = "DeliverLate" if late else "Deliver"
-        res = []
-        for b in ends:
-            G2, rows, msgs = tuple(b.w), tuple(b.rows), sent + tuple(b.msgs)
-            res.append((Step(label, rows, msgs, act, (c, kind)), G2, _patches(b.resp), False))
-            if self.cfg.duplication and not late:
-                res.append((Step(label + " (a copy stays in flight)", rows, msgs, "Duplicate", (c, kind)), G2,
-                            _patches(b.resp), True))
-        return self._keep(res)
-
-    def _failover(self, G: tuple) -> list:
-        """The coordinator moves (spec/world.py FAILOVER): unloaded here, loaded from the log there."""
-        F = FAILOVER
-        res = []
-        for b, _ in handle(self, _Branch(G, NONE, NONE), F.unload, {}):
-            self._effect(b, "forget", {}, NONE)
-            wide = self._wide(b.w)
-            if self._failover_when(wide, self._route_base, ()):
-                for b2, _ in handle(self, b, F.load, {"record": self._failover_record(wide, self._route_base, ())}):
-                    res.append((Step("coordinator failover: unload, load the last record", tuple(b2.rows),
-                                     tuple(b2.msgs), "Failover"), tuple(b2.w), _patches(b2.resp)))
-            else:
-                res.append((Step("coordinator failover: unload (no record to load)", tuple(b.rows), tuple(b.msgs),
-                                 "Failover"), tuple(b.w), _patches(b.resp)))
-        return res
 
     # -- properties -----------------------------------------------------------------
 
@@ -687,7 +737,6 @@ def world_invariants(cfg: WorldConfig) -> list:
 def _invariant_width() -> int:
     """How many of a client's leading variables the closed-world invariants read (they must
     read none of the others, so that violated() may memoize on them)."""
-    from groupspec.spec.lang import walk
     read = {n.data for inv in WORLD_INVARIANTS for n in walk(inv.formula) if n.op == "var"}
     pos = sorted(CP[v] for v in read if v in CP)
     width = pos[-1] + 1 if pos else 0
@@ -712,20 +761,20 @@ def _apply(s: tuple, G2: tuple, c: int, C2: tuple | None, patches: tuple) -> tup
     return (G2, *cl)
 
 
-def _put(t: tuple, i: int, v) -> tuple:
-    if i < 0:
-        return t
-    return t[:i] + (v,) + t[i + 1:]
+def _patch(C: tuple, cpatch: tuple) -> tuple:
+    """Client tuple C with what a step wrote of it: (position, value) pairs."""
+    if not cpatch:
+        return C
+    C2 = list(C)
+    for p, v in cpatch:
+        C2[p] = v
+    return tuple(C2)
 
 
-def _reads_group_only(terms: list) -> None:
-    """Terms evaluated on G read only the group's variables (which sit at their flat-view places in G)."""
-    from groupspec.spec.lang import walk
-    group = {v.name for v in STATE_VARS}
-    for t in terms:
-        read = {n.data for n in walk(t) if n.op == "var"}
-        if not read <= group:
-            raise AssertionError(f"a request's parameter reads {sorted(read - group)}, not the group's variables")
+def _client_positions(terms: list, names: tuple) -> tuple:
+    """The positions in a client's tuple of the variables `names` and of those `terms` read."""
+    read = {n.data for t in terms if t is not None for n in walk(t) if n.op == "var"} | set(names)
+    return tuple(sorted(CP[v] for v in read if v in CP))
 
 
 def _check_locality() -> None:
