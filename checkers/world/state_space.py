@@ -212,6 +212,7 @@ class WorldModel(Model):
         self._wide_layout = Layout(WIDE_INDEX, self._pindex)
         self._client_layout = Layout(WORLD_INDEX, self._pindex)
         self._compiled: dict = {}     # id(term or effect) -> (it, whether it reads a client, compiled)
+        self._client_memo: dict = {}  # (id(term or effect), a client's tuple) -> its value there
         self._effects = {key: (compile_term(e.when, self._wide_layout),
                                [(WIDE_INDEX[v], compile_term(t, self._wide_layout)) for v, t in e.updates.items()])
                          for key, e in ROUTE_EFFECTS.items()}
@@ -430,9 +431,22 @@ class WorldModel(Model):
         return f(b.w, self._pvector(params, b.c), ())
 
     def _client_value(self, term, C: tuple, params: dict):
-        """A term over one client's own variables, read in a world of that one client."""
-        _, f = self._compile(term, client=True)
-        return f(self._head1 + tuple((x,) for x in C) + self._tail1, self._pvector({**params, "client": 0}, 0), ())
+        """A term over one client's own variables, read in a world of that one client (memoized on
+        the client's tuple: the same request recurs under many G)."""
+        key = (id(term), C) if params.keys() <= {"client"} else None
+        got = self._client_memo.get(key, _MISSING) if key else _MISSING
+        if got is _MISSING:
+            _, f = self._compile(term, client=True)
+            got = f(self._one(C), self._pvector({**params, "client": 0}, 0), ())
+            if key:
+                if len(self._client_memo) > _CACHE_LIMIT:
+                    self._client_memo.clear()
+                self._client_memo[key] = got
+        return got
+
+    def _one(self, C: tuple) -> tuple:
+        """The flat view of a world of client C alone."""
+        return self._head1 + tuple((x,) for x in C) + self._tail1
 
     def _compile(self, term, client: bool = False):
         key = (id(term), client)
@@ -455,18 +469,22 @@ class WorldModel(Model):
         return p
 
     def effect(self, b: "_Branch", effect, params: dict) -> None:
-        written = set(effect.updates)
-        if written <= CP.keys():
+        if effect.updates.keys() <= CP.keys():
             # the client's own variables: evaluated in a world of that one client
-            one = self._head1 + tuple((x,) for x in b.C) + self._tail1
-            p = self._pvector({**params, "client": 0}, 0)
-            when, ups = self._compiled_effect(effect, client=True)
-            if not when(one, p, ()):
-                return
-            C = list(b.C)
-            for v, f in ups:
-                C[CP[v]] = b.cpatch[CP[v]] = f(one, p, ())[0]
-            b.C = tuple(C)
+            key = (id(effect), b.C) if params.keys() <= {"client"} else None
+            got = self._client_memo.get(key, _MISSING) if key else _MISSING
+            if got is _MISSING:
+                one = self._one(b.C)
+                p = self._pvector({**params, "client": 0}, 0)
+                when, ups = self._compiled_effect(effect, client=True)
+                got = [(CP[v], f(one, p, ())[0]) for v, f in ups] if when(one, p, ()) else []
+                if key:
+                    self._client_memo[key] = got
+            if got:
+                C = list(b.C)
+                for i, v in got:
+                    C[i] = b.cpatch[i] = v
+                b.C = tuple(C)
         elif b.w is None:
             b.later.append(effect)      # G's, in a client's own step: applied to G by `_after`
         else:
@@ -759,6 +777,9 @@ def _apply(s: tuple, G2: tuple, c: int, C2: tuple | None, patches: tuple) -> tup
     for j, r in patches:
         cl[j] = cl[j][:RS] + r
     return (G2, *cl)
+
+
+_MISSING = object()
 
 
 def _patch(C: tuple, cpatch: tuple) -> tuple:
