@@ -384,6 +384,8 @@ class TlaWorld:
         return literal(default_of(t), t)
 
     def _effect(self, ctx: Path, effect, cond: str, fields: dict, echo, member, extra: dict | None = None) -> None:
+        if not effect.updates:
+            return
         params = {"sender": ctx.sender, "at": NONE if member is None else member, **(extra or {})}
         for k, v in fields.items():
             if "out." + k in _OUT_T:

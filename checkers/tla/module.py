@@ -65,9 +65,9 @@ def _trie(paths: list) -> dict:
 
 
 # the names a step binds as it goes (worlds, breakages, parameter records, row results; the
-# printer's bound variables of set and map expressions; the fresh member id): what differs between
-# two ways through that are otherwise the same
-_BOUND_NAME = re.compile(r"\b(?:[wbprfkx]\d+|fresh)\b")
+# printer's bound variables of set and map expressions): what differs between two ways through
+# that are otherwise the same
+_BOUND_NAME = re.compile(r"\b[wbprfkx]\d+\b")
 # the action's own parameter (a client, a member), free in any part of it
 _ACTION_ARG = re.compile(r"\b[cm]\b")
 # a part of an action shared by several ways through becomes an operator if it is at least this long
