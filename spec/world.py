@@ -543,6 +543,11 @@ class Slot:
                                              if t.kind == "map" else lift(decl.initial, t))
         return Effect(TRUE(), ups)
 
+    def moved_to(self, other: "Slot") -> "Effect":
+        """What is in this slot moves to `other` (field by field), and this slot is emptied, at client C."""
+        return Effect(TRUE(), {**self.emptied.updates,
+                               **{o: getattr(W, o).put(C, getattr(W, v)[C]) for v, o in zip(self.vars, other.vars)}})
+
 
 REQUEST = Slot("request", ("rq", "rq_member", "rq_gen", "rq_assign", "rq_parts"))
 LATE = Slot("late request", ("rq_late", "rq_late_member", "rq_late_gen", "rq_late_assign", "rq_late_parts"))
@@ -646,11 +651,18 @@ ACTIONS: tuple[Action, ...] = (
     # the network
     Action("Deliver", "the coordinator receives a client's request and handles it (spec/handling.py)", WEAK,
            "message", how=Deliver(REQUEST, True, REQUEST.emptied)),
-    Action("DeliverLate", "a request its client gave up on reaches the coordinator; nobody reads the answer",
-           WEAK, "message", ("reordering",), how=Deliver(LATE, False, LATE.emptied, what="late {kind}")),
+    Action("DeliverLate", "a request its client gave up on, or a late copy, reaches the coordinator; nobody reads "
+           "the answer", WEAK, "message", ("reordering", "late_duplication"),
+           how=Deliver(LATE, False, LATE.emptied, what="late {kind}")),
     Action("Duplicate", "the coordinator receives a request and a copy of it stays in flight", UNFAIR, "message",
            ("duplication",), fault=True,
            how=Deliver(REQUEST, True, NOTHING, label="deliver c{client}'s {what} (a copy stays in flight)")),
+    # a copy that arrives again after the client's later requests (a retransmission delayed in the network,
+    # a proxy that retries): the copy waits as a late request, and DeliverLate delivers it
+    Action("DuplicateLate", "the coordinator receives a request, and a copy of it arrives again later, after the "
+           "client's next requests", UNFAIR, "message", ("late_duplication",), fault=True,
+           how=Deliver(REQUEST, True, REQUEST.moved_to(LATE), when=LATE.kind == kd("none"),
+                       label="deliver c{client}'s {what} (a copy arrives again later)")),
     Action("LoseRequest", "the network loses a client's request", UNFAIR, "client", ("loss",), fault=True,
            how=Lose(REQUEST, "the network loses c{client}'s request")),
     Action("LoseResponse", "the network loses the response to a client", UNFAIR, "client", ("loss",),

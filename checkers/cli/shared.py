@@ -29,6 +29,8 @@ WORLD_OPTIONS = dict(
     duplication=typer.Option(None, "--duplication/--no-duplication", help="the network may deliver a request twice"),
     reordering=typer.Option(None, "--reordering/--no-reordering",
                             help="a request may be overtaken by its client's later ones"),
+    late_duplication=typer.Option(None, "--late-duplication/--no-late-duplication",
+                                  help="a request's copy may arrive again after its client's later ones"),
     hung_poll=typer.Option(None, "--hung-poll/--no-hung-poll",
                            help="a client's poll loop may hang after its JoinGroup response: it never syncs while "
                                 "its heartbeat thread keeps heartbeating"),

@@ -40,6 +40,7 @@ class WorldConfig:
     waive: tuple = ()              # ((invariant, why), ...): invariants this world does not check, and why
     duplication: bool = False      # the network may deliver a request twice
     reordering: bool = False       # a request may be overtaken by its client's later ones (spec/world.py)
+    late_duplication: bool = False  # a request's copy may arrive again after its client's later ones
     # Timely clients: every client rejoins within the rebalance timeout and syncs within the session
     # timeout, so the DelayedJoin completes when all have rejoined (it never expires) and the
     # pending-sync timer never fires (the initial delay still does).  In such a world without faults
@@ -56,7 +57,7 @@ class WorldConfig:
     leaves_rebalancing: bool = False
 
     FAULTS = ("crash", "expiry", "failover", "append_failure", "loss", "duplication", "reordering", "restart",
-              "hung_poll")
+              "hung_poll", "late_duplication")
 
     def __post_init__(self):
         if self.rebalance_budget:
