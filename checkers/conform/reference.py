@@ -13,7 +13,7 @@ them and the spec follows it.  Nothing here re-implements the runner.
 from __future__ import annotations
 
 from groupspec.checkers.scenarios.model import STEP_KINDS, Scenario, Step
-from groupspec.checkers.scenarios.runner import MAX_RUNS, Result, World, _run_step, new_world
+from groupspec.checkers.scenarios.runner import MAX_RUNS, Result, World, run_step, new_world
 
 
 class Reference:
@@ -32,12 +32,12 @@ class Reference:
     def act(self, body: dict) -> None:
         """Run an action (send, advance_ms, storage, coordinator) in every world, once per choice.  The
         spec's own failures propagate: EngineError (no row covers it), InvariantViolation."""
-        self.worlds, _ = _run_step(self._step(body), self.worlds, "spec", self.scenario, [MAX_RUNS])
+        self.worlds, _ = run_step(self._step(body), self.worlds, "spec", self.scenario, [MAX_RUNS])
 
     def check(self, body: dict) -> Result | None:
         """Keep the worlds that fit an `expect` or `snapshot` step; the failure if none does (the worlds
         are then left as they were)."""
-        self.worlds, failure = _run_step(self._step(body), self.worlds, "spec", self.scenario)
+        self.worlds, failure = run_step(self._step(body), self.worlds, "spec", self.scenario)
         return failure
 
     # -- what the harness's strategies read (any world will do: they only steer the search) ----------

@@ -153,7 +153,7 @@ def run_in(sc: Scenario, target: str, world: World) -> Result:
     try:
         for step in sc.steps:
             at = step.number
-            worlds, failure = _run_step(step, worlds, target, sc, budget)
+            worlds, failure = run_step(step, worlds, target, sc, budget)
             for w in worlds:
                 fired.update(w.coord.fired)
             if failure is not None:
@@ -175,7 +175,7 @@ def run_in(sc: Scenario, target: str, world: World) -> Result:
     return Result(sc.file, sc.name, "pass", fired=fired)
 
 
-def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario, budget: list | None = None):
+def run_step(step: Step, worlds: list[World], target: str, sc: Scenario, budget: list | None = None):
     b = step.body
 
     def bad(msg):
@@ -208,7 +208,7 @@ def _run_step(step: Step, worlds: list[World], target: str, sc: Scenario, budget
         out.extend(_explore(w, action, budget if budget is not None else [MAX_RUNS], bad) if target == "spec"
                    else _direct(w, action))
     if target == "spec" and len(out) > 1:
-        out = _dedupe(out)
+        out = distinct_worlds(out)
         if len(out) > MAX_WORLDS:
             out = out[:MAX_WORLDS]
     return out, None
@@ -250,7 +250,7 @@ def _explore(world: World, action: Callable[[World], None], budget: list, bad) -
     return results
 
 
-def _dedupe(worlds: list[World]) -> list[World]:
+def distinct_worlds(worlds: list[World]) -> list[World]:
     seen, out = set(), []
     for w in worlds:
         fp = w.fingerprint()

@@ -21,7 +21,7 @@ import copy
 from collections import deque
 from typing import Any
 
-from groupspec.checkers.scenarios.runner import _dedupe
+from groupspec.checkers.scenarios.runner import distinct_worlds
 from groupspec.impl.coordinator import Group, GroupCoordinator
 from groupspec.impl.requests import InvalidRequest
 from groupspec.impl.storage import InMemoryLog
@@ -359,7 +359,7 @@ class Replay:
         if not survivors:
             raise first
         if len(survivors) > 1:
-            survivors = _dedupe(survivors)[:MAX_WORLDS]
+            survivors = distinct_worlds(survivors)[:MAX_WORLDS]
         if any("join completes, next generation" in r for r in survivors[0].coord.fired):
             self.rebalances += 1
         self.worlds = survivors
