@@ -310,11 +310,11 @@ class SymbolicWorld:
     # -- the host of spec/world_step.py: a world step over Z3 values ------------------------------
 
     def step(self, s: dict) -> list[Path]:
-        """Every path of one world step from symbolic state `s` (spec/world_step.py's Next), and the
-        paths a bound cut that broke an invariant on their way (never taken: their condition is
-        false; their broken invariants are reported, as the explicit checker reports them)."""
+        """Every path of one world step from symbolic state `s` (spec/world_step.py's Next).  What a
+        path a bound cut broke on its way is kept in `cut_bad`: it is reported as the explicit checker
+        reports it, though the path is no step."""
         paths: list[Path] = []
-        self._cuts: list[Path] = []
+        self.cut_bad: list = []
         for d in disjuncts(self.cfg):
             if d.over == "client":
                 args = [c for c in range(self.cfg.clients) if takes(d, self.cfg, c)]
@@ -322,7 +322,7 @@ class SymbolicWorld:
                 args = range(self.sizes[MEMBER]) if d.over == "member" else [None]
             for arg in args:
                 paths += world_step(self, Path(dict(s)), d, arg)
-        return paths + [q for q in self._cuts if q.bad]
+        return paths
 
     def _z3_params(self, params: dict) -> dict:
         return {k: (z3.IntVal(v) if isinstance(v, int) and not isinstance(v, bool) else v) for k, v in params.items()}
@@ -368,8 +368,7 @@ class SymbolicWorld:
         p.label = text
 
     def cut(self, p: Path) -> None:
-        p.pc.append(z3.BoolVal(False))
-        self._cuts.append(p)
+        self.cut_bad += p.bad
 
     # -- states and properties ---------------------------------------------------------------
 
@@ -489,6 +488,8 @@ class StepRelation:
         for i, p in enumerate(self.paths):
             for name, cond in p.bad:
                 inside.setdefault(name, []).append(conj([picks[i], cond]))
+        for name, cond in W.cut_bad:      # broken on the way of a step a bound then cut
+            inside.setdefault(name, []).append(cond)
         self.inside = {n: disj(cs) for n, cs in inside.items() if cs}
         self.build_seconds = time.perf_counter() - t0
 
