@@ -199,11 +199,11 @@ def deliver(host: WorldHost, ctx, how: Deliver, kind: str, client) -> list:
 
 def fire_timer(host: WorldHost, ctx, action: Action, member) -> list:
     """The coordinator's timer of the action's trigger fires (a member's, for `member`), where armed."""
-    host.label(ctx, TIMER_LABELS[action.trigger].format(member=member))
     ends = []
     for b, on in host.split(ctx, _armed(action.trigger, host.cfg.timely),
                             {"timer_member": NONE if member is None else member}):
         if on:
+            host.label(b, TIMER_LABELS[action.trigger].format(member=member))
             ends += [b2 for b2, _ in handle(host, b, action.trigger, {} if member is None else
                                             {"timer_member": member})]
     return bounded(host, ends)

@@ -213,6 +213,8 @@ class WorldModel(Model):
         self._client_layout = Layout(WORLD_INDEX, self._pindex)
         self._compiled: dict = {}     # id(term or effect) -> (it, whether it reads a client, compiled)
         self._client_memo: dict = {}  # (id(term or effect), a client's tuple) -> its value there
+        self._g_terms: dict = {}      # id(term) -> (term, whether it reads a client, compiled)
+        self._last_vector = (None, None, None)    # (params, client, their vector)
         self._effects = {key: (compile_term(e.when, self._wide_layout),
                                [(WIDE_INDEX[v], compile_term(t, self._wide_layout)) for v, t in e.updates.items()])
                          for key, e in ROUTE_EFFECTS.items()}
@@ -236,6 +238,7 @@ class WorldModel(Model):
         self.keep_firings = keep_firings
         self._moves: dict = {}        # (client, C_i) -> its own steps, and the deliveries it is offered
         self._later: dict = {}        # (G's number, client, effects) -> G after a client's own step
+        self._effects_by_id: dict = {}
         # G is hashed once per state, into a number the other memo tables are keyed by (CPython does
         # not cache a tuple's hash, and G is the biggest part of a state); numbers are never reused
         self._gids: dict = {}         # G -> its number
@@ -313,19 +316,23 @@ class WorldModel(Model):
         cut = 0
         G = s[0]
         gi = self._gid(G)
+        after = self._later
         for c in range(self.n):
             C = s[c + 1]
             own, offered = self._client_part(c, C)
             for step, C2, later in own:
                 if later:
-                    out.append((step, (self._after(gi, G, c, later),) + s[1:c + 1] + (C2,) + s[c + 2:]))
+                    G2 = after.get((gi, c, later))
+                    if G2 is None:
+                        G2 = self._after(gi, G, c, later)
+                    out.append((step, (G2,) + s[1:c + 1] + (C2,) + s[c + 2:]))
                 else:
                     out.append((step, s[:c + 1] + (C2,) + s[c + 2:]))
             for i, key in offered:
                 got, k = self._delivery(G, gi, c, i, key)
                 cut += k
-                for step, G2, patches, cpatch in got:
-                    out.append((step, _apply(s, G2, c, _patch(C, cpatch), patches)))
+                for step, G2, patches, runs in got:
+                    out.append((step, _apply(s, G2, c, _patched(C, runs), patches)))
         got, k = self._group_events(G, gi)
         cut += k
         for step, G2, patches in got:
@@ -347,7 +354,11 @@ class WorldModel(Model):
         out = []
         for d in self._own[c]:
             for b in world_step(self, _Branch(None, c, C), d, c):
-                out.append((Step(b.label, tuple(b.rows), (), d.action.name, (c,)), b.C, tuple(b.later)))
+                later = tuple(b.later)
+                self._effects_by_id.update((id(e), e) for e in later)
+                # the world's effects are made once (spec/world.py): known by identity
+                out.append((Step(b.label, tuple(b.rows), (), d.action.name, (c,)), b.C,
+                            tuple(id(e) for e in later)))
         return out
 
     def _compute_offered(self, c: int, C: tuple) -> list:
@@ -359,16 +370,13 @@ class WorldModel(Model):
         return res
 
     def _after(self, gi: int, G: tuple, c: int, later: tuple) -> tuple:
-        """G after the effects a client's own step leaves for it (FORGOTTEN)."""
-        key = (gi, c, *map(id, later))     # the world's effects are made once (spec/world.py)
-        got = self._later.get(key)
-        if got is None:
-            if len(self._later) > _CACHE_LIMIT:
-                self._later.clear()
-            w = list(G)
-            for effect in later:
-                self._world_effect(w, effect, {"client": c})
-            got = self._later[key] = tuple(w)
+        """G after the effects a client's own step leaves for it (FORGOTTEN), by their identities."""
+        if len(self._later) > _CACHE_LIMIT:
+            self._later.clear()
+        w = list(G)
+        for e in later:
+            self._world_effect(w, self._effects_by_id[e], {"client": c})
+        got = self._later[(gi, c, later)] = tuple(w)
         return got
 
     def _gid(self, G: tuple) -> int:
@@ -393,7 +401,7 @@ class WorldModel(Model):
                 C[p] = v
             self._cuts = 0
             res = [(Step(b.label, tuple(b.rows), tuple(b.msgs), d.action.name, (c, Kind.values.index(d.kind))),
-                    tuple(b.w), _patches(b.resp), tuple(sorted(b.cpatch.items())))
+                    tuple(b.w), _patches(b.resp), _runs(b.cpatch))
                    for b in world_step(self, _Branch(G, c, tuple(C)), d, c)]
             got = self._deliveries[key] = (res, self._cuts)
         return got
@@ -425,10 +433,16 @@ class WorldModel(Model):
         return [(b, bool(self.value(b, cond, params)))]
 
     def value(self, b: "_Branch", term, params: dict):
-        reads_client, f = self._compile(term)
-        if reads_client:
+        got = self._g_terms.get(id(term))
+        if got is None:
+            got = self._g_terms[id(term)] = (term, *self._compile(term))
+        if got[1]:
             return self._client_value(term, b.C, params)
-        return f(b.w, self._pvector(params, b.c), ())
+        # one request's parameters are read by several terms in a row: their vector is made once
+        last = self._last_vector
+        if last[1] != b.c or last[0] != params:
+            last = self._last_vector = (dict(params), b.c, self._pvector(params, b.c))
+        return got[2](b.w, last[2], ())
 
     def _client_value(self, term, C: tuple, params: dict):
         """A term over one client's own variables, read in a world of that one client (memoized on
@@ -782,14 +796,23 @@ def _apply(s: tuple, G2: tuple, c: int, C2: tuple | None, patches: tuple) -> tup
 _MISSING = object()
 
 
-def _patch(C: tuple, cpatch: tuple) -> tuple:
-    """Client tuple C with what a step wrote of it: (position, value) pairs."""
-    if not cpatch:
-        return C
-    C2 = list(C)
-    for p, v in cpatch:
-        C2[p] = v
-    return tuple(C2)
+def _runs(cpatch: dict) -> tuple:
+    """What a step wrote of its client's tuple (`cpatch`: position -> value) as runs of consecutive
+    positions, (first, the values from there, the end), to replace in the client's tuple."""
+    runs: list = []
+    for p in sorted(cpatch):
+        if runs and runs[-1][2] == p:
+            first, values, _ = runs[-1]
+            runs[-1] = (first, values + (cpatch[p],), p + 1)
+        else:
+            runs.append((p, (cpatch[p],), p + 1))
+    return tuple(runs)
+
+
+def _patched(C: tuple, runs: tuple) -> tuple:
+    for first, values, end in runs:
+        C = C[:first] + values + C[end:]
+    return C
 
 
 def _client_positions(terms: list, names: tuple) -> tuple:
