@@ -17,12 +17,12 @@ from __future__ import annotations
 from typing import Callable
 
 from .lang import (FALSE, TRUE, Apply, Choose, Count, Filter, ForAll, If, Lowest, Max, MaxOver, Not, Term, lift,
-                   named, none, show, singleton)
+                   named, none, singleton)
 from .rows import Chain, Out, Row, Set_, answer, answer_each, append, arm, cancel, each, labelled, park, reply, sets
 from .responses import join_error, join_info, sync_error
 from .schema import STATE_VARS, Coord, GroupRecord, JoinTimer, P, V
 from .vocabulary import (JAVA, E, NO_MEMBER, NO_MEMBERS, NO_PARTS, NO_PROTOCOL, Filter_instances, names_of,
-                         rebalance_timeout, static_members)
+                         kafka_text, rebalance_timeout, static_members)
 
 # -- validateCurrentMember (GC) ----------------------------------------------------------
 
@@ -51,7 +51,7 @@ def rearm_heartbeats(ms: Term, duration: Callable[[Term], Term], awaiting_join: 
     """
     def armed(m):
         return m.in_(V.new_members) | Not(m.in_(awaiting_join) | m.in_(awaiting_sync))
-    return labelled(f"reschedule the session timers of {show(ms)} (completeAndScheduleNextHeartbeatExpiration)", [
+    return labelled(f"reschedule the session timers of {kafka_text(ms)} (completeAndScheduleNextHeartbeatExpiration)", [
         each(ms, lambda m: cancel("heartbeat", m, when=Not(armed(m)) & m.in_(V.hb_armed))),
         sets(hb_armed=(V.hb_armed - ms) | Filter(ms, armed)),
         each(ms, lambda m: arm("heartbeat", m, duration(m), when=armed(m))),
@@ -83,7 +83,7 @@ def remove_members(ms: Term, choice: str) -> list:
     rest = V.members - ms
     upd = forget(ms)
     upd["leader"] = If(V.leader.in_(ms), Choose(choice, rest), V.leader)
-    return labelled(f"remove {show(ms)} from the group (GM.remove; a removed leader is replaced by any "
+    return labelled(f"remove {kafka_text(ms)} from the group (GM.remove; a removed leader is replaced by any "
                     f"remaining member)", [each(ms & V.hb_armed, lambda m: cancel("heartbeat", m)), Set_(upd)])
 
 
@@ -151,13 +151,13 @@ def add_member(m: Term, src: str, was_pending: bool) -> list:
         steps.append(cancel("pending-member", m))
     # a new member's session does not run yet: it gets NewMemberJoinTimeoutMs
     steps.append(arm("heartbeat", m, P.cfg_new_member_timeout_ms))
-    return labelled(f"add {show(m)} as a new member, its JoinGroup parked, its timer "
+    return labelled(f"add {kafka_text(m)} as a new member, its JoinGroup parked, its timer "
                     f"group.new.member.join.timeout.ms (GC.addMemberAndRebalance)", steps)
 
 
 def update_member(m: Term) -> list:
     """GM.updateMember with a join callback: new protocols and timeouts; the JoinGroup parks."""
-    return labelled(f"update {show(m)}'s protocols and timeouts, park its JoinGroup (GM.updateMember)",
+    return labelled(f"update {kafka_text(m)}'s protocols and timeouts, park its JoinGroup (GM.updateMember)",
                     [sets(protos=V.protos.put(m, P.req_protos), session_ms=V.session_ms.put(m, P.session_ms),
                           rebalance_ms=V.rebalance_ms.put(m, P.rebalance_ms),
                           awaiting_join=V.awaiting_join.with_(m)),
@@ -196,7 +196,7 @@ def most_voted(ms: Term, protos_of=lambda m: V.protos[m]) -> Term:
 
 def vote_winners(ms: Term) -> Term:
     """The candidate protocols with the most votes (ties: Kafka's map order, left open)."""
-    return named(f"the protocols most members of {show(ms)} vote for (GM.selectProtocol)", most_voted(ms))
+    return named(f"the protocols most members of {kafka_text(ms)} vote for (GM.selectProtocol)", most_voted(ms))
 
 
 # Members that stay at join completion: those that rejoined, and static members

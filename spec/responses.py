@@ -2,10 +2,10 @@
 the error the waiting request gets (the Scala coordinator's, and the Java one's where they differ)."""
 from __future__ import annotations
 
-from .lang import FALSE, INT, Const, If, Or, Term, lift, named, none, show
+from .lang import FALSE, INT, Const, If, Or, Term, lift, named, none
 from .rows import ECHO
 from .schema import Error, P, V
-from .vocabulary import E, NO_MEMBER, NO_MEMBERS, NO_PARTS, NO_PROTOCOL
+from .vocabulary import E, NO_MEMBER, NO_MEMBERS, NO_PARTS, NO_PROTOCOL, kafka_text
 
 # -- responses -------------------------------------------------------------------
 
@@ -42,8 +42,8 @@ def store_group_error(e: Term) -> Term:
     """How a failed append of the group's record reaches the request that waits on it: GMM.storeGroup's
     callback (Scala), GroupMetadataManager.appendGroupMetadataErrorToResponseError (Java, Kafka 4.0)."""
     return If(P.cfg_new_coordinator,
-              named(f"appendGroupMetadataErrorToResponseError({show(e)})", _append_error_java(e)),
-              named(f"storeGroup's mapping of {show(e)}", _store_group_error(e)))
+              named(f"appendGroupMetadataErrorToResponseError({kafka_text(e)})", _append_error_java(e)),
+              named(f"storeGroup's mapping of {kafka_text(e)}", _store_group_error(e)))
 
 
 def _store_group_error(e: Term) -> Term:
@@ -70,9 +70,9 @@ def offset_commit_error(e: Term) -> Term:
     """How a failed append of offsets reaches the OffsetCommit: GMM.maybeConvertOffsetCommitError (Scala);
     the Java coordinator fails the whole write operation, answered through handleOperationException."""
     return If(P.cfg_new_coordinator,
-              named(f"handleOperationException({show(e)})",
+              named(f"handleOperationException({kafka_text(e)})",
                     If(e == E("NETWORK_EXCEPTION"), E("COORDINATOR_LOAD_IN_PROGRESS"), _append_error_java(e))),
-              named(f"maybeConvertOffsetCommitError({show(e)})", _offset_commit_error(e)))
+              named(f"maybeConvertOffsetCommitError({kafka_text(e)})", _offset_commit_error(e)))
 
 
 def _offset_commit_error(e: Term) -> Term:

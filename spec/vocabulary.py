@@ -6,7 +6,12 @@ Nothing here is a step of Kafka's: those are in `kafka_steps.py`, the responses 
 from __future__ import annotations
 
 from .lang import Apply, Filter, MaxOver, Or, Term, Union, empty, lift, named, none, show, singleton
-from .schema import Error, GroupState, MEMBER, P, PARTITION, PROTOCOL, V
+from .schema import KAFKA_NAMES, Error, GroupState, MEMBER, P, PARTITION, PROTOCOL, V
+
+
+def kafka_text(t: Term) -> str:
+    """A term in Kafka's names (`request.member_id`, `newMemberId`), as the documents print it."""
+    return show(t, params=KAFKA_NAMES)
 
 
 def S(name: str) -> Term:

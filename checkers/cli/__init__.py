@@ -11,7 +11,7 @@ from groupspec.checkers.kafka.cli import kafka_app
 from groupspec.checkers.serve.cli import serve_app
 from groupspec.checkers.traces.commands import register as register_traces
 
-from . import check, prove, review, scenario
+from . import check, prove, review, rows, scenario
 from .app import app, main
 from .scenario import scenario_app
 
@@ -21,6 +21,7 @@ app.add_typer(scenario_app, name="scenario")
 scenario_app.command("run")(scenario.scenario_run)
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(serve_app, name="serve")
+app.command("rows")(rows.rows_cmd)
 app.command("lint")(prove.lint_cmd)
 app.command("docs")(review.docs_cmd)
 app.command("prove")(prove.prove_cmd)

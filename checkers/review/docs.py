@@ -66,16 +66,22 @@ KAFKA_FILES = {   # the abbreviations rows' sources use (spec/table.py's docstri
 _SOURCE_REF = re.compile(r"\b(GMM|GM|GC|MemberMetadata|InitialDelayedJoin|DelayedJoin)(?:\.(\w+))?")
 
 
+def _kafka_url(m: re.Match) -> str:
+    """Where a reference such as `GC.handleJoinGroup` is in Kafka 3.9.0: its file (and, in browsers that
+    follow text fragments, the method's definition)."""
+    cls, method = m.group(1), m.group(2)
+    url = f"https://github.com/apache/kafka/blob/{KAFKA_TAG}/{KAFKA_FILES[cls]}"
+    return url + f"#:~:text=def%20{method}" if method else url
+
+
 def kafka_links(source: str) -> str:
-    """A row's source with each Kafka reference linked to its file in Kafka 3.9.0 (and, in browsers that
-    follow text fragments, to the method's definition)."""
-    def link(m: re.Match) -> str:
-        cls, method = m.group(1), m.group(2)
-        url = f"https://github.com/apache/kafka/blob/{KAFKA_TAG}/{KAFKA_FILES[cls]}"
-        if method:
-            url += f"#:~:text=def%20{method}"
-        return f"[{m.group(0)}]({url})"
-    return _SOURCE_REF.sub(link, _cell(source))
+    """A row's source with each Kafka reference linked to where it is in Kafka 3.9.0."""
+    return _SOURCE_REF.sub(lambda m: f"[{m.group(0)}]({_kafka_url(m)})", _cell(source))
+
+
+def kafka_refs(source: str) -> list[tuple[str, str]]:
+    """The Kafka references in a row's source, each with where it is in Kafka 3.9.0."""
+    return [(m.group(0), _kafka_url(m)) for m in _SOURCE_REF.finditer(source)]
 
 
 class Links:
@@ -121,20 +127,20 @@ def effect_words(r: Row) -> str:
 
 
 def _out_words(o: Out) -> str:
-    who = show(o.member) if isinstance(o.member, Term) else ""
-    each = f" for each {show(o.var)} ∈ {show(o.over)}" if o.over is not None else ""
-    when = f" if {show(o.when)}" if o.when is not None else ""
+    who = kafka_show(o.member) if isinstance(o.member, Term) else ""
+    each = f" for each {kafka_show(o.var)} ∈ {kafka_show(o.over)}" if o.over is not None else ""
+    when = f" if {kafka_show(o.when)}" if o.when is not None else ""
     if o.kind == "reply":
         err = o.fields.get("error", o.fields.get("error_all"))
-        return f"reply {show(err) if isinstance(err, Term) else ''}".strip()
+        return f"reply {kafka_show(err) if isinstance(err, Term) else ''}".strip()
     if o.kind == "park":
         return f"park the {o.api} of {who}"
     if o.kind == "answer":
         err = o.fields.get("error")
-        return f"answer the parked {o.api} of {who}{each} with {show(err) if isinstance(err, Term) else ''}{when}"
+        return f"answer the parked {o.api} of {who}{each} with {kafka_show(err) if isinstance(err, Term) else ''}{when}"
     if o.kind == "arm":
         return f"arm {o.timer} timer{(' of ' + who) if who and who != 'none' else ''}{each} "\
-               f"({show(o.duration)} ms){when}"
+               f"({kafka_show(o.duration)} ms){when}"
     if o.kind == "cancel":
         return f"cancel {o.timer} timer{(' of ' + who) if who and who != 'none' else ''}{each}{when}"
     if o.kind == "append":

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from groupspec.spec.lang import BOOL, Const, Term, show
 from groupspec.spec.rows import Row
-from groupspec.spec.schema import KAFKA_NAMES, STATES
+from groupspec.spec.schema import STATES
 from groupspec.spec.table import ROWS
+from groupspec.spec.vocabulary import kafka_text
 
 
 def _key(t: Term) -> str:
@@ -98,7 +99,7 @@ def condition_text(r: Row, state: str | None = None) -> str:
 
 def kafka_show(t: Term) -> str:
     """Any term in Kafka's names (effects, enabling conditions), without parentheses around the whole."""
-    text = show(t, params=KAFKA_NAMES)
+    text = kafka_text(t)
     return text[1:-1] if _wrapped(text) else text
 
 
