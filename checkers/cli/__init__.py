@@ -11,7 +11,7 @@ from groupspec.checkers.kafka.cli import kafka_app
 from groupspec.checkers.serve.cli import serve_app
 from groupspec.checkers.traces.commands import register as register_traces
 
-from . import check, prove, review, rows, scenario
+from . import check, diff, prove, review, rows, scenario
 from .app import app, main
 from .scenario import scenario_app
 
@@ -24,6 +24,7 @@ app.add_typer(serve_app, name="serve")
 app.command("rows")(rows.rows_cmd)
 app.command("lint")(prove.lint_cmd)
 app.command("docs")(review.docs_cmd)
+app.command("diff")(diff.diff_cmd)
 app.command("prove")(prove.prove_cmd)
 app.command("check")(check.check_cmd)
 app.add_typer(check.export_app, name="export")
