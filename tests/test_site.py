@@ -120,7 +120,10 @@ def test_check_out_writes_a_counterexample_page_that_draws(browser, tmp_path, mo
     assert _draws_every_diagram(browser) == 1
     body = browser.find_element("tag name", "body").text
     assert "assignment-only-when-stable" in body and "What it violates" in body
-    assert browser.find_elements("tag name", "mark"), "no changed variable is highlighted"
+    # every step in Kafka's terms, the breaking one included, what a step changed marked; no ITF JSON
+    assert "breaks assignment-only-when-stable" in body and "awaiting SyncGroup" in body
+    assert "#map" not in body and "#set" not in body and not re.search(r"\bp\.\w", body)
+    assert browser.find_elements("css selector", "td strong"), "no changed value is highlighted"
 
 
 def test_site_refuses_a_folder_that_holds_something_else(tmp_path):

@@ -147,12 +147,13 @@ def write_counterexample(out_path: Path, ce: dict, path: list, model, violation:
                          loop_start: int = -1) -> None:
     """Write a counterexample (`ce`: its step table and ITF, as the JSON output holds them) into
     the folder `out_path` in the three formats (CE_FILES)."""
-    from groupspec.checkers.review.counterexample import html_page, mermaid, violation_meaning
+    from groupspec.checkers.review.counterexample import html_page, kafka_view, kafka_view_md, mermaid, violation_meaning
     sequence = mermaid(path, model, violation, loop_start)
+    view = kafka_view_md(kafka_view(path, model), violation, violation_meaning(violation), loop_start)
     texts = {"counterexample.itf.json": json.dumps(ce["itf"], indent=1),
              "counterexample.mmd": sequence,
-             "counterexample.md": steps_md(ce["steps"], violation),
-             "counterexample.html": html_page(ce["steps"], sequence, violation, violation_meaning(violation))}
+             "counterexample.md": view,
+             "counterexample.html": html_page(view, sequence, violation)}
 
     def write():
         out_path.mkdir(parents=True, exist_ok=True)
@@ -164,11 +165,3 @@ def write_counterexample(out_path: Path, ce: dict, path: list, model, violation:
     write_outputs("--out", out_path, write)
     if not as_json:
         out.print(f"counterexample written to {out_path}", markup=False)
-
-
-def steps_md(steps: list, violation: str) -> str:
-    lines = [f"# Counterexample: {violation}\n", "| step | action | rows | changes |", "|---|---|---|---|"]
-    for st in steps:
-        ch = "; ".join(f"{k} = {v}" for k, v in st["changes"].items())
-        lines.append(f"| {st['step']} | {st['action']} | {'; '.join(st['rows'])} | {ch.replace('|', '/')} |")
-    return "\n".join(lines) + "\n"
