@@ -105,3 +105,26 @@ def test_every_reviewed_survivor_names_a_mutant():
     its survivor unexplained again, which is what we want to see)."""
     known = {(m.row, m.operator, m.detail) for m, _, _ in M.mutants()}
     assert set(M.REVIEWED) <= known
+
+
+def test_show_writes_one_mutants_counterexample_in_kafkas_terms(monkeypatch, capsys, tmp_path):
+    from test_cli_input import refused, run_cli
+    index = next(m.index for m, _, _ in M.mutants()
+                 if m.operator == "drop-effect" and m.row == "JoinGroup: pending member rejoins and starts a rebalance "
+                 "(Empty)" and "`members`" in m.detail)
+    code, stdout, _ = run_cli(monkeypatch, capsys, "mutate", "--show", str(index), "--preset", "tiny",
+                              "--out", str(tmp_path / "ce"))
+    assert code == 0 and f"mutant {index} (drop-effect" in stdout and "breaks leader-is-member" in stdout
+    md = (tmp_path / "ce" / "counterexample.md").read_text()
+    assert "breaks leader-is-member" in md and "JoinGroup: pending member rejoins and starts a rebalance (Empty)" in md
+    assert (tmp_path / "ce" / "counterexample.itf.json").is_file()
+    # a mutant no world of --preset kills has no counterexample: said, exit 1 (an invalid group id answered to
+    # every JoinGroup is no safety violation: the tiny world then never forms a group)
+    survivor = next(m.index for m, _, _ in M.mutants()
+                    if m.operator == "drop-conjunct" and m.row == "JoinGroup: invalid group id")
+    code, _, stderr = run_cli(monkeypatch, capsys, "mutate", "--show", str(survivor), "--preset", "tiny",
+                              "--out", str(tmp_path / "none"))
+    assert code == 1 and "breaks nothing in tiny: no counterexample to show" in stderr
+    assert "--show must be a mutant's index" in refused(monkeypatch, capsys, "mutate", "--show", "-1", "--out",
+                                                         str(tmp_path / "x"))
+    assert "--show N and --out DIR go together" in refused(monkeypatch, capsys, "mutate", "--show", "3")

@@ -257,6 +257,10 @@ def mutate_cmd(
     jobs: int = typer.Option(2, "--jobs", help="worker processes"),
     harness_examples: int = typer.Option(100, "--harness-examples",
                                          help="examples of the conformance harness per surviving mutant (0: off)"),
+    show: Optional[int] = typer.Option(None, "--show", help="instead, check mutant N (the `index` --json gives) "
+                                       "in the worlds of --preset and write its counterexample to --out"),
+    out_dir: Optional[str] = typer.Option(None, "--out", help="where --show writes the counterexample (ITF, "
+                                          "Markdown and HTML in Kafka's terms, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
@@ -281,9 +285,16 @@ def mutate_cmd(
     for name in names:
         if name in UNFIT_WORLDS:
             fail_input(f"--preset {name}: {UNFIT_WORLDS[name]}")
+    total = len(mutants())
+    if (show is None) != (out_dir is None):
+        fail_input("--show N and --out DIR go together: the counterexample of mutant N is written to DIR")
+    if show is not None:
+        if not 0 <= show < total:
+            fail_input(f"--show must be a mutant's index, from 0 to {total - 1:,}, got {show:,}")
+        _show_mutant(show, names, output_path("--out", out_dir, "dir", CE_FILES), as_json)
+        return
     worlds = [(n, partial(WorldModel, PRESETS[n]), n in live) for n in names]
     bounded_workers("--jobs", jobs)
-    total = len(mutants())
     if sample is not None and not 1 <= sample <= total:
         fail_input(f"--sample must be between 1 and the {total:,} mutants, got {sample:,} (leave it out to check "
                    f"them all)")
@@ -308,3 +319,39 @@ def mutate_cmd(
               f"of those that behave differently", markup=False)
     for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):
         out.print(f"  {n} survivors: {reason}", markup=False)
+
+
+def _show_mutant(index: int, names: list, out_path, as_json: bool) -> None:
+    """Mutant `index` checked in each world of `names` in turn; the first counterexample is written to
+    `out_path` (exit 0); a mutant no world kills has none to show (exit 1)."""
+    from groupspec.checkers.review.counterexample import step_table, to_itf
+    from groupspec.checkers.search.explicit import check
+    from groupspec.checkers.search.mutate import mutants
+    from groupspec.checkers.world.presets import PRESETS
+    from groupspec.checkers.world.state_space import WorldModel
+    from groupspec.spec.table import ROWS
+    m, i, row = mutants()[index]
+    rows = list(ROWS)
+    rows[i] = row
+    what = f"mutant {index} ({m.operator} in {m.row!r}: {m.detail})"
+    for name in names:
+        model = WorldModel(PRESETS[name], rows)
+        res = check(model)
+        if res.path:
+            ce = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation,
+                                                                    source=f"groupspec mutate --show {index}")}
+            write_counterexample(out_path, ce, res.path, model, res.violation, True, res.loop_start)
+            doc = {"mutant": index, "operator": m.operator, "row": m.row, "detail": m.detail, "world": name,
+                   "violation": res.violation, "steps": len(res.path) - 1, "out": str(out_path)}
+            if as_json:
+                print(json.dumps(doc))
+            else:
+                out.print(f"{what} breaks {res.violation} in the {name} world in {len(res.path) - 1} steps; "
+                          f"counterexample written to {out_path}", markup=False)
+            return
+    if as_json:
+        print(json.dumps({"mutant": index, "operator": m.operator, "row": m.row, "detail": m.detail,
+                          "violation": None, "worlds": names}))
+    err.print(f"groupspec: {what} breaks nothing in {', '.join(names)}: no counterexample to show (mutate --json "
+              f"says which mutants are killed, and where)", markup=False, highlight=False)
+    raise typer.Exit(1)
