@@ -48,6 +48,41 @@ def _draws_every_diagram(driver, timeout: float = 20.0) -> int:
     return count
 
 
+# What a reader at 100% zoom in a 1,400 px window would trip over, measured on the rendered page: the page
+# or a table wider than the article, diagram text drawn smaller than the body's (an SVG scaled down, a
+# picture shown below its size), and internal terms in the prose (code blocks aside).
+MEASURE = r"""
+const bad = [];
+const article = document.querySelector('article');
+const body = parseFloat(getComputedStyle(article).fontSize);
+const column = article.getBoundingClientRect().width;
+if (document.documentElement.scrollWidth > window.innerWidth + 1)
+  bad.push(`the page is ${document.documentElement.scrollWidth}px wide in a ${window.innerWidth}px window`);
+for (const t of article.querySelectorAll('table'))
+  if (t.getBoundingClientRect().width > column + 1) bad.push(`a table ${Math.round(t.getBoundingClientRect().width)}px wide in a ${Math.round(column)}px column`);
+for (const svg of article.querySelectorAll('svg')) {
+  const vb = svg.viewBox && svg.viewBox.baseVal;
+  const scale = vb && vb.width ? svg.getBoundingClientRect().width / vb.width : 1;
+  for (const t of svg.querySelectorAll('text')) {
+    const px = parseFloat(getComputedStyle(t).fontSize) * scale;
+    if (t.textContent.trim() && px < body * 0.8) { bad.push(`diagram text at ${px.toFixed(1)}px, the body's is ${body}px`); break; }
+  }
+}
+for (const img of article.querySelectorAll('img'))
+  if (img.naturalWidth && img.getBoundingClientRect().width < img.naturalWidth * 0.95)
+    bad.push(`a picture drawn at ${(img.getBoundingClientRect().width / img.naturalWidth).toFixed(2)} of its size`);
+const prose = article.cloneNode(true);
+for (const pre of prose.querySelectorAll('pre')) pre.remove();
+const text = prose.textContent;
+for (const [what, re] of [['a double negation', /¬¬/], ['an escaped bar', /\\\|/], ['a spec parameter name', /\bp\.[a-z]/],
+                          ['a scratch variable', /scratch_[a-z]/], ['ITF JSON', /#map|#set/]]) {
+  const at = text.search(re);
+  if (at >= 0) bad.push(`${what}: ...${text.slice(Math.max(0, at - 30), at + 30)}...`);
+}
+return bad;
+"""
+
+
 def _ids(path: Path, cache: dict) -> set:
     if path not in cache:
         cache[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(encoding="utf-8")))
@@ -57,7 +92,7 @@ def _ids(path: Path, cache: dict) -> set:
 def test_the_site_renders_draws_its_diagrams_and_has_no_broken_link(browser, tmp_path):
     site = tmp_path / "site"
     build_site(site)
-    to_visit, seen, ids, broken = [site / "index.html"], set(), {}, []
+    to_visit, seen, ids, broken, unreadable = [site / "index.html"], set(), {}, [], []
     diagrams = external = 0
     while to_visit:
         page = to_visit.pop()
@@ -68,6 +103,7 @@ def test_the_site_renders_draws_its_diagrams_and_has_no_broken_link(browser, tmp
         assert browser.execute_script("return document.querySelector('article') !== null"), f"{page}: no article"
         assert "404" not in browser.title, page
         diagrams += _draws_every_diagram(browser)
+        unreadable += [f"{page.relative_to(site)}: {b}" for b in browser.execute_script(MEASURE)]
         for href in browser.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)"):
             url = urlparse(href)
             if url.scheme in ("http", "https"):
@@ -83,6 +119,7 @@ def test_the_site_renders_draws_its_diagrams_and_has_no_broken_link(browser, tmp
                 broken.append(f"{page.relative_to(site)} -> {href} (no such anchor)")
             to_visit.append(target)
     assert not broken, f"{len(broken)} broken links, e.g. {broken[:5]}"
+    assert not unreadable, f"{len(unreadable)} things a reader at 100% zoom trips over, e.g. {unreadable[:5]}"
     assert len(seen) > 40 and diagrams >= 6 and external > 100     # every row links to Kafka's source
     # the reviewer's questions, one or two clicks from the front page
     browser.get((site / "states" / "CompletingRebalance.html").as_uri())

@@ -97,9 +97,10 @@ def condition_text(r: Row, state: str | None = None) -> str:
     return kafka_show(c)
 
 
-def kafka_show(t: Term) -> str:
-    """Any term in Kafka's names (effects, enabling conditions), without parentheses around the whole."""
-    text = kafka_text(t)
+def kafka_show(t: Term, names: dict | None = None) -> str:
+    """Any term in Kafka's names (effects, enabling conditions; `names`: those and more, for the closed
+    world's own parameters), without parentheses around the whole."""
+    text = kafka_text(t) if names is None else show(t, params=names)
     return text[1:-1] if _wrapped(text) else text
 
 

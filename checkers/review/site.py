@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from groupspec.spec.schema import STATES, TRIGGERS
+from groupspec.spec.schema import KAFKA_NAMES, STATES, TRIGGERS
 from groupspec.spec.table import ROWS
 
 from groupspec.checkers.paths import REPO
@@ -29,6 +30,7 @@ from groupspec.checkers.paths import REPO
 from . import docs as D
 from .errors import DocsError
 from .flows import FLOWS, Flow, sequence
+from groupspec.checkers.search.mutate import mutants as mutants_now
 
 MERMAID_INIT = """
 // draw every diagram of the page (Material's own Mermaid loader would fetch mermaid.js from a CDN)
@@ -37,6 +39,21 @@ document.addEventListener("DOMContentLoaded", function () {
   mermaid.run({querySelector: ".gs-mermaid"});
 });
 """
+
+
+# The site's own style: at 100% zoom in a 1,400 px window the article takes the width the navigation
+# leaves, a table fits its column (a cell wraps, at a space where it can), and a diagram is drawn at its
+# own size, its text as large as the body's, scrolling inside itself where it is wider than the page.
+SITE_CSS = """
+.md-grid { max-width: 100%; }
+.md-typeset .md-typeset__table { display: block; }
+.md-typeset table:not([class]) { display: table; width: 100%; }
+.md-typeset table:not([class]) td, .md-typeset table:not([class]) th { overflow-wrap: anywhere; }
+.gs-mermaid, .gs-wide { overflow-x: auto; max-width: 100%; }
+.gs-mermaid svg { max-width: none !important; }
+.gs-wide img { max-width: none; }
+"""
+LIFECYCLE = '<div class="gs-wide"><img src="{src}" alt="the group lifecycle"></div>'
 
 
 def mermaid_js() -> Path:
@@ -77,7 +94,7 @@ coordinators: see [Kafka conformance](kafka.md).
 Each edge names the events whose rows make that move (drawn from python-statemachine's lifecycle machine,
 which the runtime coordinator follows).
 
-![the group lifecycle](lifecycle.svg)
+{LIFECYCLE.format(src='lifecycle.svg')}
 
 ## Pages
 
@@ -105,7 +122,7 @@ def _kafka_conformance(path: Path) -> str:
 
 def _states_index() -> str:
     return "# States\n\n" + "\n".join(f"- [{st}]({st}.md): {D.STATE_ABOUT[st]}" for st in STATES) + \
-        "\n\n![the group lifecycle](../lifecycle.svg)\n"
+        "\n\n" + LIFECYCLE.format(src="../lifecycle.svg") + "\n"
 
 
 def _table_index() -> str:
@@ -126,11 +143,21 @@ def _invariants(mutants: dict) -> str:
                        "docs/mutants.json` writes one, and this page then lists the mutants each invariant kills.\n")
     lines = [text, "\n\n## Mutants killed\n\nFrom `docs/mutants.json` (`groupspec mutate --json`): the planted bugs "
                    "each invariant (or other check) caught.\n"]
+    live = {m.index: m for m, _, _ in mutants_now()}
     for by, ms in sorted(mutants.items()):
         lines.append(f"\n### {by}\n\n" + "\n".join(
-            f"- {m['operator']} in `{m['row']}`: {D._cell(m['detail'])}"
+            f"- {m['operator']} in `{m['row']}`: {D._cell(_detail(m, live))}"
             + (f" — {D._cell(m['killed_by'])}" if m["killed_by"] != by else "") for m in ms))
     return "\n".join(lines) + "\n"
+
+
+def _detail(saved: dict, live: dict) -> str:
+    """What a saved mutant changed, in the words `mutate` uses now (Kafka's names) where the table still has
+    that mutant (the same row and operator at its index), else as the report saved it."""
+    m = live.get(saved.get("index"))
+    if m is not None and (m.row, m.operator) == (saved["row"], saved["operator"]):
+        return m.detail
+    return re.sub(r"\bp\.(\w+)", lambda p: KAFKA_NAMES.get(p.group(1), p.group(0)), saved["detail"])
 
 
 def _mutants_by_invariant(path: Path) -> dict:
@@ -233,6 +260,8 @@ def write_pages(src: Path) -> None:
     (src / "js").mkdir(exist_ok=True)
     shutil.copyfile(mermaid_js(), src / "js" / "mermaid.min.js")
     (src / "js" / "init.js").write_text(MERMAID_INIT, encoding="utf-8")
+    (src / "css").mkdir(exist_ok=True)
+    (src / "css" / "site.css").write_text(SITE_CSS, encoding="utf-8")
 
 
 def _config(src: Path, out: Path) -> dict:
@@ -250,7 +279,7 @@ def _config(src: Path, out: Path) -> dict:
             "markdown_extensions": ["tables", "attr_list", "md_in_html", "admonition",
                                     {"pymdownx.highlight": {"use_pygments": True}}, "pymdownx.superfences",
                                     {"toc": {"permalink": True}}],
-            "extra_javascript": ["js/mermaid.min.js", "js/init.js"],
+            "extra_javascript": ["js/mermaid.min.js", "js/init.js"], "extra_css": ["css/site.css"],
             "validation": {"links": {"not_found": "warn", "anchors": "warn"}}}
 
 

@@ -123,8 +123,9 @@ def mutants() -> list[tuple[Mutant, int, Row]]:
 
 
 def _show(t: Term) -> str:
-    from groupspec.spec.lang import show
-    text = show(t)
+    """A mutated term as the reports show it: in Kafka's names, cut to a line."""
+    from groupspec.spec.vocabulary import kafka_text
+    text = kafka_text(t)
     return text if len(text) < 90 else text[:87] + "..."
 
 
