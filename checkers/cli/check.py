@@ -30,6 +30,7 @@ def check_cmd(
     world: Optional[dict] = None,
 ) -> None:
     """Explore every reachable state of a bounded closed world; report the shortest violation.
+
     The depth reported is how deep the breadth-first search went or, with a counterexample,
     the counterexample's length in steps (a --liveness lasso: the path to the loop and one lap
     of it; no progress: the path to the stuck state)."""
@@ -212,9 +213,10 @@ def replay_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     world: Optional[dict] = None,
 ) -> None:
-    """Replay a trace of the closed world through the explicit checker's world: every step must be
-    one of the world's own steps; the last state is judged by the invariants. Exit 0: it replays and
-    breaks nothing; 1: it breaks an invariant, or leaves the world at some step."""
+    """Replay a TLC or ITF trace of the closed world through the explicit checker's world.
+
+    Every step must be one of the world's own steps; the last state is judged by the invariants. Exit 0:
+    it replays and breaks nothing; 1: it breaks an invariant, or leaves the world at some step."""
     from groupspec.checkers.world.itf_replay import TraceError, load_trace, replay
     from groupspec.checkers.world.state_space import WorldModel
     cfg = world_of(**world)

@@ -29,8 +29,10 @@ def conform_cmd(
                                                                       "the adapter, checking their expectations"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Test an implementation of the group coordinator against the spec: random steps generated from the
-    table, run on both side by side; the first difference is shrunk to a scenario file that replays."""
+    """Test an implementation of the group coordinator against the spec, step by generated step.
+
+    Random steps generated from the table run on both side by side; the first difference is shrunk to a
+    scenario file that replays."""
 
     from .adapter import AdapterError, load_factory, missing_methods
     from .harness import PROFILES, run, scenario_yaml

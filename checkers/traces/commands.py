@@ -23,9 +23,10 @@ traces_app = typer.Typer(no_args_is_help=True, help="Trace validation: check wha
 OUT_FILES = ("summary.md", "summary.json", "report.html")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(traces_app, name="traces")
-    app.command("simulate")(simulate_cmd)
+def register(app: typer.Typer, panel: str | None = None) -> None:
+    """`traces` and `simulate` on the command line, listed in `--help` under `panel`."""
+    app.add_typer(traces_app, name="traces", rich_help_panel=panel)
+    app.command("simulate", rich_help_panel=panel)(simulate_cmd)
 
 
 def _progress(total: int, what: str):
