@@ -17,7 +17,7 @@ from .adapter import Factory
 from .lockstep import Divergence, SpecFailure
 from .machine import machine_for
 
-# Profiles: `ci` fits the project's test budget; `nightly` is the long run (README: "Conformance").
+# Profiles: `ci` fits the project's test budget; `nightly` is the long run (docs/guide/implementations.md).
 PROFILES = {"ci": {"examples": 60, "steps": 30}, "nightly": {"examples": 3000, "steps": 80}}
 
 
