@@ -174,6 +174,8 @@ def _trace_out(given: str, inputs: list[Path]) -> tuple[Path, Optional[int]]:
     """--out, checked before any work: a place the trace can be written that is none of the logs read
     (one line, exit 2, otherwise).  A named pipe is opened now, without waiting for a reader (none:
     refused), and kept open: opened and closed once more, it would tell its reader the end came."""
+    if given.endswith(".parquet"):
+        fail_input(f"--out {given}: the trace is written as JSON Lines; name it .jsonl or .jsonl.gz")
     pipe = None
     try:
         st: Optional[os.stat_result] = os.stat(given)

@@ -5,7 +5,8 @@ gzip'ed files, named one by one or found in folders (a file named twice is read 
 shapes log lines take once copied around: docker-compose prefixes (`kafka_1  | `); `grep -r`
 output, each line prefixed with the file it came from (`server.log.2023-12-09-08:`, with `-n`
 its line number too, context lines with `-`); rows pasted from a terminal UI, framed by
-box-drawing characters (`│ … │`, the frame's own rows skipped); entries wrapped by a terminal or
+box-drawing characters (`│ … │`, the frame's own rows skipped; a frame at least HEAD_WIDTH wide,
+so that a row can start an entry); entries wrapped by a terminal or
 written with indented continuation lines.  A line that does not start a log4j entry continues
 the previous one: after a blank when it is indented, or when it follows a framed row that ended
 short of its frame (a row is filled to the frame unless its text ended there); otherwise where
@@ -18,10 +19,13 @@ and the reason.  What a line *means* for the protocol is the table's business
 (checkers/traces/observe.py); this module only reads.
 
 Gaps.  An excerpt may leave lines out and say so: `...` or `…` alone on a line, `[...]`,
-`<snip>`, `N lines omitted`, grep's `--` between context groups.  Anything may have happened
-there, to any group, so a group seen both before and after such a line gets an `observe` record
-with `event: gap` before its next record, and the checker judges nothing across it.  A
-coordinator entry cut short (below) is a gap too: what it said is lost.
+`<snip>`, `N lines omitted`, grep's `--` between context groups.  Between the entries around
+such a line anything may have happened, to any group (a group may have moved to that broker and
+back), so a group with records on both sides of any moment of that stretch gets an `observe`
+record with `event: gap` before its record after it, and the checker judges nothing across it.
+A coordinator entry cut short (below) is a gap too: what it said is lost.  A marker before a
+file's first entry or after its last says only that the excerpt starts or ends there, as any
+file does: no gap.
 
 Cost.  One pass, linear in the input.  Every pattern is anchored, or tried only where a fixed
 text starts (an unanchored `\\s*` retried at every blank of a long run made a padded line
@@ -62,8 +66,9 @@ SHAPES_LIMIT = 10_000          # distinct shapes of unrecognised coordinator lin
 LOG_FILES = "server.log, server.log.N, server.log.YYYY-MM-DD-HH, *.log.gz"
 
 HEADER = re.compile(r"^\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})[,.](\d{3})\] +"
-                    r"(TRACE|DEBUG|INFO|WARN|ERROR|FATAL) +(.*)$")
+                    r"(TRACE|DEBUG|INFO|WARN|ERROR|FATAL)(?: +(.*))?$")      # an empty message too
 LOOKS_LIKE_HEADER = re.compile(r"^\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}")
+HEAD_WIDTH = 20                # what LOOKS_LIKE_HEADER reads: a frame narrower splits it, and is not read
 DOCKER = re.compile(r"^[\w.\-]+(?:[_-]\d+)?\s+\|\s?")
 # grep's prefix: the file, with -n its line number, then `:` (a matching line) or `-` (context);
 # the shortest file name before a log4j header, looked for only in the first GREP_SPAN characters
@@ -149,7 +154,8 @@ GAP_WORDS = re.compile(r"(?:(?:\.{3}|…)\s*)?(?:\d[\d,]*\s+)?(?:more\s+)?(?:log
 @dataclass
 class Reading:
     observations: list = field(default_factory=list)     # (ts_ms, file index, line, source, group, fields)
-    gaps: list = field(default_factory=list)             # (ts_ms, file index, line, where and what)
+    gaps: list = field(default_factory=list)      # (from, to, where and what): from and to as the keys
+                                                  # (ts_ms, file index, line) of the entries around it
     recognised: Counter = field(default_factory=Counter)
     unrecognised: Counter = field(default_factory=Counter)   # coordinator lines no template matches, by shape
     examples: dict = field(default_factory=dict)
@@ -209,7 +215,8 @@ def _not_a_file(st: os.stat_result) -> str:
 
 
 def _folder(path: Path) -> list[tuple[Path, os.stat_result]]:
-    """The log files under a folder (by name; a pipe or device named like one is no file)."""
+    """The log files under a folder, by name; one named so that cannot be read, or is no file (a
+    pipe, a link to nothing), is refused as it would be if given by itself, not skipped unsaid."""
     def refuse(e: OSError):
         raise TraceInputError(f"{e.filename}: a folder that cannot be read ({e.strerror}); fix its permissions "
                               f"or leave it out")
@@ -219,12 +226,10 @@ def _folder(path: Path) -> list[tuple[Path, os.stat_result]]:
         for name in names:
             if LOG_NAME.search(name):
                 q = Path(root, name)
-                try:
-                    qs = q.stat()
-                except OSError:          # a link to nothing: no log to read
-                    continue
-                if stat.S_ISREG(qs.st_mode):
-                    found.append((q, qs))
+                qs = _stat(q)
+                if not stat.S_ISREG(qs.st_mode):
+                    raise TraceInputError(f"{q}: {_not_a_file(qs)}")
+                found.append((q, qs))
     return found
 
 
@@ -436,16 +441,13 @@ def read_files(files: list[Path], progress=None) -> Reading:
     out = Reading(files=len(files))
     done = 0
     for fi, path in enumerate(files):
-        last_ts = None
-        waiting: list = []          # gaps before the file's first entry: placed at its time
+        last = None                 # the key of the file's last entry
+        gap = None                  # (its start, where and what) when lines were left out after it
         at = None if progress is None else (lambda pos, before=done: progress(before + pos))
         for item in _items(path, at):
             if item[0] == "gap":
-                gap = (item[1], f"{path}:{item[1]}: {item[2]}")
-                if last_ts is None:
-                    waiting.append(gap)
-                else:
-                    out.gaps.append((last_ts, fi, *gap))
+                if last is not None and gap is None:
+                    gap = (last, f"{path}:{item[1]}: {item[2]}")
                 continue
             _, n, text, cut, named = item
             out.lines += 1
@@ -460,10 +462,11 @@ def read_files(files: list[Path], progress=None) -> Reading:
                 ts = _ms(m)
             except ValueError:
                 raise TraceInputError(f"{path}:{n}: a timestamp that is no date: {text[:30]!r}") from None
-            last_ts = ts
-            out.gaps += [(ts, fi, *gap) for gap in waiting]
-            waiting = []
-            msg = m.group(9).rstrip()
+            last = (ts, fi, n)
+            if gap is not None:
+                out.gaps.append((gap[0], last, gap[1]))
+                gap = None
+            msg = (m.group(9) or "").rstrip()
             tail = msg.rfind("(")
             logged = tail >= 0 and COORD_LOGGER.fullmatch(msg, tail) is not None
             im = IDENT.match(msg)
@@ -478,8 +481,8 @@ def read_files(files: list[Path], progress=None) -> Reading:
                 msg = msg[im.end():]
             if cut:
                 out.cut_coordinator += 1
-                out.gaps.append((ts, fi, n, f"{path}:{n}: a coordinator entry longer than {ENTRY_LIMIT_TEXT}, cut "
-                                            f"there (what it said is lost)"))
+                out.gaps.append((last, last, f"{path}:{n}: a coordinator entry longer than {ENTRY_LIMIT_TEXT}, "
+                                             f"cut there (what it said is lost)"))
                 continue
             _match(out, msg, ts, fi, n, src, f"{path}:{n}")
         done += path.stat().st_size
@@ -547,12 +550,13 @@ def _match(out: Reading, msg: str, ts: int, fi: int, n: int, src: str, where: st
 
 def to_records(reading: Reading) -> list[dict]:
     """The observations as trace records, merged by time (stable: file order, then line order),
-    with a gap record before a group's first record after lines were left out."""
-    items = sorted([(o[0], o[1], o[2], o) for o in reading.observations]
-                   + [(g[0], g[1], g[2], None, g[3]) for g in reading.gaps], key=lambda x: x[:3])
+    with a gap record before a group's record when a stretch of lines left out overlaps the time
+    since its record before (under the same source and time: within a source, records are in order
+    by seq, whatever the times of other sources)."""
+    gaps = sorted(reading.gaps)
     seq: dict = {}
-    gaps_before: dict = {}          # group -> the gaps there had been at its last record
-    gaps, last_gap = 0, None
+    last: dict = {}                 # group -> the key of its last record
+    opened, reach, widest = 0, None, None     # gaps started so far; the latest end among them, its gap
     recs = []
 
     def add(src, gid, ts, fields):
@@ -560,16 +564,16 @@ def to_records(reading: Reading) -> list[dict]:
         seq[k] = seq.get(k, 0) + 1
         recs.append({"v": 1, "group": gid, "seq": seq[k], "ts_ms": ts, "source": src, "kind": "observe", **fields})
 
-    for item in items:
-        if item[3] is None:
-            gaps, last_gap = gaps + 1, item
-            continue
-        ts, _, _, src, gid, fields = item[3]
-        if gaps_before.get(gid, gaps) < gaps:
-            # under the source of the record it comes before: a source's records are in order by seq,
-            # whatever the time other sources give theirs
-            add(src, gid, last_gap[0], {"event": "gap", "reason": last_gap[4]})
-        gaps_before[gid] = gaps
+    for ts, fi, n, src, gid, fields in sorted(reading.observations, key=lambda o: o[:3]):
+        key = (ts, fi, n)
+        while opened < len(gaps) and gaps[opened][0] < key:
+            if reach is None or gaps[opened][1] > reach:
+                reach, widest = gaps[opened][1], gaps[opened]
+            opened += 1
+        # a gap that started before this record and ended after the group's last one lies between them
+        if gid in last and reach is not None and reach > last[gid]:
+            add(src, gid, ts, {"event": "gap", "reason": widest[2]})
+        last[gid] = key
         add(src, gid, ts, fields)
     return recs
 
