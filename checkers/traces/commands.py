@@ -1,9 +1,12 @@
 """The CLI verbs of trace validation: `simulate`, `traces from-kafka-log`, `traces check`."""
 from __future__ import annotations
 
+import errno
+import gzip
 import json
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -105,44 +108,123 @@ def simulate_cmd(
 
 @traces_app.command("from-kafka-log")
 def from_kafka_log_cmd(
-    files: List[str] = typer.Argument(..., help="Broker server.log files or folders (rotated, gzip'ed, "
-                                                "docker-compose output, wrapped lines)."),
-    out_path: str = typer.Option(..., "--out", help="The partial trace to write (.jsonl or .jsonl.gz)."),
+    files: List[str] = typer.Argument(..., help="Broker server.log files or folders of them (rotated, gzip'ed, "
+                                                "docker-compose output, grep -r output, rows pasted from a "
+                                                "terminal UI, wrapped lines)."),
+    out_path: str = typer.Option(..., "--out", help="The partial trace to write (.jsonl or .jsonl.gz); written "
+                                                    "whole or not at all, and never over one of the logs read."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Read Kafka brokers' logs into partial traces (observe records), merged by time across brokers."""
-    from groupspec.impl.trace import JsonLinesSink
-    from .kafka_log import read_files, summary, to_records
-    path = output_path("--out", out_path, "file")
+    """Read Kafka brokers' logs into partial traces (observe records), merged by time across brokers.
+
+    Lines an excerpt left out (`...`, `[...]`, `N lines omitted`, grep's `--`) are a gap: each group
+    gets a gap record there and is not judged across it.  Of one log entry at most 1 MiB is kept (a
+    coordinator entry cut there is a gap too); both are counted in the output.  Exit 0 with the
+    trace written; 2 for bad input, in one line naming the file and line (or the flag), also when
+    the logs hold no group coordinator line about a group (nothing to trace); 130 and 143 on Ctrl-C
+    and SIGTERM, with nothing written."""
+    from .kafka_log import ENTRY_LIMIT_TEXT, input_files, read_files, summary, to_records
     try:
-        reading = read_files(files)
+        inputs = input_files(files)
+    except TraceInputError as e:
+        fail_input(str(e))
+    path, pipe = _trace_out(out_path, inputs)
+    try:
+        if console.err.is_terminal:        # elsewhere rich's display would leave an empty line behind
+            total = sum(f.stat().st_size for f in inputs)
+            with _progress(total, "reading logs (bytes)") as bar:
+                task = bar.add_task("", total=total)
+                reading = read_files(inputs, lambda done: bar.update(task, completed=done))
+        else:
+            reading = read_files(inputs)
     except TraceInputError as e:
         fail_input(str(e))
     recs = to_records(reading)
-
-    def write():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sink = JsonLinesSink(str(path))
-        for r in recs:
-            sink(r)
-        sink.close()
-    write_outputs("--out", path, write, after_result=False)
     s = summary(reading, len(recs))
+    if not recs:
+        coord = sum(s["recognised"].values()) + s["unrecognised_coordinator_lines"] + s["coordinator_entries_cut"]
+        fail_input(f"{', '.join(files)}: nothing to trace: no group coordinator line about a group among "
+                   f"{s['entries']:,} log entries ({coord:,} coordinator lines); give the logs of the brokers "
+                   f"that coordinate the groups, at level INFO")
+    write_outputs("--out", path, lambda: _write_trace(path, pipe, recs), after_result=False)
     s["groups"] = len({r["group"] for r in recs})
     s["out"] = str(path)
     if as_json:
         console.out.print_json(json.dumps(s))
         return
-    console.out.print(f"{s['records']:,} observations of {s['groups']:,} groups from {s['entries']:,} log entries in "
-              f"{s['files']} files -> {path}", markup=False, highlight=False)
+
+    def say(text: str) -> None:
+        console.out.print(text, markup=False, highlight=False)
+    say(f"{s['records']:,} observations of {s['groups']:,} groups from {s['entries']:,} log entries in "
+        f"{s['files']} files -> {path}")
     for name, n in s["recognised"].items():
-        console.out.print(f"  {n:>8,}  {name}", markup=False, highlight=False)
+        say(f"  {n:>8,}  {name}")
     if s["unrecognised_coordinator_lines"]:
-        console.out.print(f"  {s['unrecognised_coordinator_lines']:>8,}  coordinator lines not recognised, most common:",
-                  markup=False, highlight=False)
+        say(f"  {s['unrecognised_coordinator_lines']:>8,}  coordinator lines not recognised, most common:")
         for u in s["unrecognised_top"][:5]:
-            console.out.print(f"            {u['count']:,} x {u['example'][:110]}", markup=False, highlight=False)
-    console.out.print(f"  {s['other_lines']:>8,}  other lines (not the group coordinator's)", markup=False, highlight=False)
+            say(f"            {u['count']:,} x {u['example'][:110]}")
+    say(f"  {s['other_lines']:>8,}  other lines (not the group coordinator's)")
+    if s["gaps"]:
+        say(f"  {s['gaps']:>8,}  gaps (lines left out, or a coordinator entry cut): no group is judged across one")
+    if s["entries_cut"]:
+        say(f"  {s['entries_cut']:>8,}  entries longer than {ENTRY_LIMIT_TEXT}, kept up to there "
+            f"({s['coordinator_entries_cut']:,} of them the coordinator's)")
+
+
+def _trace_out(given: str, inputs: list[Path]) -> tuple[Path, Optional[int]]:
+    """--out, checked before any work: a place the trace can be written that is none of the logs read
+    (one line, exit 2, otherwise).  A named pipe is opened now, without waiting for a reader (none:
+    refused), and kept open: opened and closed once more, it would tell its reader the end came."""
+    if given.endswith(".parquet"):
+        fail_input(f"--out {given}: the trace is written as JSON Lines; name it .jsonl or .jsonl.gz")
+    pipe = None
+    try:
+        st: Optional[os.stat_result] = os.stat(given)
+    except (OSError, ValueError):
+        st = None
+    if st is not None and stat.S_ISFIFO(st.st_mode):
+        try:
+            pipe = os.open(given, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            fail_input(f"--out {given}: " + ("a named pipe no process reads; start its reader first, or give a file"
+                                             if e.errno == errno.ENXIO else f"cannot be written ({e.strerror})"))
+        os.set_blocking(pipe, True)
+    path = output_path("--out", given, "file")
+    if st is not None:
+        for f in inputs:
+            if os.path.samestat(st, f.stat()):
+                fail_input(f"--out {path}: is one of the logs read ({f}), and the trace would overwrite it; give "
+                           f"another file")
+    return path, pipe
+
+
+def _write_trace(path: Path, pipe: Optional[int], recs: list[dict]) -> None:
+    """The records as JSON Lines (gzip'ed when the name ends in .gz).  A file is written beside its
+    place and renamed onto it when complete, so a failure or a signal leaves what was there before;
+    a pipe or a device (/dev/null, /dev/stdout) is written to directly."""
+    def dump(f) -> None:
+        out = gzip.GzipFile(fileobj=f, mode="wb", compresslevel=3) if path.name.endswith(".gz") else f
+        for i in range(0, len(recs), 4096):
+            out.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs[i:i + 4096]).encode())
+        if out is not f:
+            out.close()
+    if pipe is not None:
+        with os.fdopen(pipe, "wb") as f:
+            dump(f)
+        return
+    if path.exists() and not path.is_file():
+        with open(path, "wb") as f:
+            dump(f)
+        return
+    target = path.resolve()                 # a link is kept, the file it names replaced
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        with open(partial, "wb") as f:
+            dump(f)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 @traces_app.command("check")
