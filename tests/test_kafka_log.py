@@ -578,6 +578,16 @@ def test_a_pipe_with_a_reader_gets_the_trace(monkeypatch, capsys, tmp_path):
     assert len(got.decode().splitlines()) == len(records_of(monkeypatch, capsys, LOGS, out=tmp_path / "t.jsonl"))
 
 
+def test_the_standard_output_as_out_gets_the_trace_alone():
+    # opened anew, /dev/stdout (a file or a pipe here) would mix the summary into the trace
+    done = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "traces", "from-kafka-log", str(LOGS),
+                           "--out", "/dev/stdout"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    recs = [json.loads(x) for x in done.stdout.splitlines()]
+    assert recs and all(check_record(r, "") for r in recs)
+    assert f"{len(recs)} observations of 3 groups" in done.stderr
+
+
 # -- signals, time and memory -------------------------------------------------------------------
 
 def _slow_log(path: Path, megabytes: int) -> None:

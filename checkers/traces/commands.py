@@ -111,8 +111,9 @@ def from_kafka_log_cmd(
     files: List[str] = typer.Argument(..., help="Broker server.log files or folders of them (rotated, gzip'ed, "
                                                 "docker-compose output, grep -r output, rows pasted from a "
                                                 "terminal UI, wrapped lines)."),
-    out_path: str = typer.Option(..., "--out", help="The partial trace to write (.jsonl or .jsonl.gz); written "
-                                                    "whole or not at all, and never over one of the logs read."),
+    out_path: str = typer.Option(..., "--out", help="The partial trace to write (.jsonl or .jsonl.gz), whole or "
+                                                    "not at all, never over one of the logs read; /dev/stdout "
+                                                    "puts the summary on the standard error."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Read Kafka brokers' logs into partial traces (observe records), merged by time across brokers.
@@ -128,7 +129,7 @@ def from_kafka_log_cmd(
         inputs = input_files(files)
     except TraceInputError as e:
         fail_input(str(e))
-    path, pipe = _trace_out(out_path, inputs)
+    path, fd = _trace_out(out_path, inputs)
     try:
         if console.err.is_terminal:        # elsewhere rich's display would leave an empty line behind
             total = sum(f.stat().st_size for f in inputs)
@@ -146,15 +147,21 @@ def from_kafka_log_cmd(
         fail_input(f"{', '.join(files)}: nothing to trace: no group coordinator line about a group among "
                    f"{s['entries']:,} log entries ({coord:,} coordinator lines); give the logs of the brokers "
                    f"that coordinate the groups, at level INFO")
-    write_outputs("--out", path, lambda: _write_trace(path, pipe, recs), after_result=False)
+    try:
+        _write_trace(path, fd, recs)
+    except OSError as e:
+        fail_input(f"--out {path}: writing failed ({e.strerror or e}); " +
+                   ("what it wrote there is incomplete" if fd is not None else "nothing was written there (a file "
+                    "there is as it was)") + ": free some space or give another place")
     s["groups"] = len({r["group"] for r in recs})
     s["out"] = str(path)
+    shown = console.err if fd == STDOUT else console.out      # the trace has the standard output
     if as_json:
-        console.out.print_json(json.dumps(s))
+        shown.print_json(json.dumps(s))
         return
 
     def say(text: str) -> None:
-        console.out.print(text, markup=False, highlight=False)
+        shown.print(text, markup=False, highlight=False)
     say(f"{s['records']:,} observations of {s['groups']:,} groups from {s['entries']:,} log entries in "
         f"{s['files']} files -> {path}")
     for name, n in s["recognised"].items():
@@ -171,49 +178,58 @@ def from_kafka_log_cmd(
             f"({s['coordinator_entries_cut']:,} of them the coordinator's)")
 
 
+STDOUT = 1
+
+
 def _trace_out(given: str, inputs: list[Path]) -> tuple[Path, Optional[int]]:
     """--out, checked before any work: a place the trace can be written that is none of the logs read
-    (one line, exit 2, otherwise).  A named pipe is opened now, without waiting for a reader (none:
-    refused), and kept open: opened and closed once more, it would tell its reader the end came."""
+    (one line, exit 2, otherwise).  With it, the file descriptor the trace is written into when it
+    goes straight there rather than into a file beside it renamed onto it (None): the standard output
+    when --out is it (/dev/stdout, or the file or pipe the shell gave it: opened anew, a file would
+    be written from its start over what is printed); a named pipe, opened now without waiting for
+    a reader (none: refused) and kept open (opened and closed once more, it would tell its reader
+    the end came); a device, or any name under /dev or /proc."""
     if given.endswith(".parquet"):
         fail_input(f"--out {given}: the trace is written as JSON Lines; name it .jsonl or .jsonl.gz")
-    pipe = None
     try:
         st: Optional[os.stat_result] = os.stat(given)
     except (OSError, ValueError):
         st = None
-    if st is not None and stat.S_ISFIFO(st.st_mode):
+    fd = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
         try:
-            pipe = os.open(given, os.O_WRONLY | os.O_NONBLOCK)
+            if os.path.samestat(st, os.fstat(STDOUT)):
+                fd = STDOUT
+            elif stat.S_ISFIFO(st.st_mode):
+                fd = os.open(given, os.O_WRONLY | os.O_NONBLOCK)
+                os.set_blocking(fd, True)
+            elif not stat.S_ISREG(st.st_mode) or Path(given).absolute().parts[1:2] in (("dev",), ("proc",)):
+                fd = os.open(given, os.O_WRONLY)
         except OSError as e:
             fail_input(f"--out {given}: " + ("a named pipe no process reads; start its reader first, or give a file"
                                              if e.errno == errno.ENXIO else f"cannot be written ({e.strerror})"))
-        os.set_blocking(pipe, True)
     path = output_path("--out", given, "file")
     if st is not None:
         for f in inputs:
             if os.path.samestat(st, f.stat()):
                 fail_input(f"--out {path}: is one of the logs read ({f}), and the trace would overwrite it; give "
                            f"another file")
-    return path, pipe
+    return path, fd
 
 
-def _write_trace(path: Path, pipe: Optional[int], recs: list[dict]) -> None:
-    """The records as JSON Lines (gzip'ed when the name ends in .gz).  A file is written beside its
-    place and renamed onto it when complete, so a failure or a signal leaves what was there before;
-    a pipe or a device (/dev/null, /dev/stdout) is written to directly."""
+def _write_trace(path: Path, fd: Optional[int], recs: list[dict]) -> None:
+    """The records as JSON Lines (gzip'ed when the name ends in .gz), into `fd` (_trace_out), or into a
+    file beside --out renamed onto it when complete, so a failure or a signal leaves what was there."""
     def dump(f) -> None:
         out = gzip.GzipFile(fileobj=f, mode="wb", compresslevel=3) if path.name.endswith(".gz") else f
         for i in range(0, len(recs), 4096):
             out.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs[i:i + 4096]).encode())
         if out is not f:
             out.close()
-    if pipe is not None:
-        with os.fdopen(pipe, "wb") as f:
-            dump(f)
-        return
-    if path.exists() and not path.is_file():
-        with open(path, "wb") as f:
+    if fd is not None:
+        with os.fdopen(fd, "wb", closefd=fd != STDOUT) as f:
+            if stat.S_ISREG(os.fstat(fd).st_mode) and fd != STDOUT:
+                os.ftruncate(fd, 0)
             dump(f)
         return
     target = path.resolve()                 # a link is kept, the file it names replaced

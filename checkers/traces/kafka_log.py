@@ -5,12 +5,11 @@ gzip'ed files, named one by one or found in folders (a file named twice is read 
 shapes log lines take once copied around: docker-compose prefixes (`kafka_1  | `); `grep -r`
 output, each line prefixed with the file it came from (`server.log.2023-12-09-08:`, with `-n`
 its line number too, context lines with `-`); rows pasted from a terminal UI, framed by
-box-drawing characters (`│ … │`, the frame's own rows skipped; a frame at least HEAD_WIDTH wide,
-so that a row can start an entry); entries wrapped by a terminal or
-written with indented continuation lines.  A line that does not start a log4j entry continues
-the previous one: after a blank when it is indented, or when it follows a framed row that ended
-short of its frame (a row is filled to the frame unless its text ended there); otherwise where
-the terminal broke it, mid-word.
+box-drawing characters (`│ … │`; the frame's own rows skipped; at least HEAD_WIDTH wide, so that
+a row can start an entry); entries wrapped by a terminal or written with indented continuation
+lines.  A line that does not start a log4j entry continues the previous one: after a blank when
+it is indented, or when it follows a framed row that ended short of its frame (a terminal fills
+a row to the frame unless the text ended there); otherwise where the terminal broke it, mid-word.
 
 What it recognises: the group coordinator's INFO lines of Kafka 0.9 to 4.x (research:
 kafka-coordinator-log-templates.md, §1.2), each mapped to what it shows of the group: an
@@ -87,7 +86,7 @@ G = r"(?P<g>\S+?)"
 GEN = r"(?P<gen>-?\d+)"
 PART = r"(?: \(__consumer_offsets-\d+\))?"
 
-# (name, pattern, event, what the state named in the line is: "after", "before" or None)
+# (name, pattern, the event the line shows, or None for a line that shows a state or nothing)
 TEMPLATES: list[tuple[str, re.Pattern, str | None]] = [(n, re.compile(p), e) for n, p, e in [
     ("rebalance-start", rf"^Preparing to (?:rebalance|restabilize) group {G}(?: in state (?P<st>\w+))? with old "
                         rf"generation {GEN}{PART}(?: \(reason: (?P<reason>.*)\))?\.?\s*$", "rebalance-start"),
@@ -144,7 +143,7 @@ STATE_ALIASES = {"AwaitingSync": "CompletingRebalance", "PREPARING_REBALANCE": "
 # the vertical bars a terminal UI frames a row with, and every box-drawing character (its borders)
 BARS = "│┃║┆┇┊┋╎╏"
 NOT_BOX = {c: None for c in range(0x2500, 0x2580)}
-_BORDER = ("", False)
+_BORDER = object()             # what _unframe says of a row of the frame itself
 # what says that lines were left out, besides dots: `N lines omitted`, `... 12 lines ...`, `<snip>`
 GAP_WORDS = re.compile(r"(?:(?:\.{3}|…)\s*)?(?:\d[\d,]*\s+)?(?:more\s+)?(?:log\s+)?(?:lines?|entries|messages)\s+"
                        r"(?:omitted|elided|skipped|snipped|removed|truncated|hidden|left\s+out)(?:\s*(?:\.{3}|…))?"
@@ -340,7 +339,7 @@ def _ungrep(line: str, grep: tuple | None) -> tuple[str, str | None, tuple | Non
     return line, None, grep
 
 
-def _unframe(line: str) -> tuple[str, bool] | None:
+def _unframe(line: str):
     """A row framed by box-drawing bars: (the text inside the frame, whether it ends in a blank, so
     short of the frame or broken at a blank); _BORDER for a row of the frame itself; None for a line
     with no frame.  The frame is a bar each side, with a blank inside it on the right when there is
