@@ -11,8 +11,9 @@ import math
 import os
 import stat
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import typer
 from rich.console import Console
@@ -172,16 +173,37 @@ def _probe(where: str, attempt: Callable[[], None], place: Path) -> None:
                    f"another place")
 
 
-def write_outputs(option: str, path: Path, write: Callable[[], None], after_result: bool = True) -> None:
+def write_outputs(option: str, path: Path, write: Callable[[], None], after_result: bool = True,
+                  kept: bool = False) -> None:
     """Write an output (its path was checked before the run); a failure now (a device filled up
-    meanwhile) is one line and exit 2, after the result was printed if `after_result`."""
+    meanwhile) is one line and exit 2, after the result was printed if `after_result`; `kept`: it was
+    being written beside its place (`whole_or_nothing`), so what was there is as it was."""
     try:
         write()
     except OSError as e:
-        done = "the result above is complete, what it wrote there is not" if after_result else \
+        done = "nothing was written there (what was there is as it was)" if kept else \
+            "the result above is complete, what it wrote there is not" if after_result else \
             "what it wrote there is incomplete"
         fail_input(f"{option} {path}: writing failed ({e.strerror or e}); {done}: free some space or give "
                    f"another place")
+
+
+@contextmanager
+def whole_or_nothing(path: Path) -> Iterator[Path]:
+    """Where to write the output `path`: a file beside it, renamed onto it once complete, so that a failure,
+    a full disk or a signal leaves what was there before (a link is kept, the file it names replaced); a
+    device or a pipe (/dev/null, a named pipe) is written in place."""
+    if path.exists() and not path.is_file():
+        yield path
+        return
+    target = path.resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        yield partial
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def config_option(pairs: list[str]) -> dict:

@@ -285,3 +285,58 @@ def test_malformed_traces_are_a_verdict_or_one_message(tmp_path, fmt, data):
         assert "\n" not in str(e) and len(str(e)) < 400, str(e)
         return
     assert r.departs >= -1 and r.states >= 1
+
+
+# -- simulate ---------------------------------------------------------------------------------------
+
+SIMULATE = [
+    (["--duration", "nan"], "--duration nan: give a number of seconds"),
+    (["--duration", "inf"], "--duration inf: give a number of seconds"),
+    (["--duration", "-1"], "--duration -1: from 0.001 seconds"),
+    (["--duration", "1e300"], "Kafka's clock is a 64-bit count of milliseconds"),
+    (["--duration", "5", "--events-per-group", "3"], "--duration and --events-per-group: give one"),
+    (["--inject-bug", "sync-in-preparing,,timer-left-armed"], "has an empty name between commas"),
+    (["--inject-bug", ","], "',' names no bug"),
+    (["--inject-bug", ""], "'' names no bug"),
+    (["--inject-bug", "timer-left-armed,timer-left-armed"], "timer-left-armed named more than once"),
+    (["--inject-bug", "nope"], "unknown bug 'nope'"),
+    (["--fraction", "0.5"], "give --inject-bug too"),
+    (["--inject-bug", "all", "--fraction", "nan"], "--fraction nan: between 0 and 1"),
+    (["--format", "parquet"], "the name says jsonl; name the file .parquet or leave out --format"),
+    (["--groups", "0"], "--groups and --events-per-group must be at least 1"),
+]
+
+
+@pytest.mark.parametrize("args,message", SIMULATE, ids=[" ".join(a) for a, _ in SIMULATE])
+def test_simulate_refuses_bad_flags_in_one_line(monkeypatch, capsys, tmp_path, args, message):
+    out = tmp_path / "t.jsonl"
+    assert message in refused(monkeypatch, capsys, "simulate", "--out", str(out), "--groups", "1", *args)
+    assert not out.exists()
+
+
+def test_simulate_never_writes_one_output_over_another(monkeypatch, capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("the user's trace\n")
+    (tmp_path / "link.jsonl").symlink_to(trace)
+    for bugs in (trace, tmp_path / "." / "t.jsonl", tmp_path / "link.jsonl"):
+        err = refused(monkeypatch, capsys, "simulate", "--out", str(trace), "--bugs", str(bugs), "--groups", "1")
+        assert "is also --out" in err
+    assert trace.read_text() == "the user's trace\n"
+    # two devices are no one file: /dev/null may take both
+    code, out, _ = run_cli(monkeypatch, capsys, "simulate", "--out", "/dev/null", "--bugs", "/dev/null",
+                           "--groups", "1", "--events-per-group", "5")
+    assert code == 0 and "written to /dev/null" in out
+
+
+def test_a_full_disk_during_simulate_names_the_file_and_keeps_the_old_one(monkeypatch, capsys, tmp_path):
+    import errno
+    from groupspec.impl import trace as T
+    out = tmp_path / "t.jsonl"
+    out.write_text("before\n")
+
+    def full(self, rec):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(T.JsonLinesSink, "__call__", full)
+    err = refused(monkeypatch, capsys, "simulate", "--out", str(out), "--groups", "1")
+    assert f"--out {out}: writing failed (No space left on device); nothing was written there" in err
+    assert out.read_text() == "before\n" and [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
