@@ -63,3 +63,40 @@ def test_a_signal_that_lands_in_a_finalizer_still_stops_the_run(monkeypatch, cap
     got, out, err = run_cli(monkeypatch, capsys, "scenario", "run", FINDINGS)
     assert (got, ran) == (code, []) and "Traceback" not in err and "Exception ignored" not in err, err
     assert err.endswith(line)
+
+
+# -- conform: a signal is never a divergence ------------------------------------------------------------
+
+def test_a_sigterm_anywhere_in_a_conform_run_stops_it_with_no_finding(monkeypatch, capsys, tmp_path):
+    # the signal from outside lands wherever the run is: in the implementation, in the spec, in Hypothesis's
+    # generating, shrinking or replaying; once about half of such trials ended as "the implementation is not
+    # deterministic" (exit 1, a scenario to keep), in a traceback, or not at all
+    import threading
+    sys.path.insert(0, str(Path(__file__).parent))
+    for after in (1.2, 2.0, 2.8, 3.6, 4.4, 5.2):
+        scenario = tmp_path / "found.yaml"
+        timer = threading.Timer(after, os.kill, (os.getpid(), signal.SIGTERM))
+        timer.start()
+        try:
+            got, out, err = run_cli(monkeypatch, capsys, "conform", "--adapter",
+                                    "broken_coordinators:wrong_error_code", "--seed", "1", "--out", str(scenario))
+        finally:
+            timer.cancel()
+        assert got == 143 and out == "" and not scenario.exists(), (after, got, out, err)
+        assert err.endswith("groupspec: terminated (SIGTERM); the run was stopped\n") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_inside_the_implementation_stops_conform_at_once(monkeypatch, capsys, tmp_path, sig, code):
+    # the signal lands in a call to the implementation while a divergence is being shrunk: raised there at
+    # once (a call may block), it still ends the run with the signal's exit code and no finding
+    sys.path.insert(0, str(Path(__file__).parent))
+    import hostile_adapters as H
+    monkeypatch.setattr(H.lies_then_is_stopped, "SIGNAL", sig)
+    monkeypatch.setattr(H.lies_then_is_stopped, "sent", 0)
+    scenario = tmp_path / "found.yaml"
+    got, out, err = run_cli(monkeypatch, capsys, "conform", "--adapter", "hostile_adapters:lies_then_is_stopped",
+                            "--seed", "1", "--out", str(scenario))
+    assert H.lies_then_is_stopped.sent >= H.lies_then_is_stopped.AT
+    assert got == code and out == "" and not scenario.exists(), (got, out, err)
+    assert "Traceback" not in err and "not deterministic" not in err

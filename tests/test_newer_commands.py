@@ -340,3 +340,50 @@ def test_a_full_disk_during_simulate_names_the_file_and_keeps_the_old_one(monkey
     err = refused(monkeypatch, capsys, "simulate", "--out", str(out), "--groups", "1")
     assert f"--out {out}: writing failed (No space left on device); nothing was written there" in err
     assert out.read_text() == "before\n" and [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
+
+
+# -- conform ------------------------------------------------------------------------------------------
+
+sys.path.insert(0, str(Path(__file__).parent))        # hostile_adapters
+
+CONFORM = [
+    (["--shrink-seconds", "nan"], "--shrink-seconds nan: give a number of seconds, 0 or more"),
+    (["--shrink-seconds", "inf"], "--shrink-seconds inf: give a number of seconds"),
+    (["--shrink-seconds", "-1"], "--shrink-seconds must be 0 or more, got -1"),
+    (["--replay", "x.yaml", "--examples", "5", "--out", "o.yaml"], "--examples, --out with --replay: a replay runs "
+                                                                  "the scenario files as written"),
+    (["--replay", "x.yaml", "--config", "group.max.size=3"], "--config with --replay"),
+    (["--adapter", "hostile_adapters:close_raises"], "closing an adapter the factory had just made raised "
+                                                     "RuntimeError: 'close broke'"),
+    (["--adapter", "hostile_adapters:unsupported_an_int"], "its `unsupported` is 5; give a set of the names"),
+    (["--adapter", "hostile_adapters:fixed_config_invalid"], "its fixed_config and --config together: config "
+                                                             "group.max.size must be at least 1"),
+    (["--adapter", "hostile_adapters:fixed_config_not_a_dict"], "its fixed_config is 5, not a mapping"),
+    (["--adapter", "hostile_adapters:factory_fails_on_a_config", "--seed", "1", "--shrink-seconds", "0",
+      "--json"], "the factory raised RuntimeError: 'no group.max.size 2' when called with the config"),
+    (["--adapter", "hostile_adapters:factory_refuses_every_config_drawn", "--seed", "1", "--examples", "5",
+      "--json"], "the factory refused every config drawn (Unsupported: config: only the default"),
+]
+
+
+@pytest.mark.parametrize("args,message", CONFORM, ids=[" ".join(a) for a, _ in CONFORM])
+def test_conform_refuses_what_it_cannot_use_in_one_line(monkeypatch, capsys, args, message):
+    assert message in refused(monkeypatch, capsys, "conform", *args)
+
+
+@pytest.mark.parametrize("adapter,where,got", [
+    ("close_raises_after_the_first", "(close)", "RuntimeError: 'close broke'"),
+    ("snapshot_raises", "(snapshot g0)", "RuntimeError: 'snapshot broke'"),
+    ("answered_raises", "(answered)", "RuntimeError: 'answered broke'"),
+    ("answered_none", "(answered)", "the implementation None"),
+    ("answered_not_pairs", "(answered)", "the implementation [1]"),
+    ("snapshot_a_list", "(snapshot g0)", "the implementation [1, 2]"),
+])
+def test_an_adapter_that_raises_or_answers_out_of_shape_is_a_divergence(monkeypatch, capsys, adapter, where, got):
+    # adapter.py's promise: what the implementation raises is its failure, reported with the scenario
+    code, out, err = run_cli(monkeypatch, capsys, "conform", "--adapter", f"hostile_adapters:{adapter}", "--seed",
+                             "1", "--examples", "20", "--shrink-seconds", "0", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["result"] == "divergence" and doc["divergence"]["kind"] == "error", (out, err)
+    assert where in doc["message"] and got in doc["message"] and doc["scenario"]["steps"], doc["message"]
+    assert "Traceback" not in err

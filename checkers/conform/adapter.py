@@ -268,6 +268,10 @@ class AdapterError(ValueError):
     """`--adapter` names nothing usable (one line: what, where, how to fix)."""
 
 
+class AdapterBroken(RuntimeError):
+    """The adapter could not be made or used at all (its factory raised on a valid config, say)."""
+
+
 def load_factory(name: str) -> Factory:
     """`runtime`, `spec`, `kafka-3.9`, `kafka-4.0`, `kafka://host:port` (a broker), or `module:factory` (a
     callable taking the config and returning an adapter)."""
