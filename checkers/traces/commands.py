@@ -15,7 +15,8 @@ import typer
 
 
 from groupspec.checkers import console
-from groupspec.checkers.console import fail_input, output_path, write_outputs
+from groupspec.checkers.console import (distinct_files, fail_input, finite, output_path, whole_or_nothing,
+                                        write_outputs)
 
 
 
@@ -33,9 +34,10 @@ def register(app: typer.Typer, panel: str | None = None) -> None:
 
 
 def _progress(total: int, what: str):
+    # shown on a terminal only: elsewhere rich's display leaves an empty line behind on the standard error
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     return Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console.err,
-                    transient=True)
+                    transient=True, disable=not console.err.is_terminal)
 
 
 def _format_of(path: str, given: Optional[str]) -> str:
@@ -47,9 +49,11 @@ def _format_of(path: str, given: Optional[str]) -> str:
 
 
 def simulate_cmd(
-    out_path: str = typer.Option(..., "--out", help="The trace file to write: .jsonl, .jsonl.gz or .parquet."),
+    out_path: str = typer.Option(..., "--out", help="The trace file to write: .jsonl, .jsonl.gz or .parquet; written "
+                                                    "whole or not at all."),
     groups: int = typer.Option(100, "--groups", help="How many groups (each on a coordinator of its own)."),
-    events_per_group: int = typer.Option(200, "--events-per-group", help="Client requests per group."),
+    events_per_group: Optional[int] = typer.Option(None, "--events-per-group", help="Client requests per group "
+                                                   "[default: 200]."),
     duration: Optional[float] = typer.Option(None, "--duration", help="Simulated seconds per group (instead of "
                                                                       "--events-per-group)."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed writes the same traces."),
@@ -57,43 +61,66 @@ def simulate_cmd(
     inject_bug: Optional[str] = typer.Option(None, "--inject-bug", help="A bug to run some groups with: "
                                              "generation-not-bumped, sync-in-preparing, leader-not-reelected, "
                                              "timer-left-armed, answer-before-store, a comma list, or all."),
-    fraction: float = typer.Option(0.1, "--fraction", help="The fraction of groups run with the bug."),
+    fraction: Optional[float] = typer.Option(None, "--fraction", help="The fraction of groups run with the bug "
+                                             "[default: 0.1]."),
     bugs_out: Optional[str] = typer.Option(None, "--bugs", help="Where to write which groups had a bug and whether "
                                                                 "it fired (default: <out>.bugs.jsonl)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Drive many groups through the runtime coordinator with simulated consumers and write complete traces."""
+    """Drive many groups through the runtime coordinator with simulated consumers and write complete traces.
+
+    Exit 0 with the trace and the bugs file written; 2 for bad input (one line naming the flag); 130 and
+    143 on Ctrl-C and SIGTERM, with nothing written (a file already at --out is left as it was)."""
     from .codec import ParquetSink, write_bugs
-    from .simulate import choose_bugs, simulate
-    if groups < 1 or events_per_group < 1:
+    from .simulate import EPOCH_MS, choose_bugs, simulate
+    if groups < 1 or (events_per_group is not None and events_per_group < 1):
         fail_input("--groups and --events-per-group must be at least 1")
-    if duration is not None and duration <= 0:
-        fail_input(f"--duration {duration}: a number of seconds above 0")
-    if not 0 <= fraction <= 1:
-        fail_input(f"--fraction {fraction}: between 0 and 1")
+    if duration is not None:
+        if events_per_group is not None:
+            fail_input("--duration and --events-per-group: give one (a group runs for so many simulated seconds, "
+                       "or so many requests)")
+        finite("--duration", duration, "a number of seconds")
+        if not 0.001 <= duration <= (2**63 - 1 - EPOCH_MS) / 1000:
+            fail_input(f"--duration {duration:g}: from 0.001 seconds (a millisecond) to {(2**63 - 1 - EPOCH_MS) / 1000:.3g}"
+                       f" (Kafka's clock is a 64-bit count of milliseconds)")
+    if fraction is not None:
+        if inject_bug is None:
+            fail_input("--fraction is the fraction of groups run with --inject-bug's bugs; give --inject-bug too")
+        if not 0 <= fraction <= 1:
+            fail_input(f"--fraction {fraction}: between 0 and 1")
     try:
         bugs = choose_bugs(inject_bug)
     except ValueError as e:
         fail_input(f"--inject-bug: {e}")
     kind = _format_of(out_path, fmt)
+    named = "parquet" if out_path.endswith(".parquet") else "jsonl" if out_path.endswith((".jsonl", ".jsonl.gz")) \
+        else None
+    if named not in (None, kind):       # `traces check` reads a file by its name
+        fail_input(f"--format {kind} --out {out_path}: the name says {named}; name the file .{kind} or leave out "
+                   f"--format")
     path = output_path("--out", out_path, "file")
     bugs_path = output_path("--bugs", bugs_out or f"{out_path}.bugs.jsonl", "file")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = ParquetSink(path) if kind == "parquet" else None
-    if writer is None:
-        from groupspec.impl.trace import JsonLinesSink
-        writer = JsonLinesSink(str(path))
+    distinct_files([("--out", path), ("--bugs", bugs_path)])
+    from groupspec.impl.trace import JsonLinesSink
     start = time.perf_counter()
-    info: list = []
-    try:
-        with _progress(groups, "simulating groups") as bar:
-            task = bar.add_task("", total=groups)
-            info = simulate(groups, writer, seed=seed, events_per_group=None if duration else events_per_group,
-                            duration_ms=int(duration * 1000) if duration else None, bugs=bugs, fraction=fraction,
-                            on_group=lambda i, g: bar.advance(task))
-    finally:
-        write_outputs("--out", path, writer.close)
-    write_outputs("--bugs", bugs_path, lambda: write_bugs(bugs_path, info))
+    made: dict = {}
+    with whole_or_nothing(path) as partial, whole_or_nothing(bugs_path) as bugs_partial:
+        def run() -> None:
+            made["writer"] = writer = ParquetSink(partial) if kind == "parquet" else JsonLinesSink(str(partial))
+            try:
+                with _progress(groups, "simulating groups") as bar:
+                    task = bar.add_task("", total=groups)
+                    made["info"] = simulate(groups, writer, seed=seed,
+                                            events_per_group=None if duration else (events_per_group or 200),
+                                            duration_ms=round(duration * 1000) if duration else None, bugs=bugs,
+                                            fraction=0.1 if fraction is None else fraction,
+                                            on_group=lambda i, g: bar.advance(task))
+            finally:
+                writer.close()
+        write_outputs("--out", path, run, after_result=False, kept=True)
+        write_outputs("--bugs", bugs_path, lambda: write_bugs(bugs_partial, made["info"]), after_result=False,
+                      kept=True)
+    writer, info = made["writer"], made["info"]
     took = time.perf_counter() - start
     res = {"out": str(path), "format": kind, "groups": groups, "records": writer.count,
            "buggy_groups": len(info), "bug_fired": sum(b["fired"] for b in info), "bugs_file": str(bugs_path),
