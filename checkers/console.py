@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import shutil
 import stat
 import tempfile
 from contextlib import contextmanager
@@ -139,18 +140,33 @@ def output_path(option: str, given: str, kind: str, files: tuple = ()) -> Path:
     return path
 
 
-_PIPES: list[int] = []
+_PIPES: dict[tuple[int, int], int] = {}      # (device, inode) of a named pipe -> its probe's descriptor
 
 
 def _open_to_write(path: Path) -> None:
     """Open an existing output to append, without waiting: a named pipe no process reads is refused (ENXIO)
-    rather than waited on.  A pipe's probe stays open while the command runs: closed now, it would tell the
-    reader that the output ended before it began."""
+    rather than waited on.  A pipe's probe stays open until the output is written (held_pipe): closed now,
+    it would tell the reader that the output ended before it began."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
-    if stat.S_ISFIFO(os.fstat(fd).st_mode):
-        _PIPES.append(fd)
+    st = os.fstat(fd)
+    if stat.S_ISFIFO(st.st_mode) and (st.st_dev, st.st_ino) not in _PIPES:
+        _PIPES[st.st_dev, st.st_ino] = fd
     else:
         os.close(fd)
+
+
+def held_pipe(path: Path) -> int | None:
+    """The descriptor output_path's probe keeps open on the named pipe at `path`, handed over (blocking
+    now): whoever takes it writes the output into it and closes it, which tells the reader it ended.
+    None if `path` is no pipe it probed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    fd = _PIPES.pop((st.st_dev, st.st_ino), None)
+    if fd is not None:
+        os.set_blocking(fd, True)
+    return fd
 
 
 def _probe(where: str, attempt: Callable[[], None], place: Path) -> None:
@@ -188,13 +204,39 @@ def write_outputs(option: str, path: Path, write: Callable[[], None], after_resu
                    f"another place")
 
 
+def write_file(option: str, path: Path, text: str, after_result: bool = True) -> None:
+    """Write one output file whole or not at all (its folder made if missing); a failure is write_outputs's
+    one line."""
+    def write():
+        with whole_or_nothing(path) as place:
+            place.write_text(text, encoding="utf-8")
+    write_outputs(option, path, write, after_result, kept=True)
+
+
+def write_folder(option: str, folder: Path, texts: dict[str, str], copies: dict[str, Path] | None = None) -> None:
+    """Write files into `folder` (made if missing): `texts` by name, and `copies` (name -> a file to copy
+    there); a failure is write_outputs's one line."""
+    def write():
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            (folder / name).write_text(text, encoding="utf-8")
+        for name, source in (copies or {}).items():
+            shutil.copyfile(source, folder / name)
+    write_outputs(option, folder, write)
+
+
 @contextmanager
 def whole_or_nothing(path: Path) -> Iterator[Path]:
     """Where to write the output `path`: a file beside it, renamed onto it once complete, so that a failure,
     a full disk or a signal leaves what was there before (a link is kept, the file it names replaced); a
     device or a pipe (/dev/null, a named pipe) is written in place."""
     if path.exists() and not path.is_file():
-        yield path
+        held = held_pipe(path)      # written by its name below; the probe's end closed after, so the reader sees
+        try:                        # the end once the output is complete
+            yield path
+        finally:
+            if held is not None:
+                os.close(held)
         return
     target = path.resolve()
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -85,7 +85,7 @@ def test_bad_input_is_one_line_and_exit_2(args, says):
     assert run.returncode == 2 and says in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
 
 
-def test_serve_says_where_it_listens_refuses_a_taken_port_and_stops_on_sigterm():
+def test_serve_says_where_it_listens_refuses_a_taken_port_shows_its_stacks_and_stops_on_sigterm():
     proc = subprocess.Popen([sys.executable, "-m", "groupspec.checkers.cli", "serve", "--port", "0", "--topics", "t:2"],
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -95,8 +95,11 @@ def test_serve_says_where_it_listens_refuses_a_taken_port_and_stops_on_sigterm()
         taken = subprocess.run([sys.executable, "-m", "groupspec.checkers.cli", "serve", "--port", str(port)],
                                capture_output=True, text=True, timeout=60)
         assert taken.returncode == 2 and f"--port {port}: in use" in taken.stderr, taken.stderr
+        proc.send_signal(signal.SIGUSR1)      # a server that seems stuck says where each thread is, and goes on
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(20) == 0 and "groupspec serve: stopped" in proc.stderr.read()
+        rest = proc.stderr.read()
+        assert proc.wait(20) == 0 and "groupspec serve: stopped" in rest
+        assert "Current thread" in rest and "in serve_forever" in rest, rest
     finally:
         proc.kill()
 

@@ -165,9 +165,18 @@ class Serve:
         return f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        """SIGTERM: it stops with exit 0."""
+        """SIGTERM: it stops with exit 0 (if it does not within 20 s, its threads' stacks say where it is)."""
         self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(20) == 0, "\n".join(self.stderr[-10:])
+        try:
+            code = self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            self.proc.kill()
+            self.proc.wait(20)
+            pytest.fail("groupspec serve did not stop within 20 s of SIGTERM; its stderr, ending with its "
+                        "threads' stacks:\n" + "\n".join(self.stderr[-80:]))
+        assert code == 0, "\n".join(self.stderr[-10:])
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -339,6 +339,7 @@ def _show_mutant(index: int, names: list, out_path, as_json: bool) -> None:
     from groupspec.checkers.review.counterexample import step_table, to_itf
     from groupspec.checkers.search.explicit import check
     from groupspec.checkers.search.mutate import mutants
+    from groupspec.spec.engine import EngineError
     from groupspec.checkers.world.presets import PRESETS
     from groupspec.checkers.world.state_space import WorldModel
     from groupspec.spec.table import ROWS
@@ -348,7 +349,13 @@ def _show_mutant(index: int, names: list, out_path, as_json: bool) -> None:
     what = f"mutant {index} ({m.operator} in {m.row!r}: {m.detail})"
     for name in names:
         model = WorldModel(PRESETS[name], rows)
-        res = check(model)
+        try:
+            res = check(model)
+        except EngineError as e:    # the mutant left a trigger with no row for a state the world reaches
+            err.print(f"groupspec: {what} leaves a gap in the table, so the {name} world stops at it: {e}. No "
+                      f"row decides that step, so there is no path to show past it (mutate counts it killed by "
+                      f"the table; `groupspec lint` finds such gaps in a table)", markup=False, highlight=False)
+            raise typer.Exit(1)
         if res.path:
             ce = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation,
                                                                     source=f"groupspec mutate --show {index}")}

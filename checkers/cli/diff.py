@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from groupspec.checkers.console import fail_input, out, output_path, write_outputs
+from groupspec.checkers.console import fail_input, out, output_path, write_file
 
 
 def diff_cmd(rev: str = typer.Argument(..., help="the revision before the change (a commit, branch or tag)"),
@@ -32,7 +32,7 @@ def diff_cmd(rev: str = typer.Argument(..., help="the revision before the change
         fail_input(str(e))
     text = markdown(d)
     if target is not None:
-        write_outputs("--out", target, lambda: target.write_text(text), after_result=False)
+        write_file("--out", target, text, after_result=False)
     if as_json:
         print(json.dumps(d, ensure_ascii=False))
     elif target is None:

@@ -3,13 +3,12 @@ counterexample's files."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from groupspec.checkers.console import fail_input, out, write_outputs
+from groupspec.checkers.console import fail_input, out, write_folder
 
 
 # The options that say which closed world: `groupspec check` and `groupspec export tla` take the same.
@@ -147,21 +146,16 @@ def write_counterexample(out_path: Path, ce: dict, path: list, model, violation:
                          loop_start: int = -1) -> None:
     """Write a counterexample (`ce`: its step table and ITF, as the JSON output holds them) into
     the folder `out_path` in the three formats (CE_FILES)."""
-    from groupspec.checkers.review.counterexample import html_page, kafka_view, kafka_view_md, mermaid, violation_meaning
+    from groupspec.checkers.review.counterexample import kafka_view, kafka_view_md, mermaid, violation_meaning
+    from groupspec.checkers.review.walkthrough import html_page
     sequence = mermaid(path, model, violation, loop_start)
     view = kafka_view_md(kafka_view(path, model), violation, violation_meaning(violation), loop_start)
     texts = {"counterexample.itf.json": json.dumps(ce["itf"], indent=1),
              "counterexample.mmd": sequence,
              "counterexample.md": view,
-             "counterexample.html": html_page(view, sequence, violation)}
+             "counterexample.html": html_page(view, f"counterexample: {violation}", sequence)}
 
-    def write():
-        out_path.mkdir(parents=True, exist_ok=True)
-        for name, text in texts.items():
-            (out_path / name).write_text(text, encoding="utf-8")
-        js = mermaid_js_or_none()
-        if js is not None:      # the page draws its diagram with it; without it, it shows the diagram's text
-            shutil.copyfile(js, out_path / "mermaid.min.js")
-    write_outputs("--out", out_path, write)
+    js = mermaid_js_or_none()      # the page draws its diagram with it; without it, it shows the diagram's text
+    write_folder("--out", out_path, texts, {"mermaid.min.js": js} if js is not None else None)
     if not as_json:
         out.print(f"counterexample written to {out_path}", markup=False)

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from groupspec.checkers.console import config_option, err, fail_input, finite, out, output_path, write_outputs
+from groupspec.checkers.console import config_option, err, fail_input, finite, out, output_path, write_file
 from groupspec.spec.kafka import brief, check_config
 
 
@@ -25,6 +25,9 @@ def conform_cmd(
     shrink_seconds: Optional[float] = typer.Option(None, "--shrink-seconds", help="at most this long shrinking a "
                                                    "failure (0: report it as found) [default: 60]"),
     out_file: Optional[str] = typer.Option(None, "--out", help="write the failing scenario to this file"),
+    walk_dir: Optional[str] = typer.Option(None, "--walkthrough", help="write the divergence step by step in "
+                                           "Kafka's terms (the spec's group beside the implementation's) to this "
+                                           "folder: walkthrough.md and .html (with --replay: of one file)"),
     replay: Optional[List[str]] = typer.Option(None, "--replay", help="instead: run these scenario files against "
                                                                       "the adapter, checking their expectations"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -70,10 +73,25 @@ def conform_cmd(
         fail_input(f"--shrink-seconds must be 0 or more, got {shrink_seconds}")
     overrides = config_option(config or [])
     out_path = output_path("--out", out_file, "file") if out_file is not None else None
+    walk_path = output_path("--walkthrough", walk_dir, "dir", WALK_FILES) if walk_dir is not None else None
+    if walk_path is not None and replay and (len(replay) != 1 or Path(replay[0]).is_dir()):
+        fail_input(f"--walkthrough with --replay shows one scenario; give one scenario file, not "
+                   f"{', '.join(replay)}")
     _check_adapter(factory, adapter, overrides, missing_methods, fail_input)
 
     if replay:
-        _replay(replay, factory, adapter, as_json, fail_input, out)
+        failed = _replay(replay, factory, adapter, as_json, fail_input, out)
+        if walk_path is not None:
+            from groupspec.checkers.scenarios.model import load_file
+            scenarios = load_file(Path(replay[0]))      # read already, by the replay
+            if len(scenarios) != 1:
+                fail_input(f"--walkthrough with --replay {replay[0]}: the file holds {len(scenarios)} scenarios; "
+                           f"a walkthrough shows one (put it in a file of its own)")
+            sc = scenarios[0]
+            _write_walkthrough(walk_path, {"config": sc.config, "steps": [s.body for s in sc.steps]}, factory,
+                               adapter, as_json)
+        if failed:
+            raise typer.Exit(1)
         return
 
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -98,7 +116,9 @@ def conform_cmd(
         except AdapterBroken as e:
             fail_input(f"--adapter {adapter}: {e}")
     if out_path is not None and report.scenario:
-        write_outputs("--out", out_path, lambda: out_path.write_text(report.scenario_yaml, encoding="utf-8"))
+        write_file("--out", out_path, report.scenario_yaml)
+    if walk_path is not None and report.result == "divergence":
+        _write_walkthrough(walk_path, report.scenario, factory, adapter, as_json)
     if as_json:
         print(json.dumps(report.as_json(), indent=2, default=str))
     elif report.result == "ok":
@@ -161,8 +181,9 @@ def _check_adapter(factory, name: str, overrides: dict, missing_methods, fail_in
                        f"fails")
 
 
-def _replay(paths: list[str], factory, name: str, as_json: bool, fail_input, out) -> None:
-    """The scenario files run against the adapter alone (as `groupspec scenario run --target` does)."""
+def _replay(paths: list[str], factory, name: str, as_json: bool, fail_input, out) -> bool:
+    """The scenario files run against the adapter alone (as `groupspec scenario run --target` does); whether
+    any failed."""
     from groupspec.checkers.scenarios.report import line, run_files, scenario_files
 
     for p in paths:
@@ -178,5 +199,20 @@ def _replay(paths: list[str], factory, name: str, as_json: bool, fail_input, out
         doc = run.as_json()
         doc["adapter"] = doc.pop("target")
         print(json.dumps(doc, indent=2))
-    if run.failed:
-        raise typer.Exit(1)
+    return bool(run.failed)
+
+
+WALK_FILES = ("walkthrough.md", "walkthrough.html")
+
+
+def _write_walkthrough(folder: Path, scenario: dict, factory, name: str, as_json: bool) -> None:
+    """The divergence's walkthrough (walkthrough.py) into `folder`."""
+    from groupspec.checkers.console import write_folder
+    from groupspec.checkers.review.walkthrough import html_page
+    from .walkthrough import walkthrough
+    md = walkthrough(scenario, factory, name)
+    write_folder("--walkthrough", folder, {"walkthrough.md": md,
+                                           "walkthrough.html": html_page(md, f"conform: {name} and the spec")})
+    if not as_json:
+        err.print(f"the divergence, step by step: {folder / 'walkthrough.html'} (and .md)", markup=False,
+                  highlight=False)

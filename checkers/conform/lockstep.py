@@ -43,8 +43,8 @@ class Divergence(AssertionError):
     def __init__(self, kind: str, where: str, expected: Any, got: Any, scenario: dict, step: int):
         self.kind, self.where, self.expected, self.got = kind, where, expected, got
         self.scenario, self.step = scenario, step
-        super().__init__(f"{kind} at step {step} ({where}): the spec {_says(expected)}, the implementation "
-                         f"{_says(got)}")
+        self.what = f"the spec {_says(expected)}, the implementation {_says(got)}"
+        super().__init__(f"{kind} at step {step} ({where}): {self.what}")
 
     def as_json(self) -> dict:
         return {"kind": self.kind, "step": self.step, "where": self.where, "spec": self.expected,
@@ -74,8 +74,10 @@ def _ordered(d: dict) -> dict:
 class Lockstep:
     """One run: the implementation `impl` (an adapter) against the spec, both under `config`."""
 
-    def __init__(self, impl, config: dict, groups: tuple[str, ...] = ("g0",)):
+    def __init__(self, impl, config: dict, groups: tuple[str, ...] = ("g0",), watch: Callable | None = None):
         self.impl = impl
+        self.watch = watch                     # called with the lockstep after each step both sides took, and
+                                               # with the divergence too where they part
         self.config = dict(config)
         self.ref = Reference(self.config)
         self.env: dict[str, str] = {}          # variable -> the implementation's member id
@@ -99,7 +101,10 @@ class Lockstep:
 
     def _fail(self, kind: str, where: str, expected: Any, got: Any, expect_step: dict | None) -> Divergence:
         sc = self.scenario(about=f"groupspec conform: the implementation differs from the spec ({kind}, {where})", extra=expect_step)
-        return Divergence(kind, where, expected, got, sc, len(sc["steps"]))
+        found = Divergence(kind, where, expected, got, sc, len(sc["steps"]))
+        if self.watch is not None:
+            self.watch(self, found)
+        return found
 
     # -- steps -------------------------------------------------------------------------------------
 
@@ -202,6 +207,8 @@ class Lockstep:
             self._expect({"expect": rid, "pending": True}, shown=False)
         for g in self.groups:
             self._snapshot(g)
+        if self.watch is not None:
+            self.watch(self)
 
     def _expect_response(self, rid: str, resp: Any) -> None:
         if not isinstance(resp, dict):
@@ -381,14 +388,15 @@ def _one_of(values: list) -> Any:
     return distinct[0] if len(distinct) == 1 else {"any_of": distinct}
 
 
-def replay_in_lockstep(steps: list[dict], impl, config: dict) -> tuple[int, Divergence | SpecFailure] | None:
+def replay_in_lockstep(steps: list[dict], impl, config: dict, watch: Callable | None = None) \
+        -> tuple[int, Divergence | SpecFailure] | None:
     """A scenario's actions on an implementation and the spec side by side, every answer and snapshot of the
     implementation compared with what the spec allows under `config` (not with the scenario's own
     expectations): the spec's prediction for a coordinator other than the one the scenario describes.  The
     scenario's `expect` steps only say which variable names the ids its requests use; Unsupported propagates
     when a step cannot be run at all.  The first difference and the number of the scenario's step that met
-    it, or None."""
-    lock = Lockstep(impl, config)
+    it, or None.  `watch`: Lockstep's."""
+    lock = Lockstep(impl, config, watch=watch)
     alias: dict[str, str] = {}       # the scenario's variable -> the lockstep's
     sent: dict[str, str] = {}        # the scenario's request id -> the lockstep's
     n = 0

@@ -1,6 +1,6 @@
 """Counterexamples three ways: ITF JSON, a readable step table, a Mermaid sequence diagram; and, for a
-reviewer, every step in Kafka's terms (`kafka_view`): the group's state, generation, leader, members and
-assignment, and each consumer's phase, member id, partitions and request in flight, as rendered values
+reviewer, every step in Kafka's terms (`kafka_view`, rendered by walkthrough.py): the group's state,
+generation, leader, members and assignment, and each consumer's phase, member id, partitions and request in flight, as rendered values
 with what the step changed marked, the rows that decided it with their Kafka source, and the state at
 the step that breaks the invariant.
 
@@ -18,6 +18,7 @@ from groupspec.spec.concrete import iter_bits
 from groupspec.spec.lang import NONE
 from groupspec.spec.world import ALL_VARS
 
+from groupspec.checkers.review import walkthrough as W
 from groupspec.checkers.world.state_space import WorldModel
 
 
@@ -106,33 +107,6 @@ def mermaid(path: list, model: WorldModel, violation: str, loop_start: int = -1)
     return "\n".join(lines) + "\n"
 
 
-def html_page(view_md: str, sequence: str, violation: str) -> str:
-    """A counterexample as one page a reviewer can attach: the sequence diagram (drawn by mermaid.min.js
-    beside the page; without it the diagram's text is shown), then every step in Kafka's terms
-    (`kafka_view_md`, rendered), what each step changed marked."""
-    from html import escape
-    import markdown
-    title, _, body = view_md.partition("\n")
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>counterexample: {escape(violation)}</title>
-<style>
-body {{ font: 15px/1.5 sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em }}
-table {{ border-collapse: collapse; margin: .5em 0 }} td, th {{ border: 1px solid #ccc; padding: 3px 8px;
-vertical-align: top; text-align: left }}
-td strong {{ background: #ffe27a; font-weight: normal }} code {{ font-size: 13px }}
-</style>
-<script src="mermaid.min.js"></script></head>
-<body>
-<h1>{escape(title.lstrip("# "))}</h1>
-<h2>Sequence</h2>
-<pre class="mermaid">
-{escape(sequence)}</pre>
-{markdown.markdown(body, extensions=["tables"])}
-<script>if (window.mermaid) {{ mermaid.initialize({{startOnLoad: true, sequence: {{useMaxWidth: false}}}}); }}</script>
-</body></html>
-"""
-
-
 def violation_meaning(violation: str) -> str:
     """What a violated property means, from the invariant catalogs (or what the checker's own verdicts mean)."""
     from groupspec.spec.invariants import INVARIANTS
@@ -145,29 +119,16 @@ def violation_meaning(violation: str) -> str:
 
 
 # -- the counterexample in Kafka's terms -------------------------------------------------------------
-# What a reviewer reads of the group at each step (the group's variable, its name in Kafka's terms) and of
-# each consumer (a client variable, or several read together, and what it is called).
-GROUP_VIEW = (("state", "state"), ("generation", "generation"), ("leader", "leader"), ("members", "members"),
-              ("pending", "pending members (KIP-394)"), ("awaiting_join", "awaiting JoinGroup"),
-              ("pending_sync", "awaiting SyncGroup"), ("static", "static members (group.instance.id)"),
-              ("assignment", "assignment"), ("offsets", "committed offsets"))
+# What a reviewer reads of the group at each step (the group's variable, its label: walkthrough's, the same
+# a coordinator's snapshot is shown with) and of each consumer (a client variable, or several read together,
+# and what it is called).
+GROUP_VIEW = (("state", W.STATE), ("generation", W.GENERATION), ("leader", W.LEADER), ("members", W.MEMBERS),
+              ("pending", W.PENDING), ("awaiting_join", "awaiting JoinGroup"),
+              ("pending_sync", "awaiting SyncGroup"), ("static", W.STATIC),
+              ("assignment", W.ASSIGNMENT), ("offsets", W.OFFSETS))
 CLIENT_VIEW = (("c_phase", "phase"), ("c_member", "member id"), ("c_gen", "generation"), ("c_owned", "owns"),
                (("rq", "rq_member", "rq_gen"), "request in flight"), (("rs", "rs_error"), "response in flight"),
                (("rq_late", "rq_late_member", "rq_late_gen"), "late request"))
-
-
-def _text(v) -> str:
-    """An ITF value as a reviewer reads it: none as —, sets in braces, a map's non-empty entries."""
-    if v in ("", None):
-        return "—"
-    if isinstance(v, dict) and "#set" in v:
-        return "{" + ", ".join(v["#set"]) + "}" if v["#set"] else "∅"
-    if isinstance(v, dict) and "#map" in v:
-        shown = [f"{k} → {_text(x)}" for k, x in v["#map"] if _text(x) not in ("—", "∅", "-1")]
-        return "; ".join(shown) or "—"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    return str(v)
 
 
 def _slot_text(values: list) -> str:
@@ -180,73 +141,34 @@ def _slot_text(values: list) -> str:
     api = MESSAGES[kind].api
     if len(values) == 2:                    # a response: its kind and error
         return f"{api} answered {values[1]}"
-    member, gen = (_text(x) for x in values[1:])
+    member, gen = (W.text(x) for x in values[1:])
     return api + (f" from {member}" if member != "—" else "") + (f", generation {gen}" if gen != "-1" else "")
 
 
 def kafka_view(path: list, model: WorldModel) -> list[dict]:
-    """Each step in Kafka's terms: what happened, the rows that decided it (with their Kafka sources), the
-    group and each client as rendered values, each marked if the step changed it."""
-    from groupspec.checkers.review.docs import kafka_refs
-    from groupspec.spec.table import ROWS
-    from groupspec.spec.world import CLIENT_ROWS
-    by_name = {r.name: r for r in (*ROWS, *CLIENT_ROWS)}
+    """Each step in Kafka's terms (walkthrough.py's steps): what happened, the rows that decided it, the group
+    and each client as rendered values, each marked if the step changed it."""
     index = {v.name: i for i, v in enumerate(ALL_VARS)}
     types = {v.name: v.type for v in ALL_VARS}
-    view, before = [], None
+    view = []
     for i, (step, s) in enumerate(path):
         def value(name, client=None):
             v = itf_value(types[name], s[index[name]], model)
             return v["#map"][client][1] if client is not None else v
-        group = {label: _text(value(name)) for name, label in GROUP_VIEW}
+        group = {label: W.text(value(name)) for name, label in GROUP_VIEW}
         clients = []
         for c in range(model.cfg.clients):
             clients.append({label: (_slot_text([value(n, c) for n in name]) if isinstance(name, tuple)
-                                    else _text(value(name, c)).replace("-1", "—")) for name, label in CLIENT_VIEW})
-        rows = []
-        for name in (step.rows if step else ()):
-            r = by_name.get(name)
-            rows.append({"name": name, "spec": getattr(r, "at", ""),
-                         "kafka": [{"ref": ref, "url": url} for ref, url in kafka_refs(r.source)] if r else []})
-        view.append({"step": i, "action": step.action if step else "initial state", "rows": rows,
-                     "group": group, "clients": clients,
-                     "group_changed": [k for k in group if before and before["group"][k] != group[k]],
-                     "clients_changed": [[k for k in cl if before and before["clients"][c][k] != cl[k]]
-                                         for c, cl in enumerate(clients)]})
-        before = view[-1]
-    return view
+                                    else W.text(value(name, c)).replace("-1", "—")) for name, label in CLIENT_VIEW})
+        view.append({"step": i, "action": step.action if step else "initial state",
+                     "rows": W.row_links(step.rows if step else ()), "group": group, "clients": clients})
+    return W.mark_changes(view)
 
 
 def kafka_view_md(view: list[dict], violation: str, meaning: str, loop_start: int = -1) -> str:
-    """The counterexample as a reviewer's Markdown: each step's group and clients, what changed in bold (a
-    lasso's loop, from `loop_start` on, said where it starts)."""
-    how = (f"A path from the initial state into a loop that repeats forever (from step {loop_start + 1})"
+    """The counterexample as a reviewer's Markdown (a lasso's loop, from `loop_start` on, said where it
+    starts)."""
+    how = (f"A path from the initial state into a loop that repeats forever (from step {loop_start + 1})."
            if loop_start >= 0 else f"A shortest path from the initial state, {len(view) - 1} steps; the last one "
-           "breaks it")
-    lines = [f"# Counterexample: {violation}", "", f"**What it violates:** {meaning}", "",
-             f"{how}. What a step changed is in bold.", ""]
-    for k, st in enumerate(view):
-        last = k == len(view) - 1 and loop_start < 0
-        loop = " — the loop starts here" if loop_start >= 0 and k == loop_start + 1 else ""
-        lines += [f"## Step {st['step']}: {st['action']}" + (f" — breaks {violation}" if last else loop), ""]
-        for r in st["rows"]:
-            refs = ", ".join(f"[{x['ref']}]({x['url']})" for x in r["kafka"])
-            lines.append(f"- row **{r['name']}**" + (f" (`{r['spec']}`)" if r["spec"] else "") +
-                         (f" — Kafka: {refs}" if refs else ""))
-        if st["rows"]:
-            lines.append("")
-        lines += ["| the group | |", "|---|---|"]
-        for key, text in st["group"].items():
-            shown = f"**{text}**" if key in st["group_changed"] else text
-            lines.append(f"| {key} | {_md_cell(shown)} |")
-        labels = [label for _, label in CLIENT_VIEW]
-        lines += ["", "| client | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
-        for c, cl in enumerate(st["clients"]):
-            cells = [f"**{cl[x]}**" if x in st["clients_changed"][c] else cl[x] for x in labels]
-            lines.append(f"| c{c} | " + " | ".join(_md_cell(x) for x in cells) + " |")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|")
+           "breaks it.")
+    return W.to_markdown(view, f"Counterexample: {violation}", meaning, how, f"breaks {violation}", loop_start)

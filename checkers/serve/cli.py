@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import faulthandler
 import json
 import signal
 import urllib.error
@@ -52,9 +53,10 @@ def serve_cmd(
     """Serve the spec's coordinator over Kafka's protocol: real consumers form groups on it.
 
     The runtime's behaviour on the wall clock, until Ctrl-C or SIGTERM.  Faults on cue: `groupspec serve ctl
-    --help`."""
+    --help`.  A server that seems stuck prints every thread's stack to stderr on SIGUSR1."""
     if ctx.invoked_subcommand is not None:
         return
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     if not 0 <= port <= 65535:
         fail_input(f"--port {port}: give a port from 0 to 65535")
     admin_port = (port + 1 if port else 0) if admin_port is None else admin_port

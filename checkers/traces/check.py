@@ -33,8 +33,11 @@ def verdict(group: str, kind: str, n: int, mode: str, rule: str = "", detail: st
             "explain": json.dumps(explain, separators=(",", ":"), default=str) if explain else ""}
 
 
-def check_group(group: str, records: list[Any], engine=None) -> dict:
-    """The verdict for one group's records (in input order; a BadRecord stands for an unreadable one)."""
+def check_group(group: str, records: list[Any], engine=None, watch=None) -> dict:
+    """The verdict for one group's records (in input order; a BadRecord stands for an unreadable one).
+    `watch`, if given, is called after each step the spec explains: with (the step's leading record, its
+    other records, the Replay) for a complete trace, (the record, the states still possible) for a partial
+    one (walkthrough.py shows a reviewer the group step by step with it)."""
     n = len(records)
     for r in records:
         if isinstance(r, BadRecord):
@@ -44,7 +47,7 @@ def check_group(group: str, records: list[Any], engine=None) -> dict:
     except BadRecord as e:
         return verdict(group, "invalid", n, "", "bad-record", e.message)
     if all(r["kind"] == "observe" for r in history):
-        return OBS.check(group, history, verdict)
+        return OBS.check(group, history, verdict, watch)
     # records were left out at a gap: the spec's state after it is unknown, so the replay stops there
     gap = next((i for i, r in enumerate(history) if r["kind"] == "observe" and r.get("event") == "gap"), None)
     unjudged = "" if gap is None else (f"not judged from the gap at record seq {history[gap]['seq']} (source "
@@ -69,6 +72,8 @@ def check_group(group: str, records: list[Any], engine=None) -> dict:
                            f"no row of the table covers this step: {e}", lead,
                            {"states_before": _states_before(group, config, steps[:i], engine), "record": lead,
                             "leading_up": done[-CONTEXT:]}, replay.rebalances)
+        if watch is not None:
+            watch(lead, effects, replay)
         done.append(lead)
         done.extend(effects)
         if len(done) > 4 * CONTEXT:

@@ -1,7 +1,6 @@
 """The CLI verbs of trace validation: `simulate`, `traces from-kafka-log`, `traces check`."""
 from __future__ import annotations
 
-import errno
 import gzip
 import json
 import os
@@ -222,20 +221,21 @@ def _trace_out(given: str, inputs: list[Path]) -> tuple[Path, Optional[int]]:
         st: Optional[os.stat_result] = os.stat(given)
     except (OSError, ValueError):
         st = None
+    path = output_path("--out", given, "file")      # a named pipe no process reads is refused here
     fd = None
     if st is not None and not stat.S_ISDIR(st.st_mode):
+        pipe = console.held_pipe(path)                 # the probe's, open on a named pipe
         try:
             if os.path.samestat(st, os.fstat(STDOUT)):
                 fd = STDOUT
-            elif stat.S_ISFIFO(st.st_mode):
-                fd = os.open(given, os.O_WRONLY | os.O_NONBLOCK)
-                os.set_blocking(fd, True)
+                if pipe is not None:
+                    os.close(pipe)
+            elif pipe is not None:
+                fd = pipe
             elif not stat.S_ISREG(st.st_mode) or Path(given).absolute().parts[1:2] in (("dev",), ("proc",)):
                 fd = os.open(given, os.O_WRONLY)
         except OSError as e:
-            fail_input(f"--out {given}: " + ("a named pipe no process reads; start its reader first, or give a file"
-                                             if e.errno == errno.ENXIO else f"cannot be written ({e.strerror})"))
-    path = output_path("--out", given, "file")
+            fail_input(f"--out {given}: cannot be written ({e.strerror})")
     if st is not None:
         for f in inputs:
             if os.path.samestat(st, f.stat()):
@@ -259,21 +259,16 @@ def _write_trace(path: Path, fd: Optional[int], recs: list[dict]) -> None:
                 os.ftruncate(fd, 0)
             dump(f)
         return
-    target = path.resolve()                 # a link is kept, the file it names replaced
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    try:
-        with open(partial, "wb") as f:
-            dump(f)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
+    with whole_or_nothing(path) as place, open(place, "wb") as f:
+        dump(f)
 
 
 @traces_app.command("check")
 def check_cmd(
     paths: List[str] = typer.Argument(..., help="Trace files or folders: JSON Lines (.jsonl, .jsonl.gz) or Parquet."),
-    group: Optional[str] = typer.Option(None, "--group", help="Check this group only, in process, and explain."),
+    group: Optional[str] = typer.Option(None, "--group", help="Check this group only, in process, and explain "
+                                        "(with --out: its walkthrough, each record and the group the spec "
+                                        "replays, as walkthrough.md and .html)."),
     out_dir: Optional[str] = typer.Option(None, "--out", help="Folder for verdicts.parquet, summary.md, summary.json, "
                                                               "report.html."),
     master: str = typer.Option("local[*]", "--master", help="Spark master: local[N], spark://host:7077, yarn, ..."),
@@ -300,6 +295,8 @@ def check_cmd(
             known = ", ".join(sorted(groups)[:5])
             fail_input(f"--group {group}: no records of that group in {', '.join(paths)} (groups there: {known}"
                        f"{' ...' if len(groups) > 5 else ''})")
+        if out_dir is not None:
+            _walk_group(group, groups[group], output_path("--out", out_dir, "dir", WALK_FILES), as_json)
         v = check_group(group, groups[group])
         if as_json:
             console.out.print_json(json.dumps(v))
@@ -349,6 +346,20 @@ def check_cmd(
         console.out.print(f"\nwritten to {folder}: verdicts.parquet, summary.md, summary.json, report.html",
                   markup=False, highlight=False)
     raise typer.Exit(0 if s["verdicts"]["violation"] == 0 and s["verdicts"]["invalid"] == 0 and not skipped else 1)
+
+
+WALK_FILES = ("walkthrough.md", "walkthrough.html")
+
+
+def _walk_group(group: str, records: list, folder: Path, as_json: bool) -> None:
+    """With --group and --out: the group's walkthrough, as a reviewer reads it (walkthrough.py)."""
+    from groupspec.checkers.review.walkthrough import html_page
+    from .walkthrough import walkthrough
+    v, md = walkthrough(group, records)
+    console.write_folder("--out", folder, {"walkthrough.md": md,
+                                           "walkthrough.html": html_page(md, f"group {group}: {v['verdict']}")})
+    if not as_json:
+        console.say_error(f"the group's walkthrough written to {folder / 'walkthrough.html'} (and .md)")
 
 
 def _in_process(paths: list[str], skipped: list):

@@ -255,7 +255,8 @@ def step(states: set, rec: dict, moved: bool = False) -> tuple[set, list[str]]:
 START = frozenset((s, None, NOTHING) for s in STATES)     # nothing known: an excerpt's start, or after a gap
 
 
-def check(group: str, history: list[dict], verdict) -> dict:
+def check(group: str, history: list[dict], verdict, watch=None) -> dict:
+    """The verdict for a partial trace; `watch(record, states)` after each record explained (check.py)."""
     n = len(history)
     states = set(START)
     done: list[dict] = []
@@ -265,6 +266,8 @@ def check(group: str, history: list[dict], verdict) -> dict:
         if rec.get("event") == "gap":
             states, source = set(START), None
             done.append(rec)
+            if watch is not None:
+                watch(rec, states)
             continue
         post, rows = step(states, rec, moved=source is not None and rec["source"] != source)
         source = rec["source"]
@@ -273,7 +276,7 @@ def check(group: str, history: list[dict], verdict) -> dict:
             cands = sorted({m.row for m in EVENT_ROWS.get(ev, [])})[:6]
             detail = (f"observed {ev}" + (f" (generation {rec['generation']})" if rec.get("generation") is not None
                                           else "") + " : no row of the table explains it from the states still "
-                      f"possible ({_show(_closure(states))}), with up to {MAX_SILENT} unobserved rows before it")
+                      f"possible ({show_states(_closure(states))}), with up to {MAX_SILENT} unobserved rows before it")
             return verdict(group, "violation", n, "partial", f"observed {ev}", detail, rec,
                            {"states_before": [{"state": s, "generation": g} for s, g in sorted(
                                {(s, g) for s, g, _ in states}, key=lambda x: (x[0], -1 if x[1] is None else x[1]))],
@@ -283,9 +286,12 @@ def check(group: str, history: list[dict], verdict) -> dict:
             rebalances += 1
         states = post
         done.append(rec)
+        if watch is not None:
+            watch(rec, states)
     return verdict(group, "ok", n, "partial", rebalances=rebalances)
 
 
-def _show(states: set) -> str:
+def show_states(states: set) -> str:
+    """The (state, generation) pairs still possible, as `Stable@3, Empty, ...` (at most eight)."""
     parts = sorted({f"{s}" + (f"@{g}" if g is not None else "") for s, g, _ in states})
     return ", ".join(parts[:8]) + (" ..." if len(parts) > 8 else "")
