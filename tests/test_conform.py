@@ -246,8 +246,12 @@ def test_mutate_reports_kills_per_checker():
     results = [{**base, "outcome": "killed", "checker": "explicit search"},
                {**base, "outcome": "killed", "checker": "liveness"},
                {**base, "outcome": "killed", "checker": "harness", "killed_by": "harness: r1"},
-               {**base, "outcome": "survived", "caught_by_scenario": "a.yaml: s", "equivalent": ""},
-               {**base, "outcome": "survived", "equivalent": "durations"}]
+               {**base, "outcome": "killed", "checker": "scenarios", "killed_by": "scenario: a.yaml: s"},
+               {**base, "outcome": "survived", "equivalent": "durations"},
+               {**base, "fires_in": [], "outcome": "not covered", "not_covered": "its row never fires", "equivalent": ""},
+               {**base, "outcome": "equivalent", "equivalent": "identical state graphs"}]
     s = summary(results)
-    assert s["killed_by_checker"] == {"explicit search": 1, "liveness": 1, "harness": 1, "scenarios": 1}
-    assert s["kill_rate"] == 0.6 and s["kill_rate_any_checker"] == 0.8
+    assert s["killed_by_checker"] == {"explicit search": 1, "liveness": 1, "scenarios": 1, "harness": 1}
+    # one rate over every mutant not shown equivalent: a row no world reaches is untested, not equivalent
+    assert s["kill_rate"] == round(4 / 6, 3) and s["not_covered"] == 1 and s["equivalent"] == 1
+    assert s["survivors"] == {"durations": 1, "not covered: its row never fires": 1}

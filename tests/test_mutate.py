@@ -1,5 +1,5 @@
 """Mutation testing of the checker: equivalence is proved on every reachable firing, and the
-proof agrees with a full search."""
+proof agrees with a full search; a mutant no world reaches is not covered, never equivalent."""
 from __future__ import annotations
 
 import random
@@ -30,11 +30,22 @@ def _find(row_prefix: str, operator: str, detail: str = ""):
     raise AssertionError(f"no {operator} mutant of {row_prefix!r} with {detail!r}")
 
 
-def test_a_mutant_of_a_request_the_world_never_sends_is_equivalent_and_says_why(tiny_ref):
+def test_a_mutant_of_a_request_the_world_never_sends_is_not_covered_and_goes_to_the_scenarios(tiny_ref):
     m, i, row = _find("DescribeGroup", "swap-error")
     assert M.first_difference(tiny_ref, i, row) == (None, False, False)
     r = M.run_one((m.index, ["tiny"]))
-    assert r["outcome"] == "equivalent" and "DescribeGroups" in r["equivalent"]
+    # untested by the world, not equivalent: the conformance scenarios, which send DescribeGroups, catch it
+    assert r["outcome"] == "killed" and r["checker"] == "scenarios" and r["killed_by"].startswith("scenario: "), r
+    assert "DescribeGroups" in r["not_covered"]
+
+
+def test_a_mutant_no_world_reaches_and_nothing_concrete_catches_is_not_covered(tiny_ref, monkeypatch):
+    m, i, row = _find("DescribeGroup", "swap-error")
+    monkeypatch.setattr(M, "_scenarios_catch", lambda rows: "")
+    monkeypatch.setattr("groupspec.checkers.conform.mutants.harness_kills", lambda rows: None)
+    r = M.run_one((m.index, ["tiny"]))
+    assert r["outcome"] == "not covered" and not r["equivalent"] and "DescribeGroups" in r["not_covered"]
+    assert M.summary([r])["kill_rate"] == 0.0
 
 
 def test_a_mutant_that_changes_behaviour_is_searched_and_killed(tiny_ref):
@@ -128,3 +139,40 @@ def test_show_writes_one_mutants_counterexample_in_kafkas_terms(monkeypatch, cap
     assert "--show must be a mutant's index" in refused(monkeypatch, capsys, "mutate", "--show", "-1", "--out",
                                                          str(tmp_path / "x"))
     assert "--show N and --out DIR go together" in refused(monkeypatch, capsys, "mutate", "--show", "3")
+
+
+def _mutate_cli(*args):
+    from typer.testing import CliRunner
+    from groupspec.checkers.cli import app
+    r = CliRunner().invoke(app, ["mutate", *args])
+    assert "Traceback" not in r.stdout + r.stderr and (r.exception is None or isinstance(r.exception, SystemExit))
+    return r
+
+
+def test_a_previous_run_judged_again_counts_a_row_no_world_reaches_as_not_covered(tmp_path):
+    import json
+    m, _, _ = _find("DescribeGroup", "swap-error")
+    old = {"index": m.index, "operator": m.operator, "row": m.row, "detail": m.detail, "outcome": "equivalent",
+           "killed_by": "", "world": "", "counterexample_length": 0, "states": 0, "fires_in": [], "differs": "",
+           "equivalent": "its row never fires"}      # what a run before the honest score said of it
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps({"preset": "tiny", "results": [old]}))
+    r = _mutate_cli("--rejudge", str(f), "--jobs", "1", "--json")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    got = doc["results"][0]
+    assert got["outcome"] == "killed" and got["checker"] == "scenarios" and "DescribeGroups" in got["not_covered"]
+    assert doc["equivalent"] == 0 and doc["kill_rate"] == 1.0
+
+
+@pytest.mark.parametrize("text, says", [
+    ("{", "not JSON"),
+    ("[]", "not the output of `groupspec mutate --json`"),
+    ('{"preset": "tiny", "results": [{"index": 99999999, "outcome": "killed"}]}', "not the output"),
+    ('{"preset": "tiny", "results": [{"index": true, "outcome": "killed"}]}', "not the output"),
+])
+def test_judging_again_what_is_no_previous_run_is_one_line_and_exit_2(tmp_path, text, says):
+    f = tmp_path / "run.json"
+    f.write_text(text)
+    r = _mutate_cli("--rejudge", str(f))
+    assert r.exit_code == 2 and says in r.stdout + r.stderr, r.stdout + r.stderr

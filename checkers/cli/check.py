@@ -273,6 +273,10 @@ def mutate_cmd(
                                        "in the worlds of --preset and write its counterexample to --out"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where --show writes the counterexample (ITF, "
                                           "Markdown and HTML in Kafka's terms, Mermaid)"),
+    rejudge_file: Optional[str] = typer.Option(None, "--rejudge", help="instead, judge a previous run's results "
+                                               "(its --json) again with the concrete checkers: mutants no world "
+                                               "reaches go to the scenarios and the harness, survivors to the "
+                                               "scenarios (after scenarios were added, without searching again)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Plant bugs in the table (mutants) and report which the checker catches, and by which invariant."""
@@ -282,6 +286,17 @@ def mutate_cmd(
         fail_input(f"--harness-examples must be from 0 to 100,000, got {harness_examples}")
     BUDGET["examples"] = harness_examples
     from groupspec.checkers.search.mutate import UNFIT_WORLDS, mutants, run, summary
+    if rejudge_file is not None:
+        previous = _previous_run(rejudge_file, len(mutants()))
+        preset = previous["preset"]
+        bounded_workers("--jobs", jobs)
+        with err.status("judging the mutants again...") if not as_json else no_status() as status:
+            from groupspec.checkers.search.mutate import rejudge
+            results = rejudge(previous["results"], preset, jobs,
+                              (lambda done, n: status.update(f"judged {done} of {n} mutants again"))
+                              if not as_json else None)
+        _print_mutants(preset, results, len(mutants()), as_json, summary)
+        return
     from groupspec.checkers.world.state_space import WorldModel
     from groupspec.checkers.world.presets import PRESETS
     names = preset_list("--preset", preset)
@@ -314,6 +329,31 @@ def mutate_cmd(
         results = run(worlds, sample=sample, seed=seed, jobs=jobs,
                       progress=(lambda done, n: status.update(f"checked {done} of {n} mutants"))
                       if not as_json else None)
+    _print_mutants(preset, results, total, as_json, summary)
+
+
+def _previous_run(path: str, total: int) -> dict:
+    """A previous `mutate --json`, checked enough to judge again (one line and exit 2 otherwise)."""
+    from groupspec.checkers.console import input_file
+    where = f"--rejudge {path}"
+    text = input_file("--rejudge", path, "the output of `groupspec mutate --json`").read_text(encoding="utf-8",
+                                                                                          errors="replace")
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        fail_input(f"{where}: not JSON ({e}); give the output of `groupspec mutate --json`")
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list) or not isinstance(doc.get("preset"), str) or not all(
+            isinstance(r, dict) and isinstance(r.get("index"), int) and not isinstance(r.get("index"), bool)
+            and 0 <= r["index"] < total and isinstance(r.get("outcome"), str)
+            and isinstance(r.get("fires_in", []), list) for r in results):
+        fail_input(f"{where}: not the output of `groupspec mutate --json` for this table (a 'preset' and "
+                   f"'results', each with the index of one of the {total:,} mutants and its outcome); run mutate "
+                   f"--json again")
+    return doc
+
+
+def _print_mutants(preset: str, results: list, total: int, as_json: bool, summary) -> None:
     summ = summary(results)
     if as_json:
         print(json.dumps({"preset": preset, **summ, "mutants_total": total, "results": results}, indent=2))
@@ -322,13 +362,13 @@ def mutate_cmd(
         if r["outcome"] == "survived" and not r.get("equivalent"):
             out.print(f"survived, unexplained  {r['operator']:<13} {r['row']}: {r['detail']}\n"
                       f"    differs {r['differs']}", markup=False)
-    out.print(f"{summ['killed']} of {summ['killed'] + summ['survived']} mutants that behave differently from the "
-              f"table were killed (kill rate {summ['kill_rate']}); {summ['equivalent']} are equivalent in --preset "
-              f"{preset} (proved on every reachable firing; {summ['equivalent_row_never_fires']} of them never fire "
-              f"their row)", markup=False)
+    judged = summ["killed"] + summ["survived"] + summ["not_covered"]
+    out.print(f"{summ['killed']} of the {judged} mutants not shown equivalent were killed (kill rate "
+              f"{summ['kill_rate']}); {summ['survived']} survived, {summ['not_covered']} are not covered (no world "
+              f"reaches their row, and no scenario or harness run told them from the table); {summ['equivalent']} "
+              f"are equivalent (identical state graphs in --preset {preset})", markup=False)
     out.print(f"killed by: {summ['killed_by']}; in world: {summ['killed_in_world']}", markup=False)
-    out.print(f"per checker: {summ['killed_by_checker']}; killed by some checker: {summ['kill_rate_any_checker']} "
-              f"of those that behave differently", markup=False)
+    out.print(f"per checker: {summ['killed_by_checker']}", markup=False)
     for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):
         out.print(f"  {n} survivors: {reason}", markup=False)
 

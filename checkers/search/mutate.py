@@ -266,24 +266,40 @@ def run_one(args) -> dict:
                     "checker": "liveness" if res.result in ("lasso", "no-progress") else "explicit search"}
         if not out["differs"]:
             out["outcome"], out["world"], out["differs"] = "survived", name, f"{name}: {diff}"
-    if out["outcome"] == "equivalent":
-        out["equivalent"] = (f"the same outcome as the table on every reachable firing of {row.trigger} "
-                             f"in {', '.join(out['fires_in'])}" if out["fires_in"] else
-                             f"its row never fires in {', '.join(names)}: {_unreached_why(row)}")
+    if out["outcome"] == "equivalent" and out["fires_in"]:
+        # every reachable firing answers as the table's: the worlds' state graphs are the table's own
+        out["equivalent"] = (f"identical state graphs: the same outcome as the table on every reachable firing "
+                             f"of {row.trigger} in {', '.join(out['fires_in'])}")
         return out
-    out["equivalent"] = explain(out, [_REFS[n].cfg for n in names])
-    if not new_behaviour:
-        out["equivalent"] = out["equivalent"] or ("it only removes behaviour (every outcome is one the table "
-                                                  "has on the same firing): no safety property can tell, and "
-                                                  "no deadlock or liveness check did")
-    if not out["equivalent"]:
-        out["caught_by_scenario"] = _scenarios_catch(rows)
-    if not out.get("caught_by_scenario"):     # the conformance harness: concrete time, every answer compared
-        from groupspec.checkers.conform.mutants import harness_kills
-        killed = harness_kills(rows)
-        if killed:
-            return {**out, "outcome": "killed", "killed_by": f"harness: {killed[0]}", "world": "conform",
-                    "counterexample_length": killed[1], "checker": "harness"}
+    if out["outcome"] == "equivalent":
+        # no world reaches the row: untested by search, not equivalent; the conformance suite and the harness,
+        # which reach every row, judge it
+        out["outcome"], out["not_covered"] = "not covered", f"its row never fires in {', '.join(names)}: " \
+                                                            f"{_unreached_why(row)}"
+        out["equivalent"] = ""
+    else:
+        out["equivalent"] = explain(out, [_REFS[n].cfg for n in names])
+        if not new_behaviour:
+            out["equivalent"] = out["equivalent"] or ("it only removes behaviour (every outcome is one the table "
+                                                      "has on the same firing): no safety property can tell, and "
+                                                      "no deadlock or liveness check did")
+    return judge_concretely(out, rows)
+
+
+def judge_concretely(out: dict, rows: list) -> dict:
+    """A mutant search did not kill, judged on concrete histories: the conformance scenarios
+    (tests/scenarios, every answer as the table gives it), then the conformance harness (concrete time,
+    every answer compared).  Killed by the first that tells it from the table; else it is left as it was
+    (survived with its reason, or not covered)."""
+    caught = _scenarios_catch(rows)
+    if caught:
+        return {**out, "outcome": "killed", "killed_by": f"scenario: {caught}", "world": "scenarios",
+                "checker": "scenarios"}
+    from groupspec.checkers.conform.mutants import harness_kills
+    killed = harness_kills(rows)
+    if killed:
+        return {**out, "outcome": "killed", "killed_by": f"harness: {killed[0]}", "world": "conform",
+                "counterexample_length": killed[1], "checker": "harness"}
     return out
 
 
@@ -333,7 +349,6 @@ UNFIT_WORLDS = {"deep": "the deep world's search does not finish (it is the nigh
 def run(worlds: list, sample: int | None = None, seed: int = 0, jobs: int = 2, progress=None) -> list[dict]:
     """`worlds`: [(name, world, liveness?)], smallest first (`world` as `reference` takes it): a
     mutant goes on to the next world only if the ones before did not kill it."""
-    import multiprocessing as mp
     for name, world, liveness in worlds:
         _REFS[name] = reference(name, world, liveness)
     all_m = mutants()
@@ -341,14 +356,52 @@ def run(worlds: list, sample: int | None = None, seed: int = 0, jobs: int = 2, p
     if sample and sample < len(indices):
         indices = sorted(random.Random(seed).sample(indices, sample))
     names = [n for n, _, _ in worlds]
+    return _in_workers(run_one, [(i, names) for i in indices], jobs, progress)
+
+
+def rejudge(results: list[dict], preset: str, jobs: int = 2, progress=None) -> list[dict]:
+    """A run's results (`mutate --json`'s), judged again where the concrete checkers may now say more: a
+    mutant that was equivalent because no world reaches its row is not covered, and goes to the scenarios
+    and the harness; a survivor goes to the scenarios again (they may have grown; its harness run, at a
+    fixed seed, would say what it said).  Killed and equivalent ones whose row fires are kept."""
+    todo = [(k, r, preset) for k, r in enumerate(results)
+            if r["outcome"] in ("survived", "not covered") or (r["outcome"] == "equivalent" and not r["fires_in"])]
+    out = list(results)
+    for k, r in zip([k for k, _, _ in todo], _in_workers(_rejudge_one, todo, jobs, progress)):
+        out[k] = r
+    return out
+
+
+def _rejudge_one(args) -> dict:
+    _, r, preset = args
+    if not _MUTANTS:
+        _MUTANTS.extend(mutants())
+    m, i, row = _MUTANTS[r["index"]]
+    rows = list(ROWS)
+    rows[i] = row
+    r = {k: v for k, v in r.items() if k != "caught_by_scenario"}
+    if r["outcome"] == "equivalent":
+        r.update(outcome="not covered", equivalent="",
+                 not_covered=f"its row never fires in {preset}: {_unreached_why(row)}")
+        return judge_concretely(r, rows)
+    caught = _scenarios_catch(rows)
+    if caught:
+        return {**r, "outcome": "killed", "killed_by": f"scenario: {caught}", "world": "scenarios",
+                "checker": "scenarios"}
+    return r
+
+
+def _in_workers(fn, items: list, jobs: int, progress) -> list:
+    """`fn` over `items` in `jobs` worker processes (forked: they inherit the references), in order."""
+    import multiprocessing as mp
     results = []
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"),
                                initializer=_pool_worker, initargs=(os.getpid(),))
     try:
-        for r in pool.map(run_one, [(i, names) for i in indices], chunksize=4):
+        for r in pool.map(fn, items, chunksize=4):
             results.append(r)
             if progress:
-                progress(len(results), len(indices))
+                progress(len(results), len(items))
     except BaseException:
         # interrupted (SIGINT, SIGTERM) or failed: the workers are in the middle of mutants, and
         # shutting the pool down would wait for them; kill them (the pool keeps them in _processes)
@@ -421,11 +474,14 @@ def explain(r: dict, cfgs) -> str:
 
 
 def summary(results: list[dict]) -> dict:
-    """Killed, proved equivalent, survived (argued harmless, or unexplained); the kill rate is
-    over the mutants that behave differently from the table in some world."""
+    """Killed (and by which checker: explicit search, liveness, a conformance scenario, the harness),
+    equivalent (identical state graphs in every world), survived (behaves differently somewhere, killed by
+    none: with why, or unexplained) and not covered (no world reaches its row, and neither a scenario nor
+    the harness tells it from the table).  One kill rate, over every mutant not shown equivalent."""
     killed = [r for r in results if r["outcome"] == "killed"]
     equivalent = [r for r in results if r["outcome"] == "equivalent"]
     survived = [r for r in results if r["outcome"] == "survived"]
+    uncovered = [r for r in results if r["outcome"] == "not covered"]
     by: dict = {}
     in_world: dict = {}
     for r in killed:
@@ -434,21 +490,15 @@ def summary(results: list[dict]) -> dict:
         in_world[r["world"]] = in_world.get(r["world"], 0) + 1
     why: dict = {}
     for r in survived:
-        reason = r.get("equivalent") or ("not a property of the closed world; a conformance scenario catches it"
-                                         if r.get("caught_by_scenario") else "unexplained")
+        reason = r.get("equivalent") or "unexplained"
         why[reason] = why.get(reason, 0) + 1
-    never = sum(1 for r in equivalent if not r["fires_in"])
-    differ = len(killed) + len(survived)
-    # kills per checker, each mutant counted for the first that killed it (explicit search, liveness, a
-    # conformance scenario, the conformance harness); a scenario's catch leaves the mutant a survivor above
+    for r in uncovered:
+        why["not covered: " + r["not_covered"]] = why.get("not covered: " + r["not_covered"], 0) + 1
+    judged = len(killed) + len(survived) + len(uncovered)
     checkers = {c: sum(1 for r in killed if r.get("checker", "explicit search") == c)
-                for c in ("explicit search", "liveness", "harness")}
-    checkers["scenarios"] = sum(1 for r in survived if r.get("caught_by_scenario"))
-    caught = len(killed) + checkers["scenarios"]
+                for c in ("explicit search", "liveness", "scenarios", "harness")}
     return {"mutants": len(results), "killed": len(killed), "survived": len(survived),
-            "equivalent": len(equivalent), "equivalent_row_never_fires": never,
-            "equivalent_row_fires": len(equivalent) - never,
+            "not_covered": len(uncovered), "equivalent": len(equivalent),
             "survived_unexplained": why.get("unexplained", 0),
-            "kill_rate": round(len(killed) / differ, 3) if differ else None, "killed_by": by,
-            "killed_by_checker": checkers, "kill_rate_any_checker": round(caught / differ, 3) if differ else None,
-            "killed_in_world": in_world, "survivors": why}
+            "kill_rate": round(len(killed) / judged, 3) if judged else None, "killed_by": by,
+            "killed_by_checker": checkers, "killed_in_world": in_world, "survivors": why}
