@@ -89,9 +89,28 @@ def _ids(path: Path, cache: dict) -> set:
     return cache[path]
 
 
+def _a_change() -> str:
+    """`groupspec diff`'s Markdown for a change of this tree: the longest row's effect given to another row,
+    an invariant reworded, a world's verdict changed (the same comparison `diff` makes of two revisions)."""
+    import copy
+    from groupspec.checkers.review.describe_spec import describe
+    from groupspec.checkers.review.spec_diff import Side, compare, markdown
+    now = describe()
+    after = copy.deepcopy(now)
+    longest = max(now["rows"].values(), key=lambda r: len(r["effect"]))
+    name = next(n for n, r in now["rows"].items() if r is not longest)
+    after["rows"][name]["effect"] = longest["effect"]
+    inv = next(iter(after["invariants"]))
+    after["invariants"][inv] += " (reworded)"
+    worlds = {"tiny": {"result": "ok", "states": 375, "violation": None, "depth": 9}}
+    broken = {"tiny": {"result": "violation", "states": 120, "violation": "leader-is-member", "depth": 4}}
+    return markdown(compare(Side("a1b2c3d", now["rows"], now["invariants"], {}, worlds),
+                            Side("the working tree", after["rows"], after["invariants"], {}, broken)))
+
+
 def test_the_site_renders_draws_its_diagrams_and_has_no_broken_link(browser, tmp_path):
     site = tmp_path / "site"
-    build_site(site)
+    build_site(site, changes=_a_change())
     to_visit, seen, ids, broken, unreadable = [site / "index.html"], set(), {}, [], []
     diagrams = external = 0
     while to_visit:
@@ -135,6 +154,11 @@ def test_the_site_renders_draws_its_diagrams_and_has_no_broken_link(browser, tmp
     text = browser.find_element("tag name", "article").text
     assert "The spec beside Kafka's own coordinators" in text       # docs/kafka-conformance.md, committed
     assert "kafka-3.9" in text and "kafka-4.0" in text and "Known differences not yet in the table" in text
+    # what a change does to the protocol, one click from the front page, when the site is built with --diff
+    browser.get((site / "index.html").as_uri())
+    browser.find_element("link text", "What this change does").click()
+    text = browser.find_element("tag name", "article").text
+    assert "Rows changed" in text and "(reworded)" in text and "leader-is-member" in text, text[:300]
     # measurements are dated and say how they were made
     browser.get((site / "benchmarks.html").as_uri())
     text = browser.find_element("tag name", "article").text
@@ -170,3 +194,13 @@ def test_site_refuses_a_folder_that_holds_something_else(tmp_path):
     res = CliRunner().invoke(cli.app, ["docs", "--site", str(keep)])
     assert res.exit_code == 2 and (keep / "notes.txt").is_file()
     assert shutil.which("dot")
+
+
+@pytest.mark.parametrize("args, says", [
+    (["docs", "--diff", "HEAD"], "--diff REV adds a page to the site: give --site DIR too"),
+    (["docs", "--site", "{tmp}/s", "--diff", "no-such-revision-here"], "'no-such-revision-here' is not a commit"),
+])
+def test_a_change_page_needs_a_site_and_a_revision(tmp_path, args, says):
+    res = CliRunner().invoke(cli.app, [a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert res.exit_code == 2 and says in res.output, res.output
+    assert not (tmp_path / "s").exists()

@@ -13,6 +13,9 @@ from groupspec.checkers.paths import REPO
 def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Where to write."),
              site: Optional[str] = typer.Option(None, "--site", help="Build the browsable HTML site into this "
                                                 "folder instead (MkDocs; viewable with no network)."),
+             since: Optional[str] = typer.Option(None, "--diff", help="With --site: a page of what the working "
+                                                 "tree changes in the protocol since this revision (`groupspec "
+                                                 "diff REV`'s rows, invariants, proofs and worlds)"),
              as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON.")) -> None:
     """Write the design-review artifacts: state diagram, the table, the invariant catalog, the flows."""
     from groupspec.checkers.review.errors import DocsError
@@ -25,6 +28,8 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
     except DocsError as e:
         fail_input(str(e))
     files: list = []
+    if since is not None and site is None:
+        fail_input("--diff REV adds a page to the site: give --site DIR too")
     if site is not None:
         from groupspec.checkers.review.site import build_site
         folder = output_path("--site", site, "dir", ("index.html",))
@@ -32,8 +37,15 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
             # MkDocs empties the folder it builds into: never one that holds anything but a site
             fail_input(f"--site {folder}: the folder is not empty and holds no site (the build replaces what is "
                        f"there); give a new or empty folder, or one a previous --site built")
+        changes = None
+        if since is not None:
+            from groupspec.checkers.review.spec_diff import DEFAULT_PRESETS, DiffError, diff, markdown
+            try:
+                changes = markdown(diff(since, None, DEFAULT_PRESETS))
+            except DiffError as e:
+                fail_input(f"--diff {since}: {e}")
         try:
-            write_outputs("--site", folder, lambda: files.extend(build_site(folder)), after_result=False)
+            write_outputs("--site", folder, lambda: files.extend(build_site(folder, changes)), after_result=False)
         except DocsError as e:
             fail_input(str(e))
         if as_json:

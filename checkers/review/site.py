@@ -240,8 +240,9 @@ def _source_page(rel: str) -> str:
             f"<body><pre>{body}</pre></body></html>\n")
 
 
-def write_pages(src: Path) -> None:
-    """Every page of the site, as Markdown (and the spec/ sources as HTML) under `src`."""
+def write_pages(src: Path, changes: str | None = None) -> None:
+    """Every page of the site, as Markdown (and the spec/ sources as HTML) under `src`; `changes`: what a
+    change does to the protocol (`groupspec diff`'s Markdown), the page `changes.md`."""
     pages: dict[str, str] = {"index.md": _index(D.Links(site=True)), "states/index.md": _states_index(),
                              "table/index.md": _table_index(), "world.md": D.world_md().replace(D.HEADER, ""),
                              "coverage.md": _coverage()}
@@ -262,6 +263,8 @@ def write_pages(src: Path) -> None:
     for guide in GUIDES:      # the guides the README points to (its report's page is kafka.md here)
         pages[f"guide/{guide}"] = (REPO / "docs" / "guide" / guide).read_text(encoding="utf-8").replace(
             "](../kafka-conformance.md)", "](../kafka.md)")
+    if changes is not None:
+        pages["changes.md"] = "# What this change does to the protocol\n\n" + changes.split("\n", 1)[1].lstrip()
     for name, text in pages.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text, encoding="utf-8")
@@ -276,7 +279,7 @@ def write_pages(src: Path) -> None:
 
 
 def _config(src: Path, out: Path) -> dict:
-    nav = [{"Home": "index.md"},
+    nav = [{"Home": "index.md"}, *([{"What this change does": "changes.md"}] if (src / "changes.md").exists() else []),
            {"States": ["states/index.md"] + [{st: f"states/{st}.md"} for st in STATES]},
            {"Table": ["table/index.md"] + [{t.name: f"table/{t.name}.md"} for t in TRIGGERS
                                             if any(r.trigger == t.name for r in ROWS)]},
@@ -295,8 +298,9 @@ def _config(src: Path, out: Path) -> dict:
             "validation": {"links": {"not_found": "warn", "anchors": "warn"}}}
 
 
-def build_site(out: Path) -> list[Path]:
-    """Build the site into `out` (replaced): its pages, the lifecycle picture, mermaid.js."""
+def build_site(out: Path, changes: str | None = None) -> list[Path]:
+    """Build the site into `out` (replaced): its pages (with `changes`, write_pages's), the lifecycle
+    picture, mermaid.js."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
     dot = D.dot_program()
@@ -304,7 +308,7 @@ def build_site(out: Path) -> list[Path]:
     with tempfile.TemporaryDirectory(prefix="groupspec-site-") as tmp:
         src = Path(tmp) / "pages"
         src.mkdir()
-        write_pages(src)
+        write_pages(src, changes)
         D.write_lifecycle_svg(dot, src)
         cfg_file = Path(tmp) / "mkdocs.yml"
         cfg_file.write_text(yaml.safe_dump(_config(src, out)), encoding="utf-8")
