@@ -6,10 +6,14 @@ the command line that registers it.
 """
 from __future__ import annotations
 
+import errno
+import math
 import os
+import stat
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import typer
 from rich.console import Console
@@ -44,6 +48,61 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def kind_of(st: os.stat_result) -> str:
+    """What a path that is no regular file is, in words ("a folder", "a named pipe (FIFO)", ...)."""
+    mode = st.st_mode
+    return ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else
+            "a character device (like /dev/null)" if stat.S_ISCHR(mode) else
+            "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def input_file(where: str, given: str, what: str) -> Path:
+    """`given` (the value of `where`: an argument or a flag) as a regular file to read, or one line and exit 2
+    saying what is there instead (nothing, a link to nothing, a folder, a pipe, a device); `what` says what
+    to give."""
+    if not given.strip():
+        fail_input(f"{where} is empty; give {what}")
+    path = Path(given)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if path.is_symlink():
+            fail_input(f"{where} {path}: a symbolic link to {os.readlink(path)}, which does not exist; give {what}")
+        fail_input(f"{where} {path}: no such file; give {what}")
+    except OSError as e:
+        fail_input(f"{where} {path}: cannot be read ({e.strerror or e}); give {what}")
+    if not stat.S_ISREG(st.st_mode):
+        fail_input(f"{where} {path}: is {kind_of(st)}, not a file; give {what}")
+    return path
+
+
+def finite(option: str, value: float | None, what: str) -> None:
+    """A number option must be a number: nan and inf pass every comparison a range check makes (or fail
+    it for the wrong reason) and end as a traceback where they are turned into an int."""
+    if value is not None and not math.isfinite(value):
+        fail_input(f"{option} {value}: give {what}")
+
+
+def distinct_files(named: list[tuple[str, Path]]) -> None:
+    """No two of `named` ((option, path): the outputs, and the inputs read with them) are one file: an
+    output written over an input, or over another output, loses it.  Devices (/dev/null) may be named
+    twice; a file not yet there is compared by where its name leads."""
+    seen: dict = {}
+    for option, path in named:
+        try:
+            st = path.stat()
+        except OSError:
+            key = os.path.realpath(path)
+        else:
+            if stat.S_ISCHR(st.st_mode):
+                continue
+            key = (st.st_dev, st.st_ino)
+        if key in seen:
+            fail_input(f"{option} {path}: is also {seen[key][0]} {seen[key][1]}, and one would overwrite the "
+                       f"other; give another file")
+        seen[key] = (option, path)
+
+
 def output_path(option: str, given: str, kind: str, files: tuple = ()) -> Path:
     """Check now, before any work, that `given` (the value of `option`) can be written: a file
     (`kind` "file"), or a folder to write `files` into ("dir"); refuse in one line, exit 2.
@@ -61,7 +120,7 @@ def output_path(option: str, given: str, kind: str, files: tuple = ()) -> Path:
         if path.is_dir():
             fail_input(f"{where}: is a folder; give a file name (e.g. {path / 'report.xml'})")
         if path.exists():
-            _probe(where, lambda: open(path, "ab").close(), path)
+            _probe(where, lambda: _open_to_write(path), path)
             return path
     else:
         if path.exists() and not path.is_dir():
@@ -80,10 +139,28 @@ def output_path(option: str, given: str, kind: str, files: tuple = ()) -> Path:
     return path
 
 
+_PIPES: list[int] = []
+
+
+def _open_to_write(path: Path) -> None:
+    """Open an existing output to append, without waiting: a named pipe no process reads is refused (ENXIO)
+    rather than waited on.  A pipe's probe stays open while the command runs: closed now, it would tell the
+    reader that the output ended before it began."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
+    if stat.S_ISFIFO(os.fstat(fd).st_mode):
+        _PIPES.append(fd)
+    else:
+        os.close(fd)
+
+
 def _probe(where: str, attempt: Callable[[], None], place: Path) -> None:
     try:
         attempt()
     except OSError as e:
+        if e.errno == errno.ENXIO:      # a named pipe nobody reads, or a socket: nothing to write to
+            fail_input(f"{where}: a named pipe no process reads; start its reader first, or give a file"
+                       if stat.S_ISFIFO(os.stat(place).st_mode) else
+                       f"{where}: is {kind_of(os.stat(place))}, which cannot be opened to write; give a file")
         fail_input(f"{where}: cannot write in {place} ({e.strerror or e}); give another place or fix its "
                    f"permissions")
     try:
@@ -96,16 +173,37 @@ def _probe(where: str, attempt: Callable[[], None], place: Path) -> None:
                    f"another place")
 
 
-def write_outputs(option: str, path: Path, write: Callable[[], None], after_result: bool = True) -> None:
+def write_outputs(option: str, path: Path, write: Callable[[], None], after_result: bool = True,
+                  kept: bool = False) -> None:
     """Write an output (its path was checked before the run); a failure now (a device filled up
-    meanwhile) is one line and exit 2, after the result was printed if `after_result`."""
+    meanwhile) is one line and exit 2, after the result was printed if `after_result`; `kept`: it was
+    being written beside its place (`whole_or_nothing`), so what was there is as it was."""
     try:
         write()
     except OSError as e:
-        done = "the result above is complete, what it wrote there is not" if after_result else \
+        done = "nothing was written there (what was there is as it was)" if kept else \
+            "the result above is complete, what it wrote there is not" if after_result else \
             "what it wrote there is incomplete"
         fail_input(f"{option} {path}: writing failed ({e.strerror or e}); {done}: free some space or give "
                    f"another place")
+
+
+@contextmanager
+def whole_or_nothing(path: Path) -> Iterator[Path]:
+    """Where to write the output `path`: a file beside it, renamed onto it once complete, so that a failure,
+    a full disk or a signal leaves what was there before (a link is kept, the file it names replaced); a
+    device or a pipe (/dev/null, a named pipe) is written in place."""
+    if path.exists() and not path.is_file():
+        yield path
+        return
+    target = path.resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        yield partial
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def config_option(pairs: list[str]) -> dict:

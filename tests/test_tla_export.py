@@ -158,10 +158,10 @@ def test_a_planted_bug_is_found_alike_and_tlcs_trace_replays(tmp_path):
     trace = tmp_path / "trace.json"
     trace.write_text(json.dumps({"counterexample": {"state": [[i + 1, s] for i, s in enumerate(t.trace)]}}))
     fmt, states = load_trace(trace)
-    r = replay(WorldModel(cfg, rows), fmt, states)
+    r = replay(WorldModel(cfg, rows), states)
     assert fmt == "tlc" and r.departs == -1 and r.violation in either
     # and the correct table does not take the same path: the trace leaves its world at some step
-    assert replay(WorldModel(cfg), fmt, states).departs > 0
+    assert replay(WorldModel(cfg), states).departs > 0
 
 
 @needs_tlc
@@ -238,7 +238,7 @@ def test_our_counterexample_is_itf_and_replays():
     doc = json.loads(json.dumps(to_itf(r.path, model, r.violation)))
     trace = itf_py.trace_from_json(doc)         # an ITF reader of Informal Systems'
     assert len(trace.states) == len(r.path)
-    back = replay(WorldModel(cfg, rows), "itf", doc["states"])
+    back = replay(WorldModel(cfg, rows), doc["states"])
     assert back.departs == -1 and back.violation == r.violation
 
 

@@ -3,6 +3,7 @@ and clean stops on SIGTERM and Ctrl-C (exit codes: 0 everything holds, 1 a prope
 input, 130 and 143 the signals)."""
 from __future__ import annotations
 
+import _thread
 import errno
 import os
 import signal
@@ -33,10 +34,27 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+def _unraisable(hook_args) -> None:
+    """sys.unraisablehook: a signal that came while Python ran a finalizer (a `__del__`, a weakref or gc
+    callback) raised its exception there, and Python drops what a finalizer raises (printing a traceback):
+    the run would go on, with SIGTERM switched off.  The signal is sent again instead, from a thread of its
+    own: that thread runs when this one lets go of the interpreter, after the finalizer has returned, so the
+    handler raises in the code the run was in (or, in another finalizer, comes back here)."""
+    exc = hook_args.exc_value
+    if isinstance(exc, (Terminated, KeyboardInterrupt)):
+        signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+        if signum == signal.SIGTERM:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        _thread.start_new_thread(os.kill, (os.getpid(), signum))      # (threading's start would wait for it)
+    else:
+        sys.__unraisablehook__(hook_args)
+
+
 def main() -> None:
     """Run the CLI: usage errors are one line (exit 2); SIGTERM and SIGINT stop the run cleanly
     (the search's worker processes with it) with exit codes 143 and 130."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+    sys.unraisablehook = _unraisable
     if sys.stdout is None:      # started with the standard output closed (`>&-`): results would vanish
         say_error("groupspec: the standard output is closed; nothing could be printed (redirect it to a file or "
                   "/dev/null)")

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from groupspec.checkers.console import err, fail_input, one_line, out, output_path, write_outputs
+from groupspec.checkers.console import err, fail_input, input_file, one_line, out, output_path, write_outputs
 
 from .shared import CE_FILES, bounded_workers, no_status, preset_list, world_of, world_options, write_counterexample
 
@@ -30,6 +30,7 @@ def check_cmd(
     world: Optional[dict] = None,
 ) -> None:
     """Explore every reachable state of a bounded closed world; report the shortest violation.
+
     The depth reported is how deep the breadth-first search went or, with a counterexample,
     the counterexample's length in steps (a --liveness lasso: the path to the loop and one lap
     of it; no progress: the path to the stuck state)."""
@@ -209,25 +210,34 @@ def _side_by_side(cfg, folder: Path, exported, jar, workers: int, symmetry: bool
 @world_options
 def replay_cmd(
     trace: str = typer.Argument(..., help="A TLC counterexample (-dumpTrace json) or an ITF trace."),
+    no_waivers: bool = typer.Option(False, "--no-waivers", help="judge the invariants the preset waives, too (as "
+                                                                "`check --no-waivers` does)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     world: Optional[dict] = None,
 ) -> None:
-    """Replay a trace of the closed world through the explicit checker's world: every step must be
-    one of the world's own steps; the last state is judged by the invariants. Exit 0: it replays and
-    breaks nothing; 1: it breaks an invariant, or leaves the world at some step."""
+    """Replay a TLC or ITF trace of the closed world through the explicit checker's world.
+
+    Every step must be one of the world's own steps; the last state is judged by the invariants. Exit 0:
+    it replays and breaks nothing; 1: it breaks an invariant, or leaves the world at some step; 2: the file
+    is no trace of this world (nothing was replayed)."""
+    import dataclasses
     from groupspec.checkers.world.itf_replay import TraceError, load_trace, replay
     from groupspec.checkers.world.state_space import WorldModel
     cfg = world_of(**world)
-    path = Path(trace)
-    if not path.is_file():
-        fail_input(f"TRACE {trace}: no such file; give a TLC -dumpTrace json file or an ITF trace")
+    if no_waivers:
+        cfg = dataclasses.replace(cfg, waive=())
+    path = input_file("TRACE", trace, "a TLC -dumpTrace json file or an ITF trace (one trace: replay reads one)")
     try:
         fmt, states = load_trace(path)
-        res = replay(WorldModel(cfg), fmt, states)
+    except TraceError as e:
+        fail_input(f"TRACE {trace}: {e}")
+    try:
+        res = replay(WorldModel(cfg), states)
     except TraceError as e:
         fail_input(f"TRACE {trace}: {e} (is it a trace of --preset {world['preset']} with these flags?)")
     doc = {"format": fmt, "states": res.states, "steps": res.steps,
-           "departs_at_step": res.departs if res.departs >= 0 else None, "violation": res.violation}
+           "departs_at_step": res.departs if res.departs >= 0 else None, "violation": res.violation,
+           "waived": [{"invariant": n, "why": w} for n, w in cfg.waive]}
     if as_json:
         print(json.dumps(doc, indent=2))
     else:
@@ -240,6 +250,8 @@ def replay_cmd(
             out.print(f"replayed {len(res.steps)} steps; the trace breaks {res.violation}", markup=False)
         else:
             out.print(f"replayed {len(res.steps)} steps; no invariant is broken", markup=False)
+            for n, w in cfg.waive:
+                out.print(f"not checked in this world: {n} ({w}; --no-waivers checks it)", markup=False)
     if res.departs >= 0 or res.violation:
         raise typer.Exit(1)
 

@@ -15,8 +15,10 @@ def diff_cmd(rev: str = typer.Argument(..., help="the revision before the change
                                          help="the worlds checked at both revisions, comma-separated (none: '')"),
              out_file: Optional[str] = typer.Option(None, "--out", help="write the Markdown here"),
              as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
-    """What a change does to the protocol: rows added, removed and changed (in Kafka's words), invariants and
-    their recorded proofs, and the verdicts and state counts of a few worlds, as Markdown for a pull request."""
+    """What a change does to the protocol, as Markdown for a pull request.
+
+    Rows added, removed and changed (in Kafka's words), invariants and their recorded proofs, and the verdicts
+    and state counts of a few worlds."""
     from groupspec.checkers.review.spec_diff import DiffError, diff, markdown
     from groupspec.checkers.world.presets import PRESETS
     names = tuple(p.strip() for p in presets.split(",") if p.strip())

@@ -13,8 +13,9 @@ from .shared import CE_FILES, bounded_workers, no_status, preset_list, row_names
 
 
 def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
-    """Prove each trigger's rows exclusive, covering and reachable, and every row keeping the structural
-    invariants (Z3); check the lifecycle's moves."""
+    """Prove the table well formed (Z3): each trigger's rows exclusive, covering, reachable.
+
+    Every row keeps the structural invariants; the lifecycle's moves are checked."""
     from groupspec.checkers.proofs.lint import lint
     with err.status("linting the table with Z3...") if not as_json else no_status():
         res = lint()
@@ -68,9 +69,10 @@ def prove_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     world: Optional[dict] = None,
 ) -> None:
-    """Prove the coordinator invariants by induction over the table's rows, for any number of members (Z3);
-    with --bmc K, search a closed world (--preset and the world flags of `groupspec check`, default tiny)
-    K steps deep for a state that breaks an invariant."""
+    """Prove the coordinator invariants for any number of members (Z3), or search K steps deep (--bmc K).
+
+    The proofs are by induction over the table's rows; with --bmc K, a closed world (--preset and the world
+    flags of `groupspec check`, default tiny) is searched K steps deep for a state that breaks an invariant."""
     if bmc is not None:
         run_bmc(bmc, world, timeout, out_dir, as_json)
         return

@@ -23,8 +23,10 @@ def rows_cmd(trigger: Optional[str] = typer.Option(None, "--trigger", help="a re
              grep: Optional[str] = typer.Option(None, "--grep", help="only rows whose name, condition, effect, "
                                                 "response or source mention this text (any case)"),
              as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
-    """What Kafka does for a request or event in a state: each row's name, condition, effect, response, Kafka
-    source and its line in spec/. Exit 1 if no row matches."""
+    """What Kafka does for a request or event in a state, row by row.
+
+    Each row's name, condition, effect, response, Kafka source and its line in spec/. Exit 1 if no row
+    matches."""
     from groupspec.spec.schema import STATES
     from groupspec.spec.table import ROWS
     triggers = list(dict.fromkeys(r.trigger for r in ROWS))

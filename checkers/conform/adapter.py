@@ -33,7 +33,10 @@ reported as a divergence: the implementation failed where the spec answers,
 except `Unsupported`: the implementation cannot be asked this at all (a
 request no client of it could send, a config it has no key for).  The
 harness then leaves the step out, and a scenario that needs it is skipped
-with that reason, never passed.  An adapter whose implementation fixes some
+with that reason, never passed.  A factory may raise Unsupported too, for a
+config its implementation cannot take: the harness draws another (and says
+so if it can take none); anything else a factory raises means the adapter
+cannot be used at all (one line, exit 2).  An adapter whose implementation fixes some
 config keys (Kafka's NewMemberJoinTimeoutMs is a constant) gives them in
 `fixed_config`, and the harness draws configs with those values.  An
 adapter whose responses carry only the fields of their request's version
@@ -266,6 +269,10 @@ BROKER_SCHEME = "kafka://"
 
 class AdapterError(ValueError):
     """`--adapter` names nothing usable (one line: what, where, how to fix)."""
+
+
+class AdapterBroken(RuntimeError):
+    """The adapter could not be made or used at all (its factory raised on a valid config, say)."""
 
 
 def load_factory(name: str) -> Factory:

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from groupspec.checkers.console import config_option, err, fail_input, out, output_path, write_outputs
+from groupspec.checkers.console import config_option, err, fail_input, finite, out, output_path, write_outputs
 from groupspec.spec.kafka import brief, check_config
 
 
@@ -15,30 +15,42 @@ def conform_cmd(
     adapter: str = typer.Option("runtime", "--adapter", "-a",
                                 help="runtime, spec, or module:factory (a callable taking the config, returning an "
                                      "adapter: see checkers/conform/adapter.py)"),
-    profile: str = typer.Option("ci", "--profile", help="ci (about 5 s on the runtime) or nightly (long); "
-                                                        "--examples and --steps override it"),
+    profile: Optional[str] = typer.Option(None, "--profile", help="ci (about 5 s on the runtime) or nightly "
+                                          "(long); --examples and --steps override it [default: ci]"),
     examples: Optional[int] = typer.Option(None, "--examples", help="examples (runs from a fresh coordinator)"),
     steps: Optional[int] = typer.Option(None, "--steps", help="at most this many steps per example"),
     seed: Optional[int] = typer.Option(None, "--seed", help="repeat a run (the seed is printed every time)"),
     config: Optional[List[str]] = typer.Option(None, "--config", help="key=value, Kafka's config keys (repeat it); "
                                                                        "fixed for every example"),
-    shrink_seconds: float = typer.Option(60, "--shrink-seconds", help="at most this long shrinking a failure (0: "
-                                                                       "report it as found)"),
+    shrink_seconds: Optional[float] = typer.Option(None, "--shrink-seconds", help="at most this long shrinking a "
+                                                   "failure (0: report it as found) [default: 60]"),
     out_file: Optional[str] = typer.Option(None, "--out", help="write the failing scenario to this file"),
     replay: Optional[List[str]] = typer.Option(None, "--replay", help="instead: run these scenario files against "
                                                                       "the adapter, checking their expectations"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Test an implementation of the group coordinator against the spec: random steps generated from the
-    table, run on both side by side; the first difference is shrunk to a scenario file that replays."""
+    """Test an implementation of the group coordinator against the spec, step by generated step.
 
-    from .adapter import AdapterError, load_factory, missing_methods
+    Random steps generated from the table run on both side by side; the first difference is shrunk to a
+    scenario file that replays.  Exit 0: no divergence; 1: a divergence (or the spec failed), with its
+    scenario; 2: bad input, or an adapter that cannot be used; 130 and 143 on Ctrl-C and SIGTERM (a signal
+    is never a divergence: no scenario is written)."""
+
+    from .adapter import AdapterBroken, AdapterError, load_factory, missing_methods
     from .harness import PROFILES, run, scenario_yaml
 
+    if replay:      # the scenarios are run as they are written: what shapes a generated run does not apply
+        given = [flag for flag, v in (("--profile", profile), ("--examples", examples), ("--steps", steps),
+                                      ("--seed", seed), ("--config", config), ("--shrink-seconds", shrink_seconds),
+                                      ("--out", out_file)) if v is not None]
+        if given:
+            fail_input(f"{', '.join(given)} with --replay: a replay runs the scenario files as written (their own "
+                       f"config); leave {'it' if len(given) == 1 else 'them'} out")
     try:
         factory = load_factory(adapter)
     except AdapterError as e:
         fail_input(str(e))
+    profile = "ci" if profile is None else profile
     if profile not in PROFILES:
         fail_input(f"--profile {profile!r}: unknown profile; use {' or '.join(PROFILES)}")
     n_examples = PROFILES[profile]["examples"] if examples is None else examples
@@ -52,6 +64,8 @@ def conform_cmd(
     if seed is None:
         import random
         seed = random.randrange(2**32)
+    finite("--shrink-seconds", shrink_seconds, "a number of seconds, 0 or more")
+    shrink_seconds = 60.0 if shrink_seconds is None else shrink_seconds
     if shrink_seconds < 0:
         fail_input(f"--shrink-seconds must be 0 or more, got {shrink_seconds}")
     overrides = config_option(config or [])
@@ -64,8 +78,9 @@ def conform_cmd(
 
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     show = not as_json
+    # shown on a terminal only: elsewhere rich's display leaves an empty line behind
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                        transient=True, disable=not show)
+                        transient=True, disable=not show or not err.is_terminal)
     if show:
         err.print(f"conform: adapter {adapter}, seed {seed}, {n_examples} examples "
                   f"of up to {n_steps} steps", markup=False, highlight=False)
@@ -77,12 +92,11 @@ def conform_cmd(
                 phase = "shrinking a divergence" if "found_after" in stats else "searching"
                 progress.update(task, description=f"{phase}: {stats.get('examples', 0):,} examples, "
                                                   f"{stats['steps']:,} steps")
-        from .harness import AdapterBroken
         try:
             report = run(factory, adapter, n_examples, n_steps, seed, overrides, tick if show else None,
                          shrink_seconds=shrink_seconds)
         except AdapterBroken as e:
-            fail_input(str(e))
+            fail_input(f"--adapter {adapter}: {e}")
     if out_path is not None and report.scenario:
         write_outputs("--out", out_path, lambda: out_path.write_text(report.scenario_yaml, encoding="utf-8"))
     if as_json:
@@ -111,21 +125,40 @@ def conform_cmd(
 
 def _check_adapter(factory, name: str, overrides: dict, missing_methods, fail_input) -> None:
     """Make one adapter before the run, so that a factory that cannot work is one line, not a divergence."""
+    from groupspec.spec.kafka import ConfigError
     from .adapter import Unsupported
+    fixed = getattr(factory, "fixed_config", None) or {}
+    if not isinstance(fixed, dict):
+        fail_input(f"--adapter {name}: its fixed_config is {brief(fixed)}, not a mapping of Kafka's config keys to "
+                   f"the values its implementation fixes (adapter.py)")
     try:
-        impl = factory(check_config({**(getattr(factory, "fixed_config", None) or {}), **overrides}))
+        cfg = check_config({**fixed, **overrides})
+    except ConfigError as e:
+        fail_input(f"--adapter {name}: its fixed_config and --config together: {e}")
+    try:
+        impl = factory(cfg)
     except Unsupported as e:
         fail_input(f"--adapter {name}: {e}")
     except Exception as e:      # noqa: BLE001 - the user's factory: whatever it raises is said in one line
         fail_input(f"--adapter {name}: the factory raised {type(e).__name__}: {brief(str(e), 150)} when called with "
                    f"a config (a dict of Kafka's config keys); it must return an adapter")
+    unsupported = getattr(impl, "unsupported", ()) or ()
+    if isinstance(unsupported, str) or not isinstance(unsupported, (set, frozenset, list, tuple)) or \
+            not all(isinstance(m, str) for m in unsupported):
+        fail_input(f"--adapter {name}: its `unsupported` is {brief(unsupported)}; give a set of the names of the "
+                   f"methods it cannot do, e.g. {{'mark_dead'}} (adapter.py)")
     missing = missing_methods(impl)
     if missing:
         fail_input(f"--adapter {name}: the adapter has no {', '.join(missing)}; implement them, or list those it "
                    f"cannot do in its `unsupported` attribute (checkers/conform/adapter.py)")
     close = getattr(impl, "close", None)
     if callable(close):
-        close()
+        try:
+            close()
+        except Exception as e:      # noqa: BLE001 - the user's adapter, as above
+            fail_input(f"--adapter {name}: closing an adapter the factory had just made raised {type(e).__name__}: "
+                       f"{brief(str(e), 150)}; close must release what the adapter holds, and raise only if that "
+                       f"fails")
 
 
 def _replay(paths: list[str], factory, name: str, as_json: bool, fail_input, out) -> None:

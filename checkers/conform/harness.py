@@ -10,19 +10,16 @@ from typing import Any, Callable
 import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as seed_of
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.stateful import get_state_machine_test
 
-from .adapter import Factory
+from .adapter import AdapterBroken, Factory
+from .interrupts import deferred
 from .lockstep import Divergence, SpecFailure
 from .machine import machine_for
 
-# Profiles: `ci` fits the project's test budget; `nightly` is the long run (README: "Conformance").
+# Profiles: `ci` fits the project's test budget; `nightly` is the long run (docs/guide/implementations.md).
 PROFILES = {"ci": {"examples": 60, "steps": 30}, "nightly": {"examples": 3000, "steps": 80}}
-
-
-class AdapterBroken(RuntimeError):
-    """The adapter could not be made or used at all (its factory raised on a valid config, say)."""
 
 
 @dataclass
@@ -92,18 +89,23 @@ def run(factory: Factory, adapter: str = "", examples: int = 60, steps: int = 30
     start = time.perf_counter()
     stats = machine.stats
     stats["started"] = start
-    try:
-        with _shrinking_for(shrink_seconds):
-            test()
-    except (Divergence, SpecFailure) as e:
-        return _failed(e, adapter, seed, stats, time.perf_counter() - start)
-    except Flaky as e:      # the implementation answers differently on the same steps: still a finding
-        last = stats.get("last")
-        return Report("divergence", adapter, seed, stats.get("examples", 0), stats.get("steps", 0),
-                      time.perf_counter() - start, {"kind": "flaky", "where": "", "spec": "", "implementation": ""},
-                      last.scenario(about="the implementation did not fail again on the same steps") if last else None,
-                      message=f"the implementation is not deterministic on the same steps ({type(e).__name__}); "
-                              f"the last run's steps are shown")
+    with deferred():       # a signal stops the run, and is never its finding (interrupts.py)
+        try:
+            with _shrinking_for(shrink_seconds):
+                test()
+        except (Divergence, SpecFailure) as e:
+            return _failed(e, adapter, seed, stats, time.perf_counter() - start)
+        except Flaky as e:      # the implementation answers differently on the same steps: still a finding
+            last = stats.get("last")
+            return Report("divergence", adapter, seed, stats.get("examples", 0), stats.get("steps", 0),
+                          time.perf_counter() - start, {"kind": "flaky", "where": "", "spec": "", "implementation": ""},
+                          last.scenario(about="the implementation did not fail again on the same steps") if last else None,
+                          message=f"the implementation is not deterministic on the same steps ({type(e).__name__}); "
+                                  f"the last run's steps are shown")
+        except Unsatisfiable:   # every config drawn was one the factory refused
+            raise AdapterBroken(f"the factory refused every config drawn (Unsupported: {stats.get('refused_config')}); "
+                                f"give the config it can take with --config, or fixed_config on the factory "
+                                f"(adapter.py)") from None
     return Report("ok", adapter, seed, stats.get("examples", 0), stats.get("steps", 0), time.perf_counter() - start,
                   stats={"unsupported": dict(stats.get("unsupported") or {})})
 

@@ -24,6 +24,7 @@ from groupspec.spec.kafka import brief
 from groupspec.spec.lang import LangError
 
 from .adapter import Unsupported, perform
+from .interrupts import calling
 from .reference import Reference
 from .wallclock import SpecTimers, after_step, check_resolution
 
@@ -150,7 +151,8 @@ class Lockstep:
                 number = len(self.steps)
                 before = self.timers.step((w.coord for w in self.ref.worlds), number)
                 check_resolution(self.impl, before, after_step(self.ref, self.timers, step, number), step)
-            self._impl_result = call()
+            with calling():
+                self._impl_result = call()
         except Unsupported as e:
             self.steps.pop()
             self.unsupported[str(e)] = self.unsupported.get(str(e), 0) + 1
@@ -170,13 +172,26 @@ class Lockstep:
 
     # -- observing the implementation ----------------------------------------------------------------
 
+    def ask(self, what: str, call: Callable[[], Any], expected: str = "an answer") -> Any:
+        """An observation of the implementation (its answers, a snapshot, closing it): what it raises is its
+        failure at this step, a divergence (adapter.py), as a step's exception is."""
+        try:
+            with calling():
+                return call()
+        except Exception as e:      # noqa: BLE001 - whatever the implementation raises is its failure here
+            raise self._fail("error", what, expected, f"{type(e).__name__}: {brief(str(e), 200)}", None) from e
+
     def _observe(self) -> None:
-        answers = self.impl.answered()
+        answers = self.ask("answered", self.impl.answered)
+        if not isinstance(answers, (list, tuple)) or \
+                not all(isinstance(a, (list, tuple)) and len(a) == 2 for a in answers):
+            raise self._fail("error", "answered", "a list of (request id, response) pairs", brief(answers, 200),
+                             None)
         # an answer that names its members after the answers that bind them (a completed join answers
         # the followers, each learning its id, and the leader with everyone's)
         answers = sorted(answers, key=lambda a: isinstance(a[1], dict) and "members" in a[1])
         for rid, resp in answers:
-            if rid not in self.outstanding:
+            if not isinstance(rid, str) or rid not in self.outstanding:
                 was = "already answered" if any(s.get("send") and s.get("id") == rid for s, _ in self.steps) \
                     else "never sent"
                 raise self._fail("answered-twice", rid, f"one answer to {rid}", f"another answer to {rid}, "
@@ -203,7 +218,10 @@ class Lockstep:
         self._expect({"expect": rid, **body}, shown=True)
 
     def _snapshot(self, group: str) -> None:
-        snap = self.impl.snapshot(group)
+        snap = self.ask(f"snapshot {group}", lambda: self.impl.snapshot(group))
+        if snap is not None and not isinstance(snap, dict):
+            raise self._fail("error", f"snapshot {group}", "a mapping of snapshot fields, or None",
+                             brief(snap, 200), None)
         if snap is None:
             body = {"state": None}
         else:

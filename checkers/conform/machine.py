@@ -29,20 +29,22 @@ again on the settled groups after each step (`catalog`).
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from typing import Any, Callable
 
-from hypothesis import strategies as st
+from hypothesis import reject, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from groupspec.impl.requests import API_FIELDS
 from groupspec.spec.invariants import check_state
 from groupspec.spec.handling import JAVA_WRITES
-from groupspec.spec.kafka import APPEND_FAILURES, CONFIG_DEFAULTS, NEW_COORDINATOR
+from groupspec.spec.kafka import APPEND_FAILURES, CONFIG_DEFAULTS, NEW_COORDINATOR, brief
 from groupspec.spec.schema import TRIGGERS, Trigger
 from groupspec.spec.table import TIMER_TRIGGERS
 
-from .adapter import Factory
+from .adapter import AdapterBroken, Factory, Unsupported
+from .interrupts import calling, checkpoint
 from .lockstep import Divergence, Lockstep, SpecFailure
 
 GROUPS = ("g0", "g1")
@@ -287,7 +289,7 @@ class ConformMachine(RuleBasedStateMachine):
             if rule_ not in off:
                 off -= set(undo)
         self.off = frozenset(off)
-        self.impl = type(self).factory(cfg)
+        self.impl = _made(type(self).factory, cfg, type(self).stats)
         self.off |= {r for r, m in NEEDS.items() if m in set(getattr(self.impl, "unsupported", ()) or ())}
         self.lock = Lockstep(self.impl, cfg)
         st_ = type(self).stats
@@ -323,13 +325,30 @@ class ConformMachine(RuleBasedStateMachine):
                             java=bool(self.lock.config.get(NEW_COORDINATOR)))
 
     def teardown(self):
+        failing = sys.exc_info()[1]        # a step's divergence, or a signal, on its way out
         if self.lock is not None:      # the steps the implementation could not be asked, by reason
             into = type(self).stats.setdefault("unsupported", {})
             for why, n in self.lock.unsupported.items():
                 into[why] = into.get(why, 0) + n
         close = getattr(self.impl, "close", None)
-        if callable(close):
-            close()
+        if not callable(close):
+            return
+        if self.lock is None:              # made, but the example ended before its first step
+            with calling():
+                close()
+        elif failing is None:
+            try:
+                self.lock.ask("close", close, "closed")
+            except Divergence:
+                self._found()
+                raise
+        else:
+            # what the example ended with is the finding (or the stop); a close that fails after it adds
+            # nothing to it and must not take its place
+            try:
+                self.lock.ask("close", close, "closed")
+            except Divergence:
+                pass
 
 
 # How often a rule is picked, relative to the others: Hypothesis picks among the enabled rules alike, so a
@@ -341,6 +360,24 @@ WEIGHTS = {"JoinGroup": 10, "SyncGroup": 10, "Heartbeat": 4, "OffsetCommit": 3, 
            "StoreGroupDone": 3, "StoreOffsetsDone": 3, "Load": 4}
 
 
+def _made(factory: Factory, cfg: dict, stats: dict):
+    """The implementation for one example.  A config it cannot take (Unsupported) is not an example: Hypothesis
+    draws another (the reason is kept for when it can take none).  Any other failure of the factory on a valid
+    config is no divergence (there is nothing to compare yet): the adapter cannot be used (AdapterBroken)."""
+    try:
+        with calling():
+            return factory(cfg)
+    except Unsupported as e:
+        stats["refused_config"] = why = f"config: {e}"
+        refused = stats.setdefault("unsupported", {})
+        refused[why] = refused.get(why, 0) + 1
+        reject()
+    except Exception as e:      # noqa: BLE001 - the user's factory: whatever it raises is said in one line
+        raise AdapterBroken(f"the factory raised {type(e).__name__}: {brief(str(e), 150)} when called with the "
+                            f"config {brief(cfg, 300)}; it must return an adapter for every valid config, or raise "
+                            f"Unsupported for one its implementation cannot take") from e
+
+
 def _watched(fire, copy: int = 1):
     """A rule's body, noting the first failure (`_found`) and counting the step.  Named so that Hypothesis,
     which sorts rules by their functions' names and whose simplest examples (and shrinking) take the first,
@@ -349,6 +386,7 @@ def _watched(fire, copy: int = 1):
     of them off."""
     @functools.wraps(fire)
     def run(self, data):
+        checkpoint()
         try:
             fire(self, data)
         except (Divergence, SpecFailure):

@@ -54,6 +54,11 @@ SITE_CSS = """
 .gs-wide img { max-width: none; }
 """
 LIFECYCLE = '<div class="gs-wide"><img src="{src}" alt="the group lifecycle"></div>'
+# docs/guide/, in the order a newcomer reads them (README.md points to each)
+GUIDES = {"verify.md": "Verifying the protocol in CI", "implementations.md": "Testing your implementation",
+          "logs.md": "Validating your logs", "review.md": "Reviewing a change", "commands.md": "Every command",
+          "internals.md": "Internals", "decisions.md": "Decisions, and why", "glossary.md": "Glossary",
+          "kafka-notes.md": "What the spec says that Kafka's comments do not"}
 
 
 def mermaid_js() -> Path:
@@ -108,6 +113,9 @@ which the runtime coordinator follows).
   and its resolution
 - [Your consumers on the spec](serve.md): `groupspec serve`, faults on cue, and a rebalance listener failing on cue
 - [Benchmarks](benchmarks.md): dated measurements, each with the command that made it
+- Guides: [verifying the protocol in CI](guide/verify.md), [testing your implementation](guide/implementations.md),
+  [validating your logs](guide/logs.md), [reviewing a change](guide/review.md); [every command](guide/commands.md),
+  [internals](guide/internals.md), [decisions](guide/decisions.md), [glossary](guide/glossary.md)
 """
 
 
@@ -251,6 +259,9 @@ def write_pages(src: Path) -> None:
     pages["kafka.md"] = _kafka_conformance(REPO / "docs" / "kafka-conformance.md")
     pages["benchmarks.md"] = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     pages["serve.md"] = (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
+    for guide in GUIDES:      # the guides the README points to (its report's page is kafka.md here)
+        pages[f"guide/{guide}"] = (REPO / "docs" / "guide" / guide).read_text(encoding="utf-8").replace(
+            "](../kafka-conformance.md)", "](../kafka.md)")
     for name, text in pages.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text, encoding="utf-8")
@@ -271,6 +282,7 @@ def _config(src: Path, out: Path) -> dict:
                                             if any(r.trigger == t.name for r in ROWS)]},
            {"Invariants": "invariants.md"}, {"World": "world.md"},
            {"Flows": ["flows/index.md"] + [{f.title: f"flows/{f.slug}.md"} for f in FLOWS]},
+           {"Guides": [{title: f"guide/{name}"} for name, title in GUIDES.items()]},
            {"Findings": "findings.md"}, {"Coverage": "coverage.md"}, {"Kafka conformance": "kafka.md"},
            {"Your consumers on the spec": "serve.md"}, {"Benchmarks": "benchmarks.md"}]
     return {"site_name": "groupspec", "docs_dir": str(src), "site_dir": str(out), "use_directory_urls": False,

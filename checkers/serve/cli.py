@@ -49,8 +49,10 @@ def serve_cmd(
     admin_port: Optional[int] = typer.Option(None, "--admin-port", help="the admin endpoint's port on 127.0.0.1, "
                                              "for `groupspec serve ctl` (default: --port + 1; 0: a free one)"),
 ) -> None:
-    """Serve the spec's coordinator over Kafka's protocol: real consumers form groups on it, with the runtime's
-    behaviour on the wall clock.  Until Ctrl-C or SIGTERM.  Faults on cue: `groupspec serve ctl --help`."""
+    """Serve the spec's coordinator over Kafka's protocol: real consumers form groups on it.
+
+    The runtime's behaviour on the wall clock, until Ctrl-C or SIGTERM.  Faults on cue: `groupspec serve ctl
+    --help`."""
     if ctx.invoked_subcommand is not None:
         return
     if not 0 <= port <= 65535:

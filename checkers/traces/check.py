@@ -6,6 +6,8 @@ A verdict is a flat dict (one Parquet row): group, verdict, seq and source of th
 no behaviour explains (or the bad record), rule (the row of the table, the timer condition or
 the observation it breaks), detail, records, rebalances, mode (`complete` or `partial`) and
 `explain` (JSON text: the states still possible just before and the records leading up to it).
+A complete trace is replayed up to its first `gap` record (records were left out there, so the
+spec's state after it is unknown); its `ok` then says, in `detail`, how many records were not judged.
 """
 from __future__ import annotations
 
@@ -43,6 +45,11 @@ def check_group(group: str, records: list[Any], engine=None) -> dict:
         return verdict(group, "invalid", n, "", "bad-record", e.message)
     if all(r["kind"] == "observe" for r in history):
         return OBS.check(group, history, verdict)
+    # records were left out at a gap: the spec's state after it is unknown, so the replay stops there
+    gap = next((i for i, r in enumerate(history) if r["kind"] == "observe" and r.get("event") == "gap"), None)
+    unjudged = "" if gap is None else (f"not judged from the gap at record seq {history[gap]['seq']} (source "
+                                       f"{history[gap]['source']}) on: {n - gap} records")
+    history = history[:gap]
     config = next((r["config"] for r in history if isinstance(r.get("config"), dict)), None)
     try:
         steps = steps_of(history)
@@ -66,7 +73,7 @@ def check_group(group: str, records: list[Any], engine=None) -> dict:
         done.extend(effects)
         if len(done) > 4 * CONTEXT:
             del done[:-CONTEXT]
-    return verdict(group, "ok", n, "complete", rebalances=replay.rebalances)
+    return verdict(group, "ok", n, "complete", detail=unjudged, rebalances=replay.rebalances)
 
 
 def _states_before(group: str, config, steps: list, engine) -> list[dict]:

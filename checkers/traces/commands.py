@@ -1,9 +1,12 @@
 """The CLI verbs of trace validation: `simulate`, `traces from-kafka-log`, `traces check`."""
 from __future__ import annotations
 
+import errno
+import gzip
 import json
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -12,7 +15,8 @@ import typer
 
 
 from groupspec.checkers import console
-from groupspec.checkers.console import fail_input, output_path, write_outputs
+from groupspec.checkers.console import (distinct_files, fail_input, finite, output_path, whole_or_nothing,
+                                        write_outputs)
 
 
 
@@ -23,15 +27,17 @@ traces_app = typer.Typer(no_args_is_help=True, help="Trace validation: check wha
 OUT_FILES = ("summary.md", "summary.json", "report.html")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(traces_app, name="traces")
-    app.command("simulate")(simulate_cmd)
+def register(app: typer.Typer, panel: str | None = None) -> None:
+    """`traces` and `simulate` on the command line, listed in `--help` under `panel`."""
+    app.add_typer(traces_app, name="traces", rich_help_panel=panel)
+    app.command("simulate", rich_help_panel=panel)(simulate_cmd)
 
 
 def _progress(total: int, what: str):
+    # shown on a terminal only: elsewhere rich's display leaves an empty line behind on the standard error
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     return Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console.err,
-                    transient=True)
+                    transient=True, disable=not console.err.is_terminal)
 
 
 def _format_of(path: str, given: Optional[str]) -> str:
@@ -43,9 +49,11 @@ def _format_of(path: str, given: Optional[str]) -> str:
 
 
 def simulate_cmd(
-    out_path: str = typer.Option(..., "--out", help="The trace file to write: .jsonl, .jsonl.gz or .parquet."),
+    out_path: str = typer.Option(..., "--out", help="The trace file to write: .jsonl, .jsonl.gz or .parquet; written "
+                                                    "whole or not at all."),
     groups: int = typer.Option(100, "--groups", help="How many groups (each on a coordinator of its own)."),
-    events_per_group: int = typer.Option(200, "--events-per-group", help="Client requests per group."),
+    events_per_group: Optional[int] = typer.Option(None, "--events-per-group", help="Client requests per group "
+                                                   "[default: 200]."),
     duration: Optional[float] = typer.Option(None, "--duration", help="Simulated seconds per group (instead of "
                                                                       "--events-per-group)."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed writes the same traces."),
@@ -53,43 +61,66 @@ def simulate_cmd(
     inject_bug: Optional[str] = typer.Option(None, "--inject-bug", help="A bug to run some groups with: "
                                              "generation-not-bumped, sync-in-preparing, leader-not-reelected, "
                                              "timer-left-armed, answer-before-store, a comma list, or all."),
-    fraction: float = typer.Option(0.1, "--fraction", help="The fraction of groups run with the bug."),
+    fraction: Optional[float] = typer.Option(None, "--fraction", help="The fraction of groups run with the bug "
+                                             "[default: 0.1]."),
     bugs_out: Optional[str] = typer.Option(None, "--bugs", help="Where to write which groups had a bug and whether "
                                                                 "it fired (default: <out>.bugs.jsonl)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Drive many groups through the runtime coordinator with simulated consumers and write complete traces."""
+    """Drive many groups through the runtime coordinator with simulated consumers and write complete traces.
+
+    Exit 0 with the trace and the bugs file written; 2 for bad input (one line naming the flag); 130 and
+    143 on Ctrl-C and SIGTERM, with nothing written (a file already at --out is left as it was)."""
     from .codec import ParquetSink, write_bugs
-    from .simulate import choose_bugs, simulate
-    if groups < 1 or events_per_group < 1:
+    from .simulate import EPOCH_MS, choose_bugs, simulate
+    if groups < 1 or (events_per_group is not None and events_per_group < 1):
         fail_input("--groups and --events-per-group must be at least 1")
-    if duration is not None and duration <= 0:
-        fail_input(f"--duration {duration}: a number of seconds above 0")
-    if not 0 <= fraction <= 1:
-        fail_input(f"--fraction {fraction}: between 0 and 1")
+    if duration is not None:
+        if events_per_group is not None:
+            fail_input("--duration and --events-per-group: give one (a group runs for so many simulated seconds, "
+                       "or so many requests)")
+        finite("--duration", duration, "a number of seconds")
+        if not 0.001 <= duration <= (2**63 - 1 - EPOCH_MS) / 1000:
+            fail_input(f"--duration {duration:g}: from 0.001 seconds (a millisecond) to {(2**63 - 1 - EPOCH_MS) / 1000:.3g}"
+                       f" (Kafka's clock is a 64-bit count of milliseconds)")
+    if fraction is not None:
+        if inject_bug is None:
+            fail_input("--fraction is the fraction of groups run with --inject-bug's bugs; give --inject-bug too")
+        if not 0 <= fraction <= 1:
+            fail_input(f"--fraction {fraction}: between 0 and 1")
     try:
         bugs = choose_bugs(inject_bug)
     except ValueError as e:
         fail_input(f"--inject-bug: {e}")
     kind = _format_of(out_path, fmt)
+    named = "parquet" if out_path.endswith(".parquet") else "jsonl" if out_path.endswith((".jsonl", ".jsonl.gz")) \
+        else None
+    if named not in (None, kind):       # `traces check` reads a file by its name
+        fail_input(f"--format {kind} --out {out_path}: the name says {named}; name the file .{kind} or leave out "
+                   f"--format")
     path = output_path("--out", out_path, "file")
     bugs_path = output_path("--bugs", bugs_out or f"{out_path}.bugs.jsonl", "file")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = ParquetSink(path) if kind == "parquet" else None
-    if writer is None:
-        from groupspec.impl.trace import JsonLinesSink
-        writer = JsonLinesSink(str(path))
+    distinct_files([("--out", path), ("--bugs", bugs_path)])
+    from groupspec.impl.trace import JsonLinesSink
     start = time.perf_counter()
-    info: list = []
-    try:
-        with _progress(groups, "simulating groups") as bar:
-            task = bar.add_task("", total=groups)
-            info = simulate(groups, writer, seed=seed, events_per_group=None if duration else events_per_group,
-                            duration_ms=int(duration * 1000) if duration else None, bugs=bugs, fraction=fraction,
-                            on_group=lambda i, g: bar.advance(task))
-    finally:
-        write_outputs("--out", path, writer.close)
-    write_outputs("--bugs", bugs_path, lambda: write_bugs(bugs_path, info))
+    made: dict = {}
+    with whole_or_nothing(path) as partial, whole_or_nothing(bugs_path) as bugs_partial:
+        def run() -> None:
+            made["writer"] = writer = ParquetSink(partial) if kind == "parquet" else JsonLinesSink(str(partial))
+            try:
+                with _progress(groups, "simulating groups") as bar:
+                    task = bar.add_task("", total=groups)
+                    made["info"] = simulate(groups, writer, seed=seed,
+                                            events_per_group=None if duration else (events_per_group or 200),
+                                            duration_ms=round(duration * 1000) if duration else None, bugs=bugs,
+                                            fraction=0.1 if fraction is None else fraction,
+                                            on_group=lambda i, g: bar.advance(task))
+            finally:
+                writer.close()
+        write_outputs("--out", path, run, after_result=False, kept=True)
+        write_outputs("--bugs", bugs_path, lambda: write_bugs(bugs_partial, made["info"]), after_result=False,
+                      kept=True)
+    writer, info = made["writer"], made["info"]
     took = time.perf_counter() - start
     res = {"out": str(path), "format": kind, "groups": groups, "records": writer.count,
            "buggy_groups": len(info), "bug_fired": sum(b["fired"] for b in info), "bugs_file": str(bugs_path),
@@ -104,44 +135,139 @@ def simulate_cmd(
 
 @traces_app.command("from-kafka-log")
 def from_kafka_log_cmd(
-    files: List[str] = typer.Argument(..., help="Broker server.log files or folders (rotated, gzip'ed, "
-                                                "docker-compose output, wrapped lines)."),
-    out_path: str = typer.Option(..., "--out", help="The partial trace to write (.jsonl or .jsonl.gz)."),
+    files: List[str] = typer.Argument(..., help="Broker server.log files or folders of them (rotated, gzip'ed, "
+                                                "docker-compose output, grep -r output, rows pasted from a "
+                                                "terminal UI, wrapped lines)."),
+    out_path: str = typer.Option(..., "--out", help="The partial trace to write (.jsonl or .jsonl.gz), whole or "
+                                                    "not at all, never over one of the logs read; /dev/stdout "
+                                                    "puts the summary on the standard error."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Read Kafka brokers' logs into partial traces (observe records), merged by time across brokers."""
-    from groupspec.impl.trace import JsonLinesSink
-    from .kafka_log import read_files, summary, to_records
-    path = output_path("--out", out_path, "file")
+    """Read Kafka brokers' logs into partial traces (observe records), merged by time across brokers.
+
+    Lines an excerpt left out (`...`, `[...]`, `N lines omitted`, grep's `--`) are a gap: each group
+    gets a gap record there and is not judged across it.  Of one log entry at most 1 MiB is kept (a
+    coordinator entry cut there is a gap too); both are counted in the output.  Exit 0 with the
+    trace written; 2 for bad input, in one line naming the file and line (or the flag), also when
+    the logs hold no group coordinator line about a group (nothing to trace); 130 and 143 on Ctrl-C
+    and SIGTERM, with nothing written."""
+    from .kafka_log import ENTRY_LIMIT_TEXT, input_files, read_files, summary, to_records
     try:
-        reading = read_files(files)
+        inputs = input_files(files)
+    except TraceInputError as e:
+        fail_input(str(e))
+    path, fd = _trace_out(out_path, inputs)
+    try:
+        if console.err.is_terminal:        # elsewhere rich's display would leave an empty line behind
+            total = sum(f.stat().st_size for f in inputs)
+            with _progress(total, "reading logs (bytes)") as bar:
+                task = bar.add_task("", total=total)
+                reading = read_files(inputs, lambda done: bar.update(task, completed=done))
+        else:
+            reading = read_files(inputs)
     except TraceInputError as e:
         fail_input(str(e))
     recs = to_records(reading)
-
-    def write():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sink = JsonLinesSink(str(path))
-        for r in recs:
-            sink(r)
-        sink.close()
-    write_outputs("--out", path, write, after_result=False)
     s = summary(reading, len(recs))
+    if not recs:
+        coord = sum(s["recognised"].values()) + s["unrecognised_coordinator_lines"] + s["coordinator_entries_cut"]
+        fail_input(f"{', '.join(files)}: nothing to trace: no group coordinator line about a group among "
+                   f"{s['entries']:,} log entries ({coord:,} coordinator lines); give the logs of the brokers "
+                   f"that coordinate the groups, at level INFO")
+    try:
+        _write_trace(path, fd, recs)
+    except OSError as e:
+        fail_input(f"--out {path}: writing failed ({e.strerror or e}); " +
+                   ("what it wrote there is incomplete" if fd is not None else "nothing was written there (a file "
+                    "there is as it was)") + ": free some space or give another place")
     s["groups"] = len({r["group"] for r in recs})
     s["out"] = str(path)
+    shown = console.err if fd == STDOUT else console.out      # the trace has the standard output
     if as_json:
-        console.out.print_json(json.dumps(s))
+        shown.print_json(json.dumps(s))
         return
-    console.out.print(f"{s['records']:,} observations of {s['groups']:,} groups from {s['entries']:,} log entries in "
-              f"{s['files']} files -> {path}", markup=False, highlight=False)
+
+    def say(text: str) -> None:
+        shown.print(text, markup=False, highlight=False)
+    say(f"{s['records']:,} observations of {s['groups']:,} groups from {s['entries']:,} log entries in "
+        f"{s['files']} files -> {path}")
     for name, n in s["recognised"].items():
-        console.out.print(f"  {n:>8,}  {name}", markup=False, highlight=False)
+        say(f"  {n:>8,}  {name}")
     if s["unrecognised_coordinator_lines"]:
-        console.out.print(f"  {s['unrecognised_coordinator_lines']:>8,}  coordinator lines not recognised, most common:",
-                  markup=False, highlight=False)
+        say(f"  {s['unrecognised_coordinator_lines']:>8,}  coordinator lines not recognised, most common:")
         for u in s["unrecognised_top"][:5]:
-            console.out.print(f"            {u['count']:,} x {u['example'][:110]}", markup=False, highlight=False)
-    console.out.print(f"  {s['other_lines']:>8,}  other lines (not the group coordinator's)", markup=False, highlight=False)
+            say(f"            {u['count']:,} x {u['example'][:110]}")
+    say(f"  {s['other_lines']:>8,}  other lines (not the group coordinator's)")
+    if s["gaps"]:
+        say(f"  {s['gaps']:>8,}  gaps (lines left out, or a coordinator entry cut): no group is judged across one")
+    if s["entries_cut"]:
+        say(f"  {s['entries_cut']:>8,}  entries longer than {ENTRY_LIMIT_TEXT}, kept up to there "
+            f"({s['coordinator_entries_cut']:,} of them the coordinator's)")
+
+
+STDOUT = 1
+
+
+def _trace_out(given: str, inputs: list[Path]) -> tuple[Path, Optional[int]]:
+    """--out, checked before any work: a place the trace can be written that is none of the logs read
+    (one line, exit 2, otherwise).  With it, the file descriptor the trace is written into when it
+    goes straight there rather than into a file beside it renamed onto it (None): the standard output
+    when --out is it (/dev/stdout, or the file or pipe the shell gave it: opened anew, a file would
+    be written from its start over what is printed); a named pipe, opened now without waiting for
+    a reader (none: refused) and kept open (opened and closed once more, it would tell its reader
+    the end came); a device, or any name under /dev or /proc."""
+    if given.endswith(".parquet"):
+        fail_input(f"--out {given}: the trace is written as JSON Lines; name it .jsonl or .jsonl.gz")
+    try:
+        st: Optional[os.stat_result] = os.stat(given)
+    except (OSError, ValueError):
+        st = None
+    fd = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        try:
+            if os.path.samestat(st, os.fstat(STDOUT)):
+                fd = STDOUT
+            elif stat.S_ISFIFO(st.st_mode):
+                fd = os.open(given, os.O_WRONLY | os.O_NONBLOCK)
+                os.set_blocking(fd, True)
+            elif not stat.S_ISREG(st.st_mode) or Path(given).absolute().parts[1:2] in (("dev",), ("proc",)):
+                fd = os.open(given, os.O_WRONLY)
+        except OSError as e:
+            fail_input(f"--out {given}: " + ("a named pipe no process reads; start its reader first, or give a file"
+                                             if e.errno == errno.ENXIO else f"cannot be written ({e.strerror})"))
+    path = output_path("--out", given, "file")
+    if st is not None:
+        for f in inputs:
+            if os.path.samestat(st, f.stat()):
+                fail_input(f"--out {path}: is one of the logs read ({f}), and the trace would overwrite it; give "
+                           f"another file")
+    return path, fd
+
+
+def _write_trace(path: Path, fd: Optional[int], recs: list[dict]) -> None:
+    """The records as JSON Lines (gzip'ed when the name ends in .gz), into `fd` (_trace_out), or into a
+    file beside --out renamed onto it when complete, so a failure or a signal leaves what was there."""
+    def dump(f) -> None:
+        out = gzip.GzipFile(fileobj=f, mode="wb", compresslevel=3) if path.name.endswith(".gz") else f
+        for i in range(0, len(recs), 4096):
+            out.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs[i:i + 4096]).encode())
+        if out is not f:
+            out.close()
+    if fd is not None:
+        with os.fdopen(fd, "wb", closefd=fd != STDOUT) as f:
+            if stat.S_ISREG(os.fstat(fd).st_mode) and fd != STDOUT:
+                os.ftruncate(fd, 0)
+            dump(f)
+        return
+    target = path.resolve()                 # a link is kept, the file it names replaced
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        with open(partial, "wb") as f:
+            dump(f)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 @traces_app.command("check")

@@ -401,8 +401,15 @@ class Replay:
         except ConfigError as e:
             raise Violation("bad-config", f"the trace's config: {e}") from None
         self.rebalances = 0
+        self.started: int | None = None
 
     def step(self, lead: dict, effects: list[dict]) -> None:
+        if self.started is None:
+            # the spec's clock starts at the trace's first time, not at 0: it moves only forward, and a
+            # trace written before 1970 (negative times) would leave it at 0, every timer early
+            self.started = lead["ts_ms"]
+            for w in self.worlds:
+                w.coord.clock.now_ms = self.started
         survivors: list[World] = []
         first: Violation | None = None
         for w in self.worlds:

@@ -150,7 +150,7 @@ def explain(v: dict) -> str:
     """A readable explanation of one group's verdict (the in-process `--group` view)."""
     if v["verdict"] == "ok":
         return (f"group {v['group']}: ok ({v['records']} records, {v['mode']} trace, {v['rebalances']} rebalances "
-                f"completed)")
+                f"completed)" + (f"; {v['detail']}" if v.get("detail") else ""))
     lines = [f"group {v['group']}: {v['verdict'].upper()} at record seq {v['seq']} (source {v['source']})",
              f"  rule:   {v['rule']}", f"  detail: {v['detail']}"]
     if v.get("explain"):

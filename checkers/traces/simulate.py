@@ -400,12 +400,23 @@ class _NoList(list):
 
 
 def choose_bugs(spec: str | None) -> list[str]:
-    if not spec:
+    """The bugs --inject-bug names: `all`, or a comma list of BUGS, each once (ValueError otherwise: an empty
+    name between commas is a typo, not "no bug", and a name twice would run that bug twice as often)."""
+    if spec is None:
         return []
-    names = list(BUGS) if spec.strip() == "all" else [b.strip() for b in spec.split(",") if b.strip()]
+    if spec.strip() == "all":
+        return list(BUGS)
+    names = [b.strip() for b in spec.split(",")]
+    if not any(names):
+        raise ValueError(f"{spec!r} names no bug; give one of {', '.join(BUGS)}, a comma list, or all")
+    if "" in names:
+        raise ValueError(f"{spec!r} has an empty name between commas; give each bug's name once")
     unknown = [b for b in names if b not in BUGS]
     if unknown:
         raise ValueError(f"unknown bug {unknown[0]!r}; one of {', '.join(BUGS)}, or all")
+    twice = sorted({b for b in names if names.count(b) > 1})
+    if twice:
+        raise ValueError(f"{', '.join(twice)} named more than once; name each bug once")
     return names
 
 

@@ -8,7 +8,7 @@ then `seq` per source, then sources merged by time) and runs `check.check_group`
 in-process checker runs, so both give the same verdicts.  The lines are parsed in those tasks, on
 the executors; the driver reads nothing.
 
-Three ways to run the per-group step (benchmarks/traces.py measures them; README has the figures):
+Three ways to run the per-group step (benchmarks/traces.py measures them; docs/guide/logs.md has the figures):
 `arrow`, the default and the fastest: the shuffle and a sort by (group, file, position) stay in the
 JVM, and `mapInArrow` hands each task its rows as Arrow batches, a group's rows contiguous;
 `rdd` (`groupByKey` on pickled rows: Python shuffles, so every record crosses into Python twice);

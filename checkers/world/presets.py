@@ -96,7 +96,7 @@ PRESETS: dict[str, WorldConfig] = {
                           expiry=True, failover=True, append_failure=True, commits=True, leaves=True),
     # every fault but reordering, two generations, two topics of two partitions: the largest world
     # measured to fit CI's two minutes (3.4M states, 80 s with 2 workers); a third client takes it
-    # far past 25M states (README, "Why ci has 2 clients"): CI runs settle3 for 3 clients
+    # far past 25M states (docs/guide/verify.md, "Why ci has 2 clients"): CI runs settle3 for 3 clients
     "ci": WorldConfig(clients=2, topics=2, partitions=2, max_generation=2, member_ids=4, crash=True, expiry=True,
                       failover=True, append_failure=True, commits=True, leaves=True),
     # static membership (KIP-345): two consumer processes configured with the same group.instance.id
