@@ -106,7 +106,8 @@ def simulate_cmd(
     made: dict = {}
     with whole_or_nothing(path) as partial, whole_or_nothing(bugs_path) as bugs_partial:
         def run() -> None:
-            made["writer"] = writer = ParquetSink(partial) if kind == "parquet" else JsonLinesSink(str(partial))
+            gz = path.name.endswith(".gz")        # by --out's name: `partial`'s ends otherwise
+            made["writer"] = writer = ParquetSink(partial) if kind == "parquet" else JsonLinesSink(str(partial), gz)
             try:
                 with _progress(groups, "simulating groups") as bar:
                     task = bar.add_task("", total=groups)
