@@ -197,11 +197,14 @@ class TraceWriter:
 # -- sinks ---------------------------------------------------------------------------
 
 class JsonLinesSink:
-    """Records as JSON Lines (gzip'ed when the name ends in .gz)."""
+    """Records as JSON Lines, gzip'ed when `gzipped` says so (by default: when the name ends in .gz; a file
+    written beside its place and renamed onto it has another name)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, gzipped: bool | None = None):
         self.path = str(path)
-        raw = gzip.open(self.path, "wt", encoding="utf-8", compresslevel=3) if self.path.endswith(".gz") \
+        if gzipped is None:
+            gzipped = self.path.endswith(".gz")
+        raw = gzip.open(self.path, "wt", encoding="utf-8", compresslevel=3) if gzipped \
             else open(self.path, "w", encoding="utf-8")
         self.f: io.TextIOBase = raw
         self.count = 0

@@ -65,6 +65,8 @@ def test_the_cli_writes_the_corpus_and_the_bugs_file_and_traces_check_flags_exac
                         "--inject-bug", "all", "--fraction", "0.5", "--out", str(out), "--json"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+    # gzip'ed, as its name says: Spark reads a file by its name (it was written plain, beside it, then renamed)
+    assert out.read_bytes()[:2] == b"\x1f\x8b"
     res = json.loads(r.stdout)
     bugs = read_bugs(tmp_path / "c.jsonl.gz.bugs.jsonl")
     assert res["buggy_groups"] == len(bugs) and res["bug_fired"] == sum(b["fired"] for b in bugs) > 0

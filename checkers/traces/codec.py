@@ -18,9 +18,23 @@ BASE_COLUMNS = ("v", "group", "seq", "ts_ms", "source", "kind")
 JSON_COLUMNS = ("request", "response", "members", "config", "extra")
 SCALAR_COLUMNS = ("id", "api", "timer", "member", "result", "event", "state", "generation", "leader",
                   "protocol", "reason", "issued", "at_once")
-# a record's group, found in its JSON text without parsing it (the Spark job does it in the JVM)
-GROUP_PATTERN = r'"group"\s*:\s*"((?:[^"\\]|\\.)*)"'
+# A record's group, found in its JSON text without parsing it: the first `"group": "..."` of the line.  The
+# Spark job finds it in the JVM (Java's regex), the in-process reader here (Python's), and both file a line by
+# it, so they must agree on every line: the pattern says what it means in both (JSON's four blanks, not \s,
+# which each defines otherwise; any character after a backslash, not `.`, which Java stops at \r and U+2028),
+# and each piece of text is taken by a possessive quantifier, never backtracked into.
+GROUP_PATTERN = r'"group"[ \t\r\n]*+:[ \t\r\n]*+"((?:[^"\\]++|\\[\s\S])*+)"'
 GROUP_RE = re.compile(GROUP_PATTERN)
+# No field of the format nests deeper than 7 (a `load`'s loaded members' protocols); a line nested far deeper
+# is refused before anything walks it, which would exhaust Python's stack (json itself does, past about 1,000)
+MAX_DEPTH = 64
+
+
+class TooDeep(ValueError):
+    """A JSON text nested more than MAX_DEPTH levels."""
+
+    def __init__(self):
+        super().__init__(f"nested more than {MAX_DEPTH} levels deep (no field of the format nests deeper than 7)")
 
 
 def loads(text: str) -> Any:
@@ -29,11 +43,32 @@ def loads(text: str) -> Any:
     so such a value, and every error, is json's.  One difference is left: an integer past 64 bits,
     which no field of the format holds (Kafka's are INT64 at most), orjson reads as a float, so a
     record with one is refused by its field's check instead of read as a Python int (looking for such
-    a number in every line would cost more than orjson saves)."""
+    a number in every line would cost more than orjson saves).
+
+    A text nested more than MAX_DEPTH levels is TooDeep (a ValueError), whether or not it parses."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise TooDeep() from None
+    # counting brackets (in C) spares the walk on every line shallower than the limit
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise TooDeep()
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` has containers nested more than `limit` deep (a loop: no recursion to exhaust)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return False
 
 
 def from_row(row: dict) -> dict:

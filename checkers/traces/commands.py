@@ -19,7 +19,7 @@ from groupspec.checkers.console import (distinct_files, fail_input, finite, outp
 
 
 
-from .records import TraceInputError
+from .records import MAX_GROUP_RECORDS, TraceInputError
 
 traces_app = typer.Typer(no_args_is_help=True, help="Trace validation: check what coordinators did against the spec "
                                                     "(contracts/trace-format.md).")
@@ -105,7 +105,8 @@ def simulate_cmd(
     made: dict = {}
     with whole_or_nothing(path) as partial, whole_or_nothing(bugs_path) as bugs_partial:
         def run() -> None:
-            made["writer"] = writer = ParquetSink(partial) if kind == "parquet" else JsonLinesSink(str(partial))
+            gz = path.name.endswith(".gz")        # by --out's name: `partial`'s ends otherwise
+            made["writer"] = writer = ParquetSink(partial) if kind == "parquet" else JsonLinesSink(str(partial), gz)
             try:
                 with _progress(groups, "simulating groups") as bar:
                     task = bar.add_task("", total=groups)
@@ -277,22 +278,42 @@ def check_cmd(
                                "(groupByKey) or pandas (applyInPandas)."),
     in_process: bool = typer.Option(False, "--in-process", help="No Spark: check every group in this process."),
     partitions: int = typer.Option(0, "--partitions", help="Shuffle partitions (default: 4 per core)."),
+    max_group_records: int = typer.Option(MAX_GROUP_RECORDS, "--max-group-records", help="On Spark, the most "
+                                          "records of one group a task holds (about 2 KB of memory each); a longer "
+                                          "group is named and not checked."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Check traces against the spec, group by group (on Spark, or in process)."""
+    """Check traces against the spec, group by group (on Spark, or in process).
+
+    Exit 0 when every group is `ok`; 1 when a group is `violation` or `invalid` (a record of it breaks the
+    format: named in its verdict); 2 for bad input, in one line naming the file and line: a file that
+    cannot be read (a gzip cut short, a Parquet file without the format's columns), lines no group owns
+    (not JSON, null, a scalar, an array, NUL bytes, no string `group`), and input in which nothing was
+    checked (an empty or blank trace); the report is still written when some groups were checked.  130 and
+    143 on Ctrl-C and SIGTERM."""
     from . import report
     from .check import check_group
     from .records import expand, read_groups
     from .spark import ENGINES
     if engine not in ENGINES:
         fail_input(f"--engine {engine}: one of {', '.join(ENGINES)}")
+    if partitions < 0:
+        fail_input(f"--partitions {partitions}: a number of shuffle partitions, at least 1 (0: 4 per core)")
+    if max_group_records < 1:
+        fail_input(f"--max-group-records {max_group_records}: at least 1")
+    if not master.strip() and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        fail_input(f"--master {master!r} names no Spark master; give local[N], spark://host:7077, yarn, ... (an "
+                   f"empty one is for spark-submit: checkers/traces/submit.py), or check with --in-process")
     if group is not None:
         try:
-            groups, _ = read_groups(paths)
+            groups, unrouted = read_groups(paths)
         except TraceInputError as e:
             fail_input(str(e))
         if group not in groups:
+            if not groups:
+                fail_input(_nothing_checked(paths, unrouted))
             known = ", ".join(sorted(groups)[:5])
+            _say_unrouted(unrouted)
             fail_input(f"--group {group}: no records of that group in {', '.join(paths)} (groups there: {known}"
                        f"{' ...' if len(groups) > 5 else ''})")
         if out_dir is not None:
@@ -302,10 +323,12 @@ def check_cmd(
             console.out.print_json(json.dumps(v))
         else:
             console.out.print(report.explain(v), markup=False, highlight=False)
-        raise typer.Exit(0 if v["verdict"] == "ok" else 1)
+        _say_unrouted(unrouted)
+        raise typer.Exit(2 if unrouted.count else 0 if v["verdict"] == "ok" else 1)
     if out_dir is None:
         fail_input("give --out DIR for the verdicts and the summary (or --group G to check one group here)")
-    folder = output_path("--out", out_dir, "dir", OUT_FILES + ("verdicts.parquet",))
+    # Spark writes verdicts.parquet as a folder (and over the one a run before wrote); in process, as a file
+    folder = output_path("--out", out_dir, "dir", OUT_FILES + (("verdicts.parquet",) if in_process else ()))
     remote = [p for p in paths if "://" in p]          # hdfs://, s3a://, ...: Spark reads them
     if remote and in_process:
         fail_input(f"{remote[0]}: --in-process reads local files only; drop --in-process to read it on Spark")
@@ -317,15 +340,17 @@ def check_cmd(
     timing: dict = {}
     skipped: list = []
     if in_process:
-        verdicts, unowned = _in_process(paths, skipped)
+        verdicts, unrouted, too_long = _in_process(paths, skipped)
         timing["check_seconds"] = round(time.perf_counter() - start, 2)
         engine_used = "in-process"
     else:
-        verdicts, unowned, timing = _on_spark(files, master, engine, partitions, folder, skipped)
+        verdicts, unrouted, too_long, timing = _on_spark(files, master, engine, partitions, max_group_records,
+                                                         folder, skipped)
         engine_used = f"spark {master or 'from spark-submit'} ({engine})"
-    for problem in skipped:
-        console.say_error(f"groupspec: skipped {problem}")
-    s = report.summarize(verdicts, unowned, {"engine": engine_used, "skipped_files": skipped, **timing})
+    if not verdicts:
+        fail_input(_nothing_checked(paths, unrouted, skipped, too_long))
+    s = report.summarize(verdicts, (unrouted.count, unrouted.examples),
+                         {"engine": engine_used, "skipped_files": skipped, "groups_too_long": too_long, **timing})
 
     def write():
         folder.mkdir(parents=True, exist_ok=True)
@@ -344,8 +369,37 @@ def check_cmd(
     else:
         console.out.print(report.markdown(s), markup=False, highlight=False)
         console.out.print(f"\nwritten to {folder}: verdicts.parquet, summary.md, summary.json, report.html",
-                  markup=False, highlight=False)
-    raise typer.Exit(0 if s["verdicts"]["violation"] == 0 and s["verdicts"]["invalid"] == 0 and not skipped else 1)
+                          markup=False, highlight=False)
+    # bad input last, where it is seen: the verdicts above are of what could be read
+    for problem in skipped:
+        console.say_error(f"groupspec: skipped {problem}")
+    for problem in too_long:
+        console.say_error(f"groupspec: not checked: {problem}")
+    _say_unrouted(unrouted)
+    if skipped or too_long or unrouted.count:
+        raise typer.Exit(2)
+    raise typer.Exit(0 if s["verdicts"]["violation"] == 0 and s["verdicts"]["invalid"] == 0 else 1)
+
+
+UNROUTED_FIX = ("every line of a trace is one JSON object naming its group as `\"group\": \"...\"` "
+                "(contracts/trace-format.md): fix or remove such lines")
+
+
+def _say_unrouted(unrouted) -> None:
+    if unrouted.count:
+        console.say_error(f"groupspec: {console.one_line(unrouted.first_line())}; {UNROUTED_FIX}")
+
+
+def _nothing_checked(paths: list[str], unrouted, skipped: list = (), too_long: list = ()) -> str:
+    """Why no group was checked, in one line: the first problem found, or an input with no record at all."""
+    if skipped:
+        return f"nothing was checked: {skipped[0]}"
+    if too_long:
+        return f"nothing was checked: {too_long[0]}"
+    if unrouted.count:
+        return f"nothing was checked: {unrouted.first_line()}; {UNROUTED_FIX}"
+    return (f"nothing was checked: {', '.join(paths)} holds no trace record (empty, or blank lines only); give "
+            f"the trace files the coordinators or `groupspec simulate` wrote")
 
 
 WALK_FILES = ("walkthrough.md", "walkthrough.html")
@@ -365,19 +419,17 @@ def _walk_group(group: str, records: list, folder: Path, as_json: bool) -> None:
 def _in_process(paths: list[str], skipped: list):
     from .check import check_group
     from .records import read_groups
-    groups, orphans = read_groups(paths, skipped)
-    if not groups and skipped:
-        fail_input(skipped[0])
+    groups, unrouted = read_groups(paths, skipped)
     verdicts = []
     with _progress(len(groups), "checking groups") as bar:
         task = bar.add_task("", total=len(groups))
         for g, recs in groups.items():
             verdicts.append(check_group(g, recs))
             bar.advance(task)
-    return verdicts, (len(orphans), orphans[:5])
+    return verdicts, unrouted, []
 
 
-def _on_spark(files, master: str, engine: str, partitions: int, folder: Path, skipped: list):
+def _on_spark(files, master: str, engine: str, partitions: int, limit: int, folder: Path, skipped: list):
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         fail_input("Spark needs a Java runtime (17) and none is on PATH or in JAVA_HOME: run .ci/setup "
                    "(apt-get install openjdk-17-jre-headless), or check with --in-process")
@@ -387,24 +439,52 @@ def _on_spark(files, master: str, engine: str, partitions: int, folder: Path, sk
         fail_input("pyspark is not installed: run .ci/setup (pip install 'pyspark[sql]'), or check with --in-process")
     from rich.status import Status
     from . import spark as S
+    from .records import Unrouted, first_unrouted, gzip_problem
+    for f in files:             # what Spark would fail on or read otherwise, found before the JVM starts
+        if S.remote(f):
+            continue
+        if not stat.S_ISREG(f.stat().st_mode):
+            fail_input(f"{f}: {console.kind_of(f.stat())}, and Spark reads files; check it with --in-process")
+        problem = gzip_problem(f)
+        if problem:
+            fail_input(problem)
     timing: dict = {}
     t0 = time.perf_counter()
-    with Status("starting Spark ...", console=console.err) as status:
-        cores = os.cpu_count() or 1
-        sp = S.session(master, partitions=partitions or 4 * cores)
-        timing["startup_seconds"] = round(time.perf_counter() - t0, 2)
-        t1 = time.perf_counter()
-        status.update("reading, grouping and checking (Spark's stage progress below) ...")
-        sp.sparkContext.setLocalProperty("spark.job.description", "groupspec traces check")
-        try:
-            verdicts_df, orphan = S.check(sp, files, engine, skipped)
+    try:
+        with S.quiet_on_signals(), Status("starting Spark ...", console=console.err) as status:
+            cores = os.cpu_count() or 1
+            try:
+                sp = S.session(master, partitions=partitions or 4 * cores, relay=True)
+            except Exception as e:          # a master Spark cannot parse or reach: what Spark said, in a line
+                fail_input(f"--master {master}: Spark did not start ({S.first_line(e)}); give local[N], "
+                           f"spark://host:7077, yarn, ..., or check with --in-process")
+            timing["startup_seconds"] = round(time.perf_counter() - t0, 2)
+            t1 = time.perf_counter()
+            status.update("reading, grouping and checking (Spark's stage progress below) ...")
+            sp.sparkContext.setLocalProperty("spark.job.description", "groupspec traces check")
             target = folder / "verdicts.parquet"
-            folder.mkdir(parents=True, exist_ok=True)
-            verdicts_df.write.mode("overwrite").parquet(str(target))
-            status.update("summarising ...")
-            verdicts = [r.asDict() for r in sp.read.parquet(str(target)).collect()]
-            unowned = S.orphan_lines(orphan)
-        except TraceInputError as e:
-            fail_input(str(e))
-        timing["check_seconds"] = round(time.perf_counter() - t1, 2)
-    return verdicts, unowned, timing
+            try:
+                rows = S.check(sp, files, engine, skipped, limit).persist()
+                folder.mkdir(parents=True, exist_ok=True)
+                rows.where(S.group_verdict()).write.mode("overwrite").parquet(str(target))
+                problems = [r.asDict() for r in rows.where(~S.group_verdict()).collect()]
+                status.update("summarising ...")
+                verdicts = [r.asDict() for r in sp.read.parquet(str(target)).collect()]
+            except TraceInputError as e:
+                fail_input(str(e))
+            except Exception as e:          # the job failed: what Spark said, not the JVM's stack
+                fail_input(f"the Spark job failed: {S.first_line(e)}; check the files with --in-process, which "
+                           f"names the file and line")
+            timing["check_seconds"] = round(time.perf_counter() - t1, 2)
+    except BaseException:       # a signal (or an error said in one line): the JVM ends now, and quietly
+        S.stop_quietly()
+        raise
+    unrouted, too_long = Unrouted(), []
+    for p in sorted(problems, key=lambda r: (r["source"] or "", r["seq"] or 0)):
+        if p["verdict"] == S.TOO_LONG:
+            too_long.append(f"group {p['group']}: {p['detail']}; check it with --group {p['group']} (in process), "
+                            f"or raise --max-group-records if the executors' Python has the memory")
+        else:       # the first line by its number, read again here (a local file)
+            named = None if S.remote(p["source"]) else first_unrouted(Path(p["source"]))
+            unrouted.add(named or p["detail"], p["records"])
+    return verdicts, unrouted, too_long, timing

@@ -18,13 +18,15 @@ instead, and the states the surviving worlds were in just before.
 from __future__ import annotations
 
 import copy
+import heapq
 from collections import deque
 from typing import Any
 
 from groupspec.checkers.scenarios.runner import distinct_worlds
+from groupspec.impl.clock import Timers
 from groupspec.impl.coordinator import Group, GroupCoordinator
 from groupspec.impl.requests import InvalidRequest
-from groupspec.impl.storage import InMemoryLog
+from groupspec.impl.storage import InMemoryLog, encode
 from groupspec.impl.storage import replay as replay_log
 from groupspec.spec import engine as E
 from groupspec.spec.kafka import ConfigError, brief
@@ -33,6 +35,7 @@ from groupspec.spec.schema import MEMBER, STATE_VARS, STATES
 from groupspec.spec.table import ROWS, TIMERS
 
 MAX_WORLDS = 64
+COMPACT_AT = 64          # batches a replay's log holds before it is compacted (CompactLog)
 _MAPS = [(i, v.type.key, v.initial) for i, v in enumerate(STATE_VARS) if v.type.kind == "map"]
 PREPARING = STATES.index("PreparingRebalance")
 # Steps that never meet a choice the table leaves open: their rows make none, and the eager
@@ -48,11 +51,65 @@ class Violation(Exception):
         self.rule, self.detail, self.rows = rule, detail, rows or []
 
 
+class CompactLog(InMemoryLog):
+    """The group-metadata log, compacted as Kafka's log cleaner compacts it (each key's last value): every
+    COMPACT_AT batches, and before it is read, its batches become one, the records a replay of them loads
+    (each group's last record and live offsets, `storage.replay`).  A load (the coordinator replays the
+    log), a world's saved state and its copy then cost at most COMPACT_AT batches and the group's size,
+    not the number of appends before them: with the whole log kept, a trace with a load every few hundred
+    records was checked in time quadratic in its length."""
+
+    def append(self, batch: list[dict]) -> None:
+        super().append(batch)
+        if len(self._batches) >= COMPACT_AT:
+            self._compact()
+
+    def records(self) -> list[dict]:
+        self._compact()
+        return super().records()
+
+    def _compact(self) -> None:
+        if len(self._batches) > 1:
+            folded = replay_log(_Records(super().records()))
+            kept = [r for lg in folded.values() for r in lg.records()]
+            self._batches = [encode(kept)] if kept else []
+
+    def __deepcopy__(self, memo) -> "CompactLog":
+        new = CompactLog()
+        new._batches = list(self._batches)
+        return new
+
+
+class _Records:
+    """Records as `storage.replay` reads a log."""
+
+    def __init__(self, records: list[dict]):
+        self._records = records
+
+    def records(self) -> list[dict]:
+        return self._records
+
+
+class ReplayTimers(Timers):
+    """The coordinator's timers as a replay uses them: a timer fires when the trace says (the replay
+    cancels it and fires it), never by advancing the clock, so the heap entries a re-armed or cancelled
+    timer leaves behind are never popped off.  Rebuilt from the armed timers once stale entries outnumber
+    them, the heap stays the size of what is armed; it grew by one entry a heartbeat, and each step that
+    saves its world copies it (quadratic in the trace's length)."""
+
+    def arm(self, key, delay_ms: int) -> None:
+        super().arm(key, delay_ms)
+        if len(self._heap) > 2 * len(self._live) + 16:
+            self._heap = [(deadline, seq, k) for k, (deadline, seq) in self._live.items()]
+            heapq.heapify(self._heap)
+
+
 class ReplayCoordinator(GroupCoordinator):
     """The spec's coordinator for replaying one group: appends wait for the trace to complete them."""
 
     def __init__(self, config: dict | None, engine: E.Engine | None = None):
-        super().__init__(config, log=InMemoryLog(), lifecycle=False, debug=False, engine=engine)
+        super().__init__(config, log=CompactLog(), lifecycle=False, debug=False, engine=engine)
+        self.timers = ReplayTimers(self.clock)
         self.hold = True
         self.at_once: deque = deque()
         self.issue: str | None = None
@@ -80,10 +137,10 @@ class ReplayCoordinator(GroupCoordinator):
         groups = {gid: (g.state, list(g.ids), dict(g.slot_of), dict(g.client), dict(g.parked), g.state_ts,
                         dict(g.commit_ts)) for gid, g in self.groups.items()}
         return (groups, list(t._heap), dict(t._live), copy.copy(t._seq), deque(self.appends),
-                len(self.log._batches), self.clock.now_ms, self.coord, self.hold, self.fail_next)
+                list(self.log._batches), self.clock.now_ms, self.coord, self.hold, self.fail_next)
 
     def restore(self, saved: tuple) -> None:
-        groups, heap, live, seq, appends, nlog, now, coord, hold, fail_next = saved
+        groups, heap, live, seq, appends, batches, now, coord, hold, fail_next = saved
         self.groups = {gid: Group(gid, st, list(ids), dict(slot_of), dict(client), dict(parked), state_ts,
                                   dict(commit_ts))
                        for gid, (st, ids, slot_of, client, parked, state_ts, commit_ts) in groups.items()}
@@ -91,7 +148,7 @@ class ReplayCoordinator(GroupCoordinator):
         t = self.timers
         t._heap, t._live, t._seq = list(heap), dict(live), copy.copy(seq)
         self.appends = deque(appends)
-        del self.log._batches[nlog:]
+        self.log._batches = list(batches)
         self.clock.now_ms, self.coord, self.hold, self.fail_next = now, coord, hold, fail_next
 
     def append(self, g, o):
