@@ -216,7 +216,8 @@ class group_max_size_off_by_one(CoordinatorAdapter):
     """group.max.size is checked with > instead of >=: a group takes one member more than its bound."""
 
     def __init__(self, config: dict):
-        super().__init__(_coordinator({**config, "group.max.size": config["group.max.size"] + 1}))
+        size = config["group.max.size"]
+        super().__init__(_coordinator({**config, "group.max.size": min(size + 1, 2**31 - 1)}))
 
 
 class heartbeat_of_previous_generation(CoordinatorAdapter):
