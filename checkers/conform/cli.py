@@ -30,6 +30,8 @@ def conform_cmd(
                                            "folder: walkthrough.md and .html (with --replay: of one file)"),
     replay: Optional[List[str]] = typer.Option(None, "--replay", help="instead: run these scenario files against "
                                                                       "the adapter, checking their expectations"),
+    corpus: bool = typer.Option(True, "--corpus/--no-corpus", help="run the conformance scenarios (tests/scenarios) "
+                                                                   "side by side with the spec first"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Test an implementation of the group coordinator against the spec, step by generated step.
@@ -112,7 +114,7 @@ def conform_cmd(
                                                   f"{stats['steps']:,} steps")
         try:
             report = run(factory, adapter, n_examples, n_steps, seed, overrides, tick if show else None,
-                         shrink_seconds=shrink_seconds)
+                         shrink_seconds=shrink_seconds, corpus=corpus)
         except AdapterBroken as e:
             fail_input(f"--adapter {adapter}: {e}")
     if out_path is not None and report.scenario:
