@@ -163,5 +163,122 @@ class session_timeout_off_by_one(CoordinatorAdapter):
         return super().send(api, request, request_id)
 
 
+# -- six more, each a mistake at an edge the harness must steer to (issue 27, item 1) -------------------------
+
+class _AnswersBeforeStored(GroupCoordinator):
+    def append(self, g, o):
+        if self.hold and o.api != "offsets":      # the group record: "written" the moment it is handed over
+            self.hold = False
+            try:
+                return super().append(g, o)
+            finally:
+                self.hold = True
+        return super().append(g, o)
+
+
+class assignment_before_stored(CoordinatorAdapter):
+    """The leader's assignment is answered to the members before the group record is stored: a write that is
+    slow (held) is not waited for, so a failed or lost write leaves members with an assignment the log never
+    had."""
+
+    def __init__(self, config: dict):
+        super().__init__(_AnswersBeforeStored(config, log=InMemoryLog(), lifecycle=True, debug=False))
+
+
+class _JoinTimerOfLastJoiner(Timers):
+    last_rebalance_ms: int | None = None
+
+    def arm(self, key, delay_ms):
+        if key[1] == "join" and self.last_rebalance_ms is not None:
+            delay_ms = self.last_rebalance_ms      # not the largest of the members': the latest joiner's
+        super().arm(key, delay_ms)
+
+
+class rebalance_timeout_of_last_joiner(CoordinatorAdapter):
+    """The rebalance waits for the rebalance timeout of the member that joined last, not the largest among
+    the members: with a slow member in the group, the join completes early and drops it."""
+
+    def __init__(self, config: dict):
+        coord = _coordinator(config)
+        coord.timers = _JoinTimerOfLastJoiner(coord.clock)
+        super().__init__(coord)
+
+    def send(self, api, request, request_id):
+        if api == "JoinGroup":
+            ms = request.get("session_timeout_ms") if request.get("version") == 0 or \
+                "rebalance_timeout_ms" not in request else request["rebalance_timeout_ms"]
+            if isinstance(ms, int):
+                self.coord.timers.last_rebalance_ms = ms
+        return super().send(api, request, request_id)
+
+
+class group_max_size_off_by_one(CoordinatorAdapter):
+    """group.max.size is checked with > instead of >=: a group takes one member more than its bound."""
+
+    def __init__(self, config: dict):
+        size = config["group.max.size"]
+        super().__init__(_coordinator({**config, "group.max.size": min(size + 1, 2**31 - 1)}))
+
+
+class heartbeat_of_previous_generation(CoordinatorAdapter):
+    """A Heartbeat of the previous generation from a member of the group is accepted (the fence compares
+    with the generation before the rebalance completed): a member that missed a rebalance is not told
+    ILLEGAL_GENERATION."""
+
+    def __init__(self, config: dict):
+        super().__init__(_coordinator(config))
+
+    def send(self, api, request, request_id):
+        if api == "Heartbeat":
+            snap = self.coord.snapshot(request.get("group") or "") or {}
+            gen = snap.get("generation", 0)
+            if request.get("member") in snap.get("members", []) and gen > 0 and request.get("generation") == gen - 1:
+                request = {**request, "generation": gen}
+        return super().send(api, request, request_id)
+
+
+class _ExpiresEarly(Timers):
+    def arm(self, key, delay_ms):
+        if key[1] == "heartbeat":
+            delay_ms = max(0, int(delay_ms) - 1)   # expired when now >= last heartbeat + timeout - 1
+        super().arm(key, delay_ms)
+
+
+class session_expiry_one_ms_early(CoordinatorAdapter):
+    """A member's session expires 1 ms before its session timeout (the deadline compared with >= on a
+    timeout less one): a member that heartbeats at the last moment is removed."""
+
+    def __init__(self, config: dict):
+        coord = _coordinator(config)
+        coord.timers = _ExpiresEarly(coord.clock)
+        super().__init__(coord)
+
+
+class failed_store_answered_none(CoordinatorAdapter):
+    """When the group record of the leader's assignment fails to be stored, the parked SyncGroups are
+    answered NONE with no partitions instead of the store's error: the members think they synced and
+    consume nothing, and never rejoin."""
+
+    def __init__(self, config: dict):
+        super().__init__(_coordinator(config))
+        self._sync_ids: set = set()
+
+    def send(self, api, request, request_id):
+        if api == "SyncGroup":
+            self._sync_ids.add(request_id)
+        return super().send(api, request, request_id)
+
+    def answered(self):
+        out = []
+        for rid, resp in super().answered():
+            if rid in self._sync_ids and resp.get("error") in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+                                                               "UNKNOWN_SERVER_ERROR"):
+                resp = {**resp, "error": "NONE", "assignment": []}
+            out.append((rid, resp))
+        return out
+
+
 BROKEN = (wrong_error_code, missed_generation_fence, timer_not_cancelled, parked_answered_never,
-          parked_answered_twice, lost_offset_on_reload, leader_not_reelected, session_timeout_off_by_one)
+          parked_answered_twice, lost_offset_on_reload, leader_not_reelected, session_timeout_off_by_one,
+          assignment_before_stored, rebalance_timeout_of_last_joiner, group_max_size_off_by_one,
+          heartbeat_of_previous_generation, session_expiry_one_ms_early, failed_store_answered_none)

@@ -78,7 +78,7 @@ def test_a_sigterm_anywhere_in_a_conform_run_stops_it_with_no_finding(monkeypatc
         timer = threading.Timer(after, os.kill, (os.getpid(), signal.SIGTERM))
         timer.start()
         try:
-            got, out, err = run_cli(monkeypatch, capsys, "conform", "--adapter",
+            got, out, err = run_cli(monkeypatch, capsys, "conform", "--no-corpus", "--adapter",
                                     "broken_coordinators:wrong_error_code", "--seed", "1", "--out", str(scenario))
         finally:
             timer.cancel()
@@ -95,7 +95,7 @@ def test_a_signal_inside_the_implementation_stops_conform_at_once(monkeypatch, c
     monkeypatch.setattr(H.lies_then_is_stopped, "SIGNAL", sig)
     monkeypatch.setattr(H.lies_then_is_stopped, "sent", 0)
     scenario = tmp_path / "found.yaml"
-    got, out, err = run_cli(monkeypatch, capsys, "conform", "--adapter", "hostile_adapters:lies_then_is_stopped",
+    got, out, err = run_cli(monkeypatch, capsys, "conform", "--no-corpus", "--adapter", "hostile_adapters:lies_then_is_stopped",
                             "--seed", "1", "--out", str(scenario))
     assert H.lies_then_is_stopped.sent >= H.lies_then_is_stopped.AT
     assert got == code and out == "" and not scenario.exists(), (got, out, err)

@@ -98,7 +98,7 @@ def _last_choice(cfg):
 
 @pytest.mark.parametrize("broken", BROKEN, ids=lambda b: b.__name__)
 def test_each_broken_coordinator_is_caught_with_a_scenario_that_replays(broken, tmp_path):
-    r = run(broken, broken.__name__, examples=300, steps=30, seed=SEEDS[broken.__name__], shrink_seconds=3)
+    r = run(broken, broken.__name__, examples=300, steps=30, seed=SEEDS.get(broken.__name__, 0), shrink_seconds=3)
     assert r.result == "divergence", f"{broken.__name__} was not caught"
     assert len(r.scenario["steps"]) <= 60, r.scenario_yaml      # 3 s of shrinking; the slow test shrinks more
     _replays(r, broken, tmp_path)
@@ -114,6 +114,42 @@ def _replays(r, broken, tmp_path) -> None:
         res = run_scenario(sc, target)
         assert res.result == "pass", (target, res.as_json(), r.scenario_yaml)
     assert run_on_adapter(sc, broken.__name__, broken).result == "fail", r.scenario_yaml
+
+
+@pytest.mark.parametrize("broken", BROKEN, ids=lambda b: b.__name__)
+def test_each_broken_coordinator_is_found_by_the_ci_profile(broken):
+    """One seed of the `ci` profile, no shrinking: found (the sweep over ten seeds is benchmarks/conform.py)."""
+    r = run(broken, broken.__name__, seed=0, shrink_seconds=0, **PROFILES["ci"])
+    assert r.result == "divergence", f"{broken.__name__} was not found"
+
+
+@pytest.mark.parametrize("name", ["assignment_before_stored", "heartbeat_of_previous_generation",
+                                  "group_max_size_off_by_one"])
+def test_a_shrunk_scenario_is_the_same_for_the_same_seed_and_replays(name, tmp_path):
+    """The shrunk scenario: the same file from the same seed; it fails on the broken coordinator (conform
+    --replay), passes on the spec and the runtime; its expectations name members by variables only."""
+    import broken_coordinators
+    broken = getattr(broken_coordinators, name)
+    first, again = (run(broken, name, seed=3, shrink_seconds=2, **PROFILES["ci"]) for _ in range(2))
+    assert first.result == "divergence" and first.scenario_yaml == again.scenario_yaml
+    _replays(first, broken, tmp_path)
+    f = tmp_path / "found.yaml"
+    r = invoke("conform", "--adapter", f"broken_coordinators:{name}", "--replay", str(f))
+    assert r.exit_code == 1, r.stdout + r.stderr
+    assert not _literal_ids(first.scenario["steps"]), first.scenario_yaml
+
+
+def _literal_ids(v, key: str = "") -> list:
+    """Member ids written as literals (anything but a `$variable`, a form, "" or the made-up unknown id)."""
+    if isinstance(v, list):
+        return [x for i in v for x in _literal_ids(i, key)]
+    if isinstance(v, dict):
+        if key == "assignment":
+            return [k for k in v if not k.startswith("$")]
+        return [x for k, i in v.items() if k != "bind" for x in _literal_ids(i, key if k in ("any_of", "not") else k)]
+    if key in ("member", "leader", "members") and isinstance(v, str):
+        return [] if v.startswith("$") or v in ("", "unknown-member-id") else [v]
+    return []
 
 
 @pytest.mark.slow
@@ -145,6 +181,9 @@ def test_conform_json_on_the_runtime():
     assert r.exit_code == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
     assert doc["result"] == "ok" and doc["seed"] == 3 and doc["examples"] >= 5 and doc["steps"] > 0
+    cov = doc["coverage"]       # what the run fired of the table, the conformance scenarios first
+    assert cov["corpus_scenarios"] > 100 and cov["rows"] > 0.9 * cov["rows_of"] and cov["pairs"] > cov["rows"]
+    assert len(cov["rows_not_fired"]) == cov["rows_of"] - cov["rows"]
 
 
 def test_conform_json_on_a_broken_coordinator_gives_the_scenario(monkeypatch):
@@ -154,7 +193,7 @@ def test_conform_json_on_a_broken_coordinator_gives_the_scenario(monkeypatch):
     assert r.exit_code == 1, r.stdout + r.stderr
     doc = json.loads(r.stdout)
     assert doc["result"] == "divergence" and doc["scenario"]["steps"] and doc["divergence"]["kind"] in ("response", "pending", "snapshot")
-    assert doc["found_after"]["examples"] >= 1
+    assert doc["found_after"]["steps"] >= 1 and doc["coverage"]["rows"] > 0
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -30,6 +30,8 @@ def conform_cmd(
                                            "folder: walkthrough.md and .html (with --replay: of one file)"),
     replay: Optional[List[str]] = typer.Option(None, "--replay", help="instead: run these scenario files against "
                                                                       "the adapter, checking their expectations"),
+    corpus: bool = typer.Option(True, "--corpus/--no-corpus", help="run the conformance scenarios (tests/scenarios) "
+                                                                   "side by side with the spec first"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Test an implementation of the group coordinator against the spec, step by generated step.
@@ -40,7 +42,7 @@ def conform_cmd(
     is never a divergence: no scenario is written)."""
 
     from .adapter import AdapterBroken, AdapterError, load_factory, missing_methods
-    from .harness import PROFILES, run, scenario_yaml
+    from .harness import PROFILES, coverage_line, run, scenario_yaml
 
     if replay:      # the scenarios are run as they are written: what shapes a generated run does not apply
         given = [flag for flag, v in (("--profile", profile), ("--examples", examples), ("--steps", steps),
@@ -112,7 +114,7 @@ def conform_cmd(
                                                   f"{stats['steps']:,} steps")
         try:
             report = run(factory, adapter, n_examples, n_steps, seed, overrides, tick if show else None,
-                         shrink_seconds=shrink_seconds)
+                         shrink_seconds=shrink_seconds, corpus=corpus)
         except AdapterBroken as e:
             fail_input(f"--adapter {adapter}: {e}")
     if out_path is not None and report.scenario:
@@ -123,15 +125,19 @@ def conform_cmd(
         print(json.dumps(report.as_json(), indent=2, default=str))
     elif report.result == "ok":
         out.print(f"ok: {report.examples:,} examples, {report.steps:,} steps, no divergence from the spec "
-                  f"({report.seconds:.1f}s; seed {report.seed}: --seed {report.seed} repeats it)",
-                  markup=False, highlight=False)
+                  f"({report.seconds:.1f}s; seed {report.seed}: --seed {report.seed} repeats it); "
+                  f"{coverage_line(report.stats['coverage'])}", markup=False, highlight=False)
     else:
         found = report.stats.get("found_after") or {}
         out.print(f"{report.result}: {report.message}", markup=False, highlight=False, soft_wrap=True)
         if found:
             out.print(f"found after {found['examples']:,} examples ({found['steps']:,} steps, {found['seconds']}s), "
                       f"shrunk to {len(report.scenario['steps'])} scenario steps; seed {report.seed} "
-                      f"(--seed {report.seed} repeats it)", markup=False, highlight=False)
+                      f"(--seed {report.seed} repeats it)"
+                      + (f"; by the conformance scenario {found['corpus_scenario']!r}" if found.get("corpus_scenario")
+                         else "")
+                      + (f"; {coverage_line(report.stats['coverage'])}" if report.stats.get("coverage") else ""),
+                      markup=False, highlight=False)
         out.print("\n# the scenario (contracts/scenario-format.md): save it and replay it with\n"
                   f"#   groupspec scenario run FILE       (the spec: passes)\n"
                   f"#   groupspec conform --adapter {adapter} --replay FILE   (this implementation: fails)\n",

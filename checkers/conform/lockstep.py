@@ -277,14 +277,21 @@ class Lockstep:
         if isinstance(v, str):
             if v in inverse:
                 return "$" + inverse[v]
-            return {"not": ""} if key in ID_FIELDS and v else v
+            if key in ID_FIELDS and v:
+                # an id the scenario has no name for: one issued now, so none of the named ones (a reused
+                # id must not fit) and never empty; the spec's own id is never written as a literal
+                named = sorted({"$" + x for x in inverse.values()})
+                return {"not": {"any_of": ["", *named]}} if named else {"not": ""}
+            return v
         if isinstance(v, list):
             return [self._spec_form(x, key, inverse) for x in v]
         if isinstance(v, dict):
             if key == "static_members":
                 return {k: self._spec_form(x, "member", inverse) for k, x in v.items()}
             if key == "assignment":
-                return {("$" + inverse[k] if k in inverse else k): x for k, x in v.items()}
+                if any(k not in inverse for k in v):
+                    return UNNAMED          # keyed by an id the scenario cannot name: not an expectation
+                return {"$" + inverse[k]: x for k, x in v.items()}
             return {k: self._spec_form(x, k, inverse) for k, x in v.items() if key != "groups" or k in SUMMARY.fields}
         return v
 
@@ -333,6 +340,9 @@ class Lockstep:
                 differ.append(k)
         if not differ:     # each field fits some behaviour, but no one behaviour fits them all
             differ = [k for k in observed if k != head]
+        # a field the spec keys by ids the scenario never named cannot be written as an expectation
+        nameable = [k for k in differ if not any(v is not None and _has(v.get(k), UNNAMED) for v in values)]
+        differ = nameable or [k for k in ("state", "generation") if k in observed] or differ
         expect = {head: target, **{k: _one_of([v.get(k) if v is not None else None for v in values]) for k in differ}}
         kind = "snapshot" if is_snap else "response"
         where = f"{'snapshot ' if is_snap else ''}{target}.{','.join(differ)}"
@@ -350,6 +360,17 @@ class Lockstep:
         if isinstance(v, dict):
             return {self._plain_impl(k) if isinstance(k, str) else k: self._plain_impl(x) for k, x in v.items()}
         return v
+
+
+UNNAMED = "\0unnamed"
+
+
+def _has(v: Any, what: Any) -> bool:
+    if isinstance(v, dict):
+        return any(_has(x, what) for x in v.values())
+    if isinstance(v, list):
+        return any(_has(x, what) for x in v)
+    return v == what
 
 
 def _binds(v: Any) -> bool:

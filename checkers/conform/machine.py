@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from hypothesis import reject, strategies as st
+from hypothesis import reject, strategies as st, target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from groupspec.impl.requests import API_FIELDS
@@ -123,6 +123,18 @@ class View:
     def generation(self, group: str) -> int:
         return self.snap(group).get("generation", 0)
 
+    def rebalance_timeouts(self, group: str) -> list[int]:
+        """The members' rebalance timeouts in the spec's state (read, never computed)."""
+        from groupspec.spec import engine as E
+        from groupspec.spec.concrete import iter_bits
+        g = self.coord.groups.get(group)
+        if g is None:
+            return []
+        try:
+            return [int(E.get(g.state, "rebalance_ms")[m]) for m in iter_bits(E.get(g.state, "members"))]
+        except (KeyError, IndexError, TypeError):
+            return []
+
 
 _WEIGHTED: dict = {}
 
@@ -157,6 +169,18 @@ def _timeouts(cfg: dict) -> st.SearchStrategy:
     return _weighted((lo * 3, 6), (lo, 2), (hi, 2), (lo + 1, 1), (hi + 1, 1), (max(0, lo - 1), 1))
 
 
+def _rebalance_timeouts(view: View, group: str, cfg: dict) -> st.SearchStrategy:
+    """As `_timeouts`, and at the edges of the members' own: below the smallest, above the largest, the
+    largest itself (so that which member's timeout a rebalance waits for shows)."""
+    have = view.rebalance_timeouts(group)
+    if not have:
+        return _timeouts(cfg)
+    lo, hi = min(have), max(have)
+    lo_cfg = cfg["group.min.session.timeout.ms"]
+    edges = [(max(lo_cfg, lo - 1 if lo > lo_cfg else lo), 3), (hi + 1, 3), (hi, 1), (max(lo_cfg, hi // 2), 2)]
+    return st.one_of(_timeouts(cfg), _weighted(*edges))
+
+
 def _group(view: View) -> st.SearchStrategy:
     """Mostly g0, else g1 (more often once it exists), rarely "" (invalid for most APIs)."""
     return _weighted(("g0", 12), ("g1", 4 if view.snap("g1") else 1), ("", 1))
@@ -184,7 +208,7 @@ FIELDS: dict[str, Callable[..., st.SearchStrategy]] = {
     "member": lambda v, cfg, api, g, req: _member(v, g),
     "instance": lambda v, cfg, api, g, req: _instance(v, g, req.get("member")),
     "session_timeout_ms": lambda v, cfg, api, g, req: _timeouts(cfg),
-    "rebalance_timeout_ms": lambda v, cfg, api, g, req: _timeouts(cfg),
+    "rebalance_timeout_ms": lambda v, cfg, api, g, req: _rebalance_timeouts(v, g, cfg),
     "protocol_type": lambda v, cfg, api, g, req: _weighted(("consumer", 30), ("connect", 1), ("", 1)) if api == "JoinGroup"
     else _weighted((OMIT, 6), ("consumer", 2), ("connect", 1)),
     "protocols": lambda v, cfg, api, g, req: _weighted(*((p, 12 if i == 0 else 1) for i, p in enumerate(PROTOCOL_LISTS))),
@@ -324,8 +348,25 @@ class ConformMachine(RuleBasedStateMachine):
                 check_state(g.state, where=f"in group {gid!r} between steps", settled=True,
                             java=bool(self.lock.config.get(NEW_COORDINATOR)))
 
+    def _covered(self) -> None:
+        """The spec's rows this example fired, and pairs of rows fired one after the other, into the run's
+        coverage; Hypothesis's `target` steers towards examples that fire rows and pairs the run had not."""
+        st_ = type(self).stats
+        rows, pairs = st_.setdefault("rows", set()), st_.setdefault("pairs", set())
+        fired = list(self.lock.ref.coord.fired)
+        new_rows = set(fired) - rows
+        new_pairs = set(zip(fired, fired[1:])) - pairs
+        rows |= new_rows
+        pairs |= new_pairs
+        try:
+            target(float(3 * len(new_rows) + len(new_pairs)), label="rows and pairs of rows not fired before")
+        except Exception:      # noqa: BLE001 - outside a Hypothesis test (a replay): nothing to steer
+            pass
+
     def teardown(self):
         failing = sys.exc_info()[1]        # a step's divergence, or a signal, on its way out
+        if self.lock is not None:
+            self._covered()
         if self.lock is not None:      # the steps the implementation could not be asked, by reason
             into = type(self).stats.setdefault("unsupported", {})
             for why, n in self.lock.unsupported.items():
@@ -357,7 +398,9 @@ class ConformMachine(RuleBasedStateMachine):
 # (join, the join completing, sync, appends completing, a coordinator loading): the swarm of `start`
 # leaves them on.
 WEIGHTS = {"JoinGroup": 10, "SyncGroup": 10, "Heartbeat": 4, "OffsetCommit": 3, "JoinTimer": 3,
-           "StoreGroupDone": 3, "StoreOffsetsDone": 3, "Load": 4}
+           "StoreGroupDone": 3, "StoreOffsetsDone": 3, "Load": 4,
+           # appends held across other requests (a leader's SyncGroup meeting a held write) in every example
+           "Hold": 2, "HeartbeatExpiry": 2}
 
 
 def _made(factory: Factory, cfg: dict, stats: dict):

@@ -75,7 +75,9 @@ class _Recorder:
             notes.append(f"{len(lock.ref.worlds)} behaviours of the spec fit so far; the first is shown")
         if diverged is not None:
             notes.append(f"they part: {diverged.kind} ({diverged.where}): {diverged.what}")
-        group = lock.groups[0]
+        # the group the scenario's requests name (a conformance scenario's may not be the harness's g0)
+        named = [g for g in lock.groups if any(s.get("group") == g for s, _ in lock.steps)]
+        group = (named or lock.groups)[0]
         mine = W.snapshot_view(_named(world.coord.snapshot(group), _inverse(world.env)))
         try:
             theirs = W.snapshot_view(_named(lock.impl.snapshot(group), lock.inverse))
