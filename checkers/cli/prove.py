@@ -16,8 +16,9 @@ def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON 
     """Prove the table well formed (Z3): each trigger's rows exclusive, covering, reachable.
 
     Every row keeps the structural invariants; the lifecycle's moves are checked."""
+    from groupspec.checkers.proofs.command import z3_interruptible
     from groupspec.checkers.proofs.lint import lint
-    with err.status("linting the table with Z3...") if not as_json else no_status():
+    with err.status("linting the table with Z3...") if not as_json else no_status(), z3_interruptible():
         res = lint()
     if as_json:
         print(json.dumps(res.as_json(), indent=2))
@@ -73,8 +74,10 @@ def prove_cmd(
 
     The proofs are by induction over the table's rows; with --bmc K, a closed world (--preset and the world
     flags of `groupspec check`, default tiny) is searched K steps deep for a state that breaks an invariant."""
+    from groupspec.checkers.proofs.command import z3_interruptible
     if bmc is not None:
-        run_bmc(bmc, world, timeout, out_dir, as_json)
+        with z3_interruptible():
+            run_bmc(bmc, world, timeout, out_dir, as_json)
         return
     flags = [n for n, v in world.items() if n != "preset" and v is not None]
     if flags or world["preset"] != "tiny":
@@ -103,8 +106,9 @@ def prove_cmd(
     target = output_path("--save", save, "file") if save else None
     progress = None if as_json else (lambda what: err.print(f"proving: {what}", markup=False, highlight=False))
     jobs = bounded_workers("--jobs", len(os.sched_getaffinity(0)) if jobs is None else jobs)
-    proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
-                                   search, engine, spacer_budget, jobs)
+    with z3_interruptible():
+        proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
+                                       search, engine, spacer_budget, jobs)
     result = proofs_json(proofs, prover)
     if as_json:
         print(json.dumps(result, indent=2))
