@@ -387,3 +387,44 @@ def test_an_adapter_that_raises_or_answers_out_of_shape_is_a_divergence(monkeypa
     assert code == 1 and doc["result"] == "divergence" and doc["divergence"]["kind"] == "error", (out, err)
     assert where in doc["message"] and got in doc["message"] and doc["scenario"]["steps"], doc["message"]
     assert "Traceback" not in err
+
+
+# -- prove ----------------------------------------------------------------------------------------------
+
+PROVE = [
+    (["--bmc", "3", "-i", "x"], "--invariant with --bmc: it is for the induction proofs"),
+    (["--bmc", "3", "--save", "p.json", "--budget", "nan"], "--budget, --save with --bmc: they are for the "
+                                                            "induction proofs"),
+    (["--bmc", "3", "--no-strengthen", "--jobs", "2"], "--no-strengthen, --jobs with --bmc"),
+    (["--bmc", "3", "--engine", "spacer", "--search", "full", "--check-lemmas", "", "--bound", "2",
+      "--spacer-budget", "5"], "--bound, --check-lemmas, --search, --engine, --spacer-budget with --bmc"),
+    (["--bmc", "3", "--timeout", "nan"], "--timeout nan: give seconds in (0, 86400]"),
+    (["--bmc", "65"], "--bmc 65: give a depth from 0 to 64"),
+    (["--budget", "nan"], "--budget nan: give a number of seconds in (0, 3600]"),
+    (["--budget", "inf"], "--budget inf: give a number of seconds in (0, 3600]"),
+    (["--spacer-budget", "-inf"], "--spacer-budget -inf: give a number of seconds in (0, 3600]"),
+    (["--timeout", "nan"], "--timeout nan: give a number of seconds in (0, 600]"),
+    (["--timeout", "0"], "--timeout 0: give a number of seconds in (0, 600]"),
+    (["--budget", "3601"], "--budget 3601: give a number of seconds in (0, 3600]"),
+    (["--save", ""], "--save is empty; give a file name"),
+    (["--out", "ce"], "--out is for --bmc's counterexample"),
+    (["--preset", "small"], "--preset: a closed world is for --bmc K"),
+]
+
+
+@pytest.mark.parametrize("args,message", PROVE, ids=[" ".join(a) for a, _ in PROVE])
+def test_prove_refuses_what_it_would_not_honour_in_one_line(monkeypatch, capsys, tmp_path, args, message):
+    # with --bmc, a flag of the induction proofs was ignored, and looked honoured (-i, --save, --budget nan)
+    monkeypatch.chdir(tmp_path)
+    assert message in refused(monkeypatch, capsys, "prove", *args)
+    assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(option=st.sampled_from(["--timeout", "--budget", "--spacer-budget"]),
+       value=st.floats(allow_nan=True, allow_infinity=True).filter(lambda v: not 0 < v <= 600))
+def test_a_budget_out_of_range_is_one_line_whatever_it_is(monkeypatch, capsys, option, value):
+    if option != "--timeout" and 0 < value <= 3600:
+        return
+    err = refused(monkeypatch, capsys, "prove", option, repr(value))
+    assert err.startswith(f"groupspec: {option} ") and "give a number of seconds in (0, " in err
