@@ -428,3 +428,65 @@ def test_a_budget_out_of_range_is_one_line_whatever_it_is(monkeypatch, capsys, o
         return
     err = refused(monkeypatch, capsys, "prove", option, repr(value))
     assert err.startswith(f"groupspec: {option} ") and "give a number of seconds in (0, " in err
+
+
+# -- docs --site: nothing of the user's is deleted -------------------------------------------------------
+
+def test_a_rebuilt_site_keeps_the_users_files(monkeypatch, capsys, tmp_path):
+    # with an index.html in the folder, the build emptied it: a user's notes were deleted
+    site = tmp_path / "site"
+    code, out, err = run_cli(monkeypatch, capsys, "docs", "--site", str(site))
+    assert code == 0 and (site / "index.html").is_file(), err
+    (site / "notes.txt").write_text("mine\n")
+    (site / "states" / "mine.md").write_text("mine too\n")
+    code, out, err = run_cli(monkeypatch, capsys, "docs", "--site", str(site), "--json")
+    assert code == 0 and json.loads(out)["not_ours"] == ["notes.txt", "states/mine.md"], (out, err)
+    assert (site / "notes.txt").read_text() == "mine\n" and (site / "states" / "mine.md").read_text() == "mine too\n"
+    assert (site / "index.html").is_file() and not list(site.glob(".groupspec-site-building-*"))
+
+
+SITE_REFUSED = [
+    ({"index.html": "<html>", "notes.txt": "mine"}, "holds files `groupspec docs --site` did not write "
+                                                    "(index.html, notes.txt; there is no .groupspec-site.json"),
+    ({".groupspec-site.json": json.dumps({"files": ["../notes.txt"]})}, "names '../notes.txt', which is outside "
+                                                                        "the site's folder"),
+    ({".groupspec-site.json": json.dumps({"files": ["/etc/hostname"]})}, "which is outside the site's folder"),
+    ({".groupspec-site.json": "[]"}, "not a list of the files `docs --site` wrote"),
+    ({".groupspec-site.json": "\udcff"}, "not a list of the files `docs --site` wrote"),
+]
+
+
+@pytest.mark.parametrize("files,message", SITE_REFUSED, ids=["an older site", "a manifest naming ../",
+                                                             "an absolute path", "a list", "not UTF-8"])
+def test_docs_site_refuses_a_folder_it_did_not_build(monkeypatch, capsys, tmp_path, files, message):
+    site = tmp_path / "site"
+    site.mkdir()
+    (tmp_path / "notes.txt").write_text("mine")
+    for name, text in files.items():
+        (site / name).write_bytes(text.encode("utf-8", "surrogateescape"))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    err = refused(monkeypatch, capsys, "docs", "--site", str(site))
+    assert err.startswith(f"groupspec: --site {site}") and message in err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_site_install_replaces_only_its_own_files(tmp_path):
+    from groupspec.checkers.review.errors import DocsError
+    from groupspec.checkers.review.site import MANIFEST, install, site_files
+    out, built = tmp_path / "site", tmp_path / "site" / ".groupspec-site-building-1-x"
+    for rel, text in {"index.html": "old", "old.html": "old", "gone/x.html": "old", "notes.txt": "mine",
+                      "new.html": "mine", built.name + "/index.html": "new", built.name + "/new.html": "new",
+                      built.name + "/css/site.css": "new"}.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    ours = {"index.html", "old.html", "gone/x.html"}
+    (out / MANIFEST).write_text(json.dumps({"files": sorted(ours)}))
+    with pytest.raises(DocsError, match="the new site writes new.html, which `docs --site` did not write"):
+        install(built, out, ours)       # the user's new.html: refused, and nothing changed
+    assert (out / "old.html").read_text() == "old" and (out / "new.html").read_text() == "mine"
+    (out / "new.html").unlink()
+    install(built, out, ours)
+    assert site_files(out) == {"index.html", "new.html", "css/site.css"}
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        MANIFEST, "css/site.css", "index.html", "new.html", "notes.txt"]
+    assert (out / "notes.txt").read_text() == "mine" and not (out / "gone").exists()
