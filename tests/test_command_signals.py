@@ -192,3 +192,38 @@ def test_a_sigterm_during_a_long_z3_query_stops_prove_bmc_at_once():
             proc.communicate()
     assert proc.returncode == 143 and "Traceback" not in err, err
     assert err.endswith("groupspec: terminated (SIGTERM); the run was stopped\n") and took < 4, (took, err)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_sigterm_during_export_tla_run_tlc_leaves_no_jvm(tmp_path):
+    # subprocess.run killed only its child (/usr/bin/time), and TLC's JVM below it ran on
+    from groupspec.checkers.tla.tlc import find_jar, java
+    if find_jar()[0] is None or java() is None:
+        pytest.skip("no TLC jar or no java (.ci/setup fetches them)")
+    proc = _command("export", "tla", str(tmp_path / "tla"), "--run-tlc", "--preset", "small", "--workers", "1")
+    seen: dict[int, str] = {}
+    try:
+        until = time.monotonic() + 60
+        while time.monotonic() < until and proc.poll() is None:
+            seen.update(_descendants(proc.pid))
+            if any(Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].endswith(b"/java")
+                   for p in _running(seen)):
+                break       # the JVM itself, below /usr/bin/time
+            time.sleep(0.1)
+        assert proc.poll() is None and seen, "TLC did not start, or ended too soon to be stopped"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        until = time.monotonic() + 5
+        while _running(seen) and time.monotonic() < until:
+            time.sleep(0.1)
+        assert proc.returncode == 143 and "Traceback" not in err, err
+        assert not _running(seen), [Path(f"/proc/{p}/cmdline").read_text()[:200] for p in _running(seen)]
+    finally:
+        for pid in _running(seen):
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()

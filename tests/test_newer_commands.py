@@ -490,3 +490,44 @@ def test_a_site_install_replaces_only_its_own_files(tmp_path):
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
         MANIFEST, "css/site.css", "index.html", "new.html", "notes.txt"]
     assert (out / "notes.txt").read_text() == "mine" and not (out / "gone").exists()
+
+
+# -- export tla ----------------------------------------------------------------------------------------
+
+EXPORT = [
+    (["--workers", "0"], "--workers must be at least 1, got 0"),
+    (["--workers", "100000"], "--workers 100,000: at most"),
+    (["--clients", "0"], "--clients must be at least 1, got 0"),
+    (["--preset", "nope"], "--preset 'nope': unknown preset"),
+    (["--liveness", "--symmetry"], "--liveness with --symmetry: TLC checks liveness unsoundly under SYMMETRY"),
+]
+
+
+@pytest.mark.parametrize("args,message", EXPORT, ids=[" ".join(a) for a in (x for x, _ in EXPORT)])
+def test_export_tla_refuses_bad_flags_in_one_line(monkeypatch, capsys, tmp_path, args, message):
+    assert message in refused(monkeypatch, capsys, "export", "tla", str(tmp_path / "tla"), *args)
+    assert not (tmp_path / "tla").exists()
+
+
+def test_export_tla_writes_both_files_or_neither(monkeypatch, capsys, tmp_path):
+    import errno
+    import os
+    folder = tmp_path / "tla"
+    folder.mkdir()
+    for name in ("ConsumerGroupWorld.tla", "ConsumerGroupWorld.cfg"):
+        (folder / name).write_text("before\n")
+    write_text = Path.write_text
+
+    def full(self, text, *a, **k):      # the disk fills up at the second file
+        if self.name.endswith(".cfg.%d.partial" % os.getpid()):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_text(self, text, *a, **k)
+    monkeypatch.setattr(Path, "write_text", full)
+    err = refused(monkeypatch, capsys, "export", "tla", str(folder))
+    assert f"OUT_DIR {folder}: writing failed (No space left on device); nothing was written there" in err
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {"ConsumerGroupWorld.tla": "before\n",
+                                                                "ConsumerGroupWorld.cfg": "before\n"}
+    monkeypatch.setattr(Path, "write_text", write_text)
+    code, out, _ = run_cli(monkeypatch, capsys, "export", "tla", str(folder), "--liveness")
+    assert code == 0 and "SYMMETRY" not in (folder / "ConsumerGroupWorld.cfg").read_text()
+    assert sorted(p.name for p in folder.iterdir()) == ["ConsumerGroupWorld.cfg", "ConsumerGroupWorld.tla"]
