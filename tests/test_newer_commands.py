@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 import signal
 import sys
@@ -262,6 +263,8 @@ def test_malformed_traces_are_a_verdict_or_one_message(tmp_path, fmt, data):
     doc = copy.deepcopy(ITF if fmt == "itf" else TLC)
     for _ in range(data.draw(st.integers(1, 3), label="changes")):
         places = list(_places(doc))[1:]
+        if not places:          # the whole document was deleted: nothing left to change
+            break
         path = data.draw(st.sampled_from(places), label="where")
         parent = doc
         for k in path[:-1]:
@@ -531,3 +534,90 @@ def test_export_tla_writes_both_files_or_neither(monkeypatch, capsys, tmp_path):
     code, out, _ = run_cli(monkeypatch, capsys, "export", "tla", str(folder), "--liveness")
     assert code == 0 and "SYMMETRY" not in (folder / "ConsumerGroupWorld.cfg").read_text()
     assert sorted(p.name for p in folder.iterdir()) == ["ConsumerGroupWorld.cfg", "ConsumerGroupWorld.tla"]
+
+
+# -- every newer command: a path that is no file (or no folder) of the right kind ----------------------
+
+KINDS = {"fifo": "is a named pipe (FIFO)", "/dev/null": "is a character device (like /dev/null)",
+         "folder": "is a folder", "missing": "no such file"}
+SCENARIOS = "give a scenario file (.yaml, .yml, .json) or a folder of them"
+# (command with {p} for the path, the kind of path, what the one line says); a path that is fine for the
+# command (/dev/null as an output file, a missing output) is not in the table
+PATHS = [
+    (["replay", "--preset", "tiny", "{p}"], kind, f"TRACE {{p}}: {said}") for kind, said in KINDS.items()
+] + [
+    (["conform", "--replay", "{p}"], "fifo", f"--replay {{p}}: is a named pipe (FIFO), not a regular file; {SCENARIOS}"),
+    (["conform", "--replay", "{p}"], "/dev/null", "--replay {p}: is a character device (like /dev/null)"),
+    (["conform", "--replay", "{p}"], "folder", f"--replay {{p}}: no scenario files (.yaml, .yml, .json) there; "
+                                               f"{SCENARIOS}"),
+    (["conform", "--replay", "{p}"], "missing", f"--replay {{p}}: no such file or folder; {SCENARIOS}"),
+    (["conform", "--out", "{p}"], "fifo", "--out {p}: a named pipe no process reads; start its reader first"),
+    (["conform", "--out", "{p}"], "folder", "--out {p}: is a folder; give a file name"),
+    (["simulate", "--groups", "1", "--out", "{p}"], "fifo", "--out {p}: a named pipe no process reads"),
+    (["simulate", "--groups", "1", "--out", "{p}"], "folder", "--out {p}: is a folder; give a file name"),
+    (["prove", "--save", "{p}"], "fifo", "--save {p}: a named pipe no process reads"),
+    (["prove", "--save", "{p}"], "folder", "--save {p}: is a folder; give a file name"),
+] + [
+    (args, kind, f"{where} {{p}}: is not a folder; give a folder") for kind in ("fifo", "/dev/null")
+    for args, where in ((["export", "tla", "{p}"], "OUT_DIR"), (["prove", "--bmc", "2", "--out", "{p}"], "--out"),
+                        (["docs", "--site", "{p}"], "--site"), (["docs", "--out", "{p}"], "--out"))
+]
+
+
+@pytest.mark.parametrize("args,kind,message", PATHS, ids=[f"{a[0]} {a[-2] if a[-1] == '{p}' else a[-1]} {k}"
+                                                          for a, k, _ in PATHS])
+def test_a_path_of_the_wrong_kind_is_one_line_saying_what_it_is(monkeypatch, capsys, tmp_path, args, kind,
+                                                                message):
+    import os
+    path = {"fifo": tmp_path / "pipe", "/dev/null": Path("/dev/null"), "folder": tmp_path / "folder",
+            "missing": tmp_path / "missing.json"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)             # nobody reads it: opening it to write or read would wait for ever
+    elif kind == "folder":
+        path.mkdir()
+    monkeypatch.chdir(tmp_path)
+    err = refused(monkeypatch, capsys, *[a.replace("{p}", str(path)) for a in args])
+    assert message.replace("{p}", str(path)) in err, err
+
+
+def _parses(kind, text: str) -> bool:
+    try:
+        kind(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _bad_int(lo: int, hi: int):
+    return st.one_of(st.integers().filter(lambda v: not lo <= v <= hi).map(str),
+                     st.text(max_size=12).filter(lambda t: not _parses(int, t)))
+
+
+def _bad_float(lo: float, hi: float):
+    return st.one_of(st.floats().filter(lambda v: not (lo < v <= hi and math.isfinite(v))).map(repr),
+                     st.text(max_size=12).filter(lambda t: not _parses(float, t)))
+
+
+# (the command, the option, its values that must be refused): every one is refused before any work
+FLAGS = [
+    (["export", "tla", "OUT"], "--workers", _bad_int(1, 4)),
+    (["simulate", "--out", "t.jsonl", "--groups", "1"], "--duration", _bad_float(0.0009, 9.3e15)),
+    (["simulate", "--out", "t.jsonl", "--groups", "1", "--inject-bug", "all"], "--fraction", _bad_float(-1e-300, 1)),
+    (["simulate", "--out", "t.jsonl"], "--groups", _bad_int(1, math.inf)),
+    (["prove"], "--bmc", _bad_int(0, 64)),
+    (["prove", "--bmc", "0"], "--timeout", _bad_float(0, 86_400)),
+    (["prove"], "--bound", _bad_int(1, 6)),
+    (["prove", "--save", "p.json"], "--jobs", _bad_int(1, 4)),
+    (["conform", "--out", "c.yaml"], "--shrink-seconds", _bad_float(-1e-300, math.inf)),
+]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.sampled_from(range(len(FLAGS))), data=st.data())
+def test_hostile_flag_values_are_one_line_and_nothing_written(monkeypatch, capsys, tmp_path, which, data):
+    command, option, values = FLAGS[which]
+    value = data.draw(values, label=option)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(monkeypatch, capsys, *command, f"{option}={value}")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, (command, value, err)
+    assert err.startswith("groupspec") and list(tmp_path.iterdir()) == [], err
