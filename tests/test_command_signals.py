@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -140,24 +142,21 @@ def _running(procs: dict[int, str]) -> dict[int, str]:
             if (fields := _stat(pid)) and fields[19] == start and fields[0] not in "ZX"}
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_no_proof_worker_outlives_a_sigkill_of_prove():
-    # the proof workers are the forkserver's children, not the command's: they used to run on for 30-60 s
-    # after a SIGKILL of the command, and the server with them
-    proc = _command("prove", "--jobs", "2")
+def _left_after(seen: dict[int, str], seconds: float) -> list[str]:
+    """The command lines of the processes in `seen` still running `seconds` from now (at once if none)."""
+    until = time.monotonic() + seconds
+    while _running(seen) and time.monotonic() < until:
+        time.sleep(0.1)
+    return [Path(f"/proc/{p}/cmdline").read_text()[:200] for p in _running(seen)]
+
+
+@contextmanager
+def _reaped(proc: subprocess.Popen) -> Iterator[dict[int, str]]:
+    """The processes seen below `proc` (the test adds them): whatever the test found, none is left running
+    after it."""
     seen: dict[int, str] = {}
     try:
-        until = time.monotonic() + 90
-        while len(seen) < 4 and time.monotonic() < until and proc.poll() is None:
-            seen.update(_descendants(proc.pid))       # the resource tracker, the server, two workers
-            time.sleep(0.1)
-        assert len(seen) >= 4, seen
-        proc.kill()
-        proc.wait()             # not communicate(): it waits for every holder of the pipes, the workers too
-        until = time.monotonic() + 5
-        while _running(seen) and time.monotonic() < until:
-            time.sleep(0.1)
-        assert not _running(seen), [Path(f"/proc/{p}/cmdline").read_text() for p in _running(seen)]
+        yield seen
     finally:
         for pid in _running(seen):
             os.kill(pid, signal.SIGKILL)
@@ -166,6 +165,22 @@ def test_no_proof_worker_outlives_a_sigkill_of_prove():
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_no_proof_worker_outlives_a_sigkill_of_prove():
+    # the proof workers are the forkserver's children, not the command's: they used to run on for 30-60 s
+    # after a SIGKILL of the command, and the server with them
+    proc = _command("prove", "--jobs", "2")
+    with _reaped(proc) as seen:
+        until = time.monotonic() + 90
+        while len(seen) < 4 and time.monotonic() < until and proc.poll() is None:
+            seen.update(_descendants(proc.pid))       # the resource tracker, the server, two workers
+            time.sleep(0.1)
+        assert len(seen) >= 4, seen
+        proc.kill()
+        proc.wait()             # not communicate(): it waits for every holder of the pipes, the workers too
+        assert _left_after(seen, 5) == []
 
 
 def test_a_sigterm_during_a_long_z3_query_stops_prove_bmc_at_once():
@@ -201,8 +216,7 @@ def test_a_sigterm_during_export_tla_run_tlc_leaves_no_jvm(tmp_path):
     if find_jar()[0] is None or java() is None:
         pytest.skip("no TLC jar or no java (.ci/setup fetches them)")
     proc = _command("export", "tla", str(tmp_path / "tla"), "--run-tlc", "--preset", "small", "--workers", "1")
-    seen: dict[int, str] = {}
-    try:
+    with _reaped(proc) as seen:
         until = time.monotonic() + 60
         while time.monotonic() < until and proc.poll() is None:
             seen.update(_descendants(proc.pid))
@@ -214,16 +228,5 @@ def test_a_sigterm_during_export_tla_run_tlc_leaves_no_jvm(tmp_path):
         time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
-        until = time.monotonic() + 5
-        while _running(seen) and time.monotonic() < until:
-            time.sleep(0.1)
         assert proc.returncode == 143 and "Traceback" not in err, err
-        assert not _running(seen), [Path(f"/proc/{p}/cmdline").read_text()[:200] for p in _running(seen)]
-    finally:
-        for pid in _running(seen):
-            os.kill(pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        assert _left_after(seen, 5) == []
