@@ -306,7 +306,7 @@ def test_the_loader_uses_libyaml_and_keeps_line_numbers(tmp_path):
 
 def test_devices_and_folders_are_refused_not_read(tmp_path):
     r = invoke("scenario", "run", "/dev/zero")
-    assert r.exit_code == 2 and "not a regular file" in r.stdout
+    assert r.exit_code == 2 and "/dev/zero: is a character device (like /dev/null), not a regular file" in r.stderr
 
 
 # ---------------------------------------------------------------------- output stays one line, bounded, well-formed

@@ -189,7 +189,8 @@ def test_columns_0_still_prints_results_errors_and_help():
     done = _process(["scenario", "run", FINDINGS, "-q"], env=env)
     assert done.returncode == 0 and "passed, 0 failed, 0 errors" in done.stdout, done
     done = _process(["scenario", "run", "/nonexistent"], env=env)
-    assert done.returncode == 2 and done.stderr == "groupspec: /nonexistent: no such file or folder\n", done
+    assert done.returncode == 2 and done.stderr == ("groupspec: /nonexistent: no such file or folder; give a "
+                                                    "scenario file (.yaml, .yml, .json) or a folder of them\n"), done
     assert "Usage" in _process(["--help"], env=env).stdout
 
 

@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -100,3 +102,131 @@ def test_a_signal_inside_the_implementation_stops_conform_at_once(monkeypatch, c
     assert H.lies_then_is_stopped.sent >= H.lies_then_is_stopped.AT
     assert got == code and out == "" and not scenario.exists(), (got, out, err)
     assert "Traceback" not in err and "not deterministic" not in err
+
+
+# -- prove: Z3 is interrupted, and no proof worker outlives the command --------------------------------
+
+def _command(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "groupspec.checkers.cli", *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state, ppid, ..., start time at [19]); None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """Every process below `root`, as pid -> start time (a pid taken again by another process is not it)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        fields = _stat(int(entry)) if entry.isdigit() else None
+        if fields:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = {}, [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            fields = _stat(pid)
+            if fields:
+                found[pid] = fields[19]
+                todo.append(pid)
+    return found
+
+
+def _running(procs: dict[int, str]) -> dict[int, str]:
+    return {pid: start for pid, start in procs.items()
+            if (fields := _stat(pid)) and fields[19] == start and fields[0] not in "ZX"}
+
+
+def _left_after(seen: dict[int, str], seconds: float) -> list[str]:
+    """The command lines of the processes in `seen` still running `seconds` from now (at once if none)."""
+    until = time.monotonic() + seconds
+    while _running(seen) and time.monotonic() < until:
+        time.sleep(0.1)
+    return [Path(f"/proc/{p}/cmdline").read_text()[:200] for p in _running(seen)]
+
+
+@contextmanager
+def _reaped(proc: subprocess.Popen) -> Iterator[dict[int, str]]:
+    """The processes seen below `proc` (the test adds them): whatever the test found, none is left running
+    after it."""
+    seen: dict[int, str] = {}
+    try:
+        yield seen
+    finally:
+        for pid in _running(seen):
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_no_proof_worker_outlives_a_sigkill_of_prove():
+    # the proof workers are the forkserver's children, not the command's: they used to run on for 30-60 s
+    # after a SIGKILL of the command, and the server with them
+    proc = _command("prove", "--jobs", "2")
+    with _reaped(proc) as seen:
+        until = time.monotonic() + 90
+        while len(seen) < 4 and time.monotonic() < until and proc.poll() is None:
+            seen.update(_descendants(proc.pid))       # the resource tracker, the server, two workers
+            time.sleep(0.1)
+        assert len(seen) >= 4, seen
+        proc.kill()
+        proc.wait()             # not communicate(): it waits for every holder of the pipes, the workers too
+        assert _left_after(seen, 5) == []
+
+
+def test_a_sigterm_during_a_long_z3_query_stops_prove_bmc_at_once():
+    # Z3 works in C, where Python's handler cannot run: one query of `--bmc 30` (tiny: depth 6 takes 5-10 s)
+    # held a SIGTERM off for as long as it ran
+    import threading
+    proc = _command("prove", "--bmc", "30")
+    guard = threading.Timer(120, proc.kill)
+    guard.start()
+    try:
+        lines = []
+        while not lines or lines[-1] and "depth 6 unrolled" not in lines[-1]:
+            lines.append(proc.stderr.readline())
+        assert lines[-1], lines
+        time.sleep(1)           # well inside depth 6's query
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    assert err.endswith("groupspec: terminated (SIGTERM); the run was stopped\n") and took < 4, (took, err)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_sigterm_during_export_tla_run_tlc_leaves_no_jvm(tmp_path):
+    # subprocess.run killed only its child (/usr/bin/time), and TLC's JVM below it ran on
+    from groupspec.checkers.tla.tlc import find_jar, java
+    if find_jar()[0] is None or java() is None:
+        pytest.skip("no TLC jar or no java (.ci/setup fetches them)")
+    proc = _command("export", "tla", str(tmp_path / "tla"), "--run-tlc", "--preset", "small", "--workers", "1")
+    with _reaped(proc) as seen:
+        until = time.monotonic() + 60
+        while time.monotonic() < until and proc.poll() is None:
+            seen.update(_descendants(proc.pid))
+            if any(Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].endswith(b"/java")
+                   for p in _running(seen)):
+                break       # the JVM itself, below /usr/bin/time
+            time.sleep(0.1)
+        assert proc.poll() is None and seen, "TLC did not start, or ended too soon to be stopped"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 143 and "Traceback" not in err, err
+        assert _left_after(seen, 5) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 import signal
 import sys
@@ -262,7 +263,7 @@ def test_malformed_traces_are_a_verdict_or_one_message(tmp_path, fmt, data):
     doc = copy.deepcopy(ITF if fmt == "itf" else TLC)
     for _ in range(data.draw(st.integers(1, 3), label="changes")):
         places = list(_places(doc))[1:]
-        if not places:          # everything deleted already: an empty object is the trace left
+        if not places:          # the whole document was deleted: nothing left to change
             break
         path = data.draw(st.sampled_from(places), label="where")
         parent = doc
@@ -389,3 +390,234 @@ def test_an_adapter_that_raises_or_answers_out_of_shape_is_a_divergence(monkeypa
     assert code == 1 and doc["result"] == "divergence" and doc["divergence"]["kind"] == "error", (out, err)
     assert where in doc["message"] and got in doc["message"] and doc["scenario"]["steps"], doc["message"]
     assert "Traceback" not in err
+
+
+# -- prove ----------------------------------------------------------------------------------------------
+
+PROVE = [
+    (["--bmc", "3", "-i", "x"], "--invariant with --bmc: it is for the induction proofs"),
+    (["--bmc", "3", "--save", "p.json", "--budget", "nan"], "--budget, --save with --bmc: they are for the "
+                                                            "induction proofs"),
+    (["--bmc", "3", "--no-strengthen", "--jobs", "2"], "--no-strengthen, --jobs with --bmc"),
+    (["--bmc", "3", "--engine", "spacer", "--search", "full", "--check-lemmas", "", "--bound", "2",
+      "--spacer-budget", "5"], "--bound, --check-lemmas, --search, --engine, --spacer-budget with --bmc"),
+    (["--bmc", "3", "--timeout", "nan"], "--timeout nan: give seconds in (0, 86400]"),
+    (["--bmc", "65"], "--bmc 65: give a depth from 0 to 64"),
+    (["--budget", "nan"], "--budget nan: give a number of seconds in (0, 3600]"),
+    (["--budget", "inf"], "--budget inf: give a number of seconds in (0, 3600]"),
+    (["--spacer-budget", "-inf"], "--spacer-budget -inf: give a number of seconds in (0, 3600]"),
+    (["--timeout", "nan"], "--timeout nan: give a number of seconds in (0, 600]"),
+    (["--timeout", "0"], "--timeout 0: give a number of seconds in (0, 600]"),
+    (["--budget", "3601"], "--budget 3601: give a number of seconds in (0, 3600]"),
+    (["--save", ""], "--save is empty; give a file name"),
+    (["--out", "ce"], "--out is for --bmc's counterexample"),
+    (["--preset", "small"], "--preset: a closed world is for --bmc K"),
+]
+
+
+@pytest.mark.parametrize("args,message", PROVE, ids=[" ".join(a) for a, _ in PROVE])
+def test_prove_refuses_what_it_would_not_honour_in_one_line(monkeypatch, capsys, tmp_path, args, message):
+    # with --bmc, a flag of the induction proofs was ignored, and looked honoured (-i, --save, --budget nan)
+    monkeypatch.chdir(tmp_path)
+    assert message in refused(monkeypatch, capsys, "prove", *args)
+    assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(option=st.sampled_from(["--timeout", "--budget", "--spacer-budget"]),
+       value=st.floats(allow_nan=True, allow_infinity=True).filter(lambda v: not 0 < v <= 600))
+def test_a_budget_out_of_range_is_one_line_whatever_it_is(monkeypatch, capsys, option, value):
+    if option != "--timeout" and 0 < value <= 3600:
+        return
+    err = refused(monkeypatch, capsys, "prove", option, repr(value))
+    assert err.startswith(f"groupspec: {option} ") and "give a number of seconds in (0, " in err
+
+
+# -- docs --site: nothing of the user's is deleted -------------------------------------------------------
+
+def test_a_rebuilt_site_keeps_the_users_files(monkeypatch, capsys, tmp_path):
+    # with an index.html in the folder, the build emptied it: a user's notes were deleted
+    site = tmp_path / "site"
+    code, out, err = run_cli(monkeypatch, capsys, "docs", "--site", str(site))
+    assert code == 0 and (site / "index.html").is_file(), err
+    (site / "notes.txt").write_text("mine\n")
+    (site / "states" / "mine.md").write_text("mine too\n")
+    code, out, err = run_cli(monkeypatch, capsys, "docs", "--site", str(site), "--json")
+    assert code == 0 and json.loads(out)["not_ours"] == ["notes.txt", "states/mine.md"], (out, err)
+    assert (site / "notes.txt").read_text() == "mine\n" and (site / "states" / "mine.md").read_text() == "mine too\n"
+    assert (site / "index.html").is_file() and not list(site.glob(".groupspec-site-building-*"))
+
+
+SITE_REFUSED = [
+    ({"index.html": "<html>", "notes.txt": "mine"}, "holds files `groupspec docs --site` did not write "
+                                                    "(index.html, notes.txt; there is no .groupspec-site.json"),
+    ({".groupspec-site.json": json.dumps({"files": ["../notes.txt"]})}, "names '../notes.txt', which is outside "
+                                                                        "the site's folder"),
+    ({".groupspec-site.json": json.dumps({"files": ["/etc/hostname"]})}, "which is outside the site's folder"),
+    ({".groupspec-site.json": "[]"}, "not a list of the files `docs --site` wrote"),
+    ({".groupspec-site.json": "\udcff"}, "not a list of the files `docs --site` wrote"),
+]
+
+
+@pytest.mark.parametrize("files,message", SITE_REFUSED, ids=["an older site", "a manifest naming ../",
+                                                             "an absolute path", "a list", "not UTF-8"])
+def test_docs_site_refuses_a_folder_it_did_not_build(monkeypatch, capsys, tmp_path, files, message):
+    site = tmp_path / "site"
+    site.mkdir()
+    (tmp_path / "notes.txt").write_text("mine")
+    for name, text in files.items():
+        (site / name).write_bytes(text.encode("utf-8", "surrogateescape"))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    err = refused(monkeypatch, capsys, "docs", "--site", str(site))
+    assert err.startswith(f"groupspec: --site {site}") and message in err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_site_install_replaces_only_its_own_files(tmp_path):
+    from groupspec.checkers.review.errors import DocsError
+    from groupspec.checkers.review.site import MANIFEST, install, site_files
+    out, built = tmp_path / "site", tmp_path / "site" / ".groupspec-site-building-1-x"
+    for rel, text in {"index.html": "old", "old.html": "old", "gone/x.html": "old", "notes.txt": "mine",
+                      "new.html": "mine", built.name + "/index.html": "new", built.name + "/new.html": "new",
+                      built.name + "/css/site.css": "new"}.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    ours = {"index.html", "old.html", "gone/x.html"}
+    (out / MANIFEST).write_text(json.dumps({"files": sorted(ours)}))
+    with pytest.raises(DocsError, match="the new site writes new.html, which `docs --site` did not write"):
+        install(built, out, ours)       # the user's new.html: refused, and nothing changed
+    assert (out / "old.html").read_text() == "old" and (out / "new.html").read_text() == "mine"
+    (out / "new.html").unlink()
+    install(built, out, ours)
+    assert site_files(out) == {"index.html", "new.html", "css/site.css"}
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        MANIFEST, "css/site.css", "index.html", "new.html", "notes.txt"]
+    assert (out / "notes.txt").read_text() == "mine" and not (out / "gone").exists()
+
+
+# -- export tla ----------------------------------------------------------------------------------------
+
+EXPORT = [
+    (["--workers", "0"], "--workers must be at least 1, got 0"),
+    (["--workers", "100000"], "--workers 100,000: at most"),
+    (["--clients", "0"], "--clients must be at least 1, got 0"),
+    (["--preset", "nope"], "--preset 'nope': unknown preset"),
+    (["--liveness", "--symmetry"], "--liveness with --symmetry: TLC checks liveness unsoundly under SYMMETRY"),
+]
+
+
+@pytest.mark.parametrize("args,message", EXPORT, ids=[" ".join(a) for a in (x for x, _ in EXPORT)])
+def test_export_tla_refuses_bad_flags_in_one_line(monkeypatch, capsys, tmp_path, args, message):
+    assert message in refused(monkeypatch, capsys, "export", "tla", str(tmp_path / "tla"), *args)
+    assert not (tmp_path / "tla").exists()
+
+
+def test_export_tla_writes_both_files_or_neither(monkeypatch, capsys, tmp_path):
+    import errno
+    import os
+    folder = tmp_path / "tla"
+    folder.mkdir()
+    for name in ("ConsumerGroupWorld.tla", "ConsumerGroupWorld.cfg"):
+        (folder / name).write_text("before\n")
+    write_text = Path.write_text
+
+    def full(self, text, *a, **k):      # the disk fills up at the second file
+        if self.name.endswith(".cfg.%d.partial" % os.getpid()):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_text(self, text, *a, **k)
+    monkeypatch.setattr(Path, "write_text", full)
+    err = refused(monkeypatch, capsys, "export", "tla", str(folder))
+    assert f"OUT_DIR {folder}: writing failed (No space left on device); nothing was written there" in err
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {"ConsumerGroupWorld.tla": "before\n",
+                                                                "ConsumerGroupWorld.cfg": "before\n"}
+    monkeypatch.setattr(Path, "write_text", write_text)
+    code, out, _ = run_cli(monkeypatch, capsys, "export", "tla", str(folder), "--liveness")
+    assert code == 0 and "SYMMETRY" not in (folder / "ConsumerGroupWorld.cfg").read_text()
+    assert sorted(p.name for p in folder.iterdir()) == ["ConsumerGroupWorld.cfg", "ConsumerGroupWorld.tla"]
+
+
+# -- every newer command: a path that is no file (or no folder) of the right kind ----------------------
+
+KINDS = {"fifo": "is a named pipe (FIFO)", "/dev/null": "is a character device (like /dev/null)",
+         "folder": "is a folder", "missing": "no such file"}
+SCENARIOS = "give a scenario file (.yaml, .yml, .json) or a folder of them"
+# (command with {p} for the path, the kind of path, what the one line says); a path that is fine for the
+# command (/dev/null as an output file, a missing output) is not in the table
+PATHS = [
+    (["replay", "--preset", "tiny", "{p}"], kind, f"TRACE {{p}}: {said}") for kind, said in KINDS.items()
+] + [
+    (["conform", "--replay", "{p}"], "fifo", f"--replay {{p}}: is a named pipe (FIFO), not a regular file; {SCENARIOS}"),
+    (["conform", "--replay", "{p}"], "/dev/null", "--replay {p}: is a character device (like /dev/null)"),
+    (["conform", "--replay", "{p}"], "folder", f"--replay {{p}}: no scenario files (.yaml, .yml, .json) there; "
+                                               f"{SCENARIOS}"),
+    (["conform", "--replay", "{p}"], "missing", f"--replay {{p}}: no such file or folder; {SCENARIOS}"),
+    (["conform", "--out", "{p}"], "fifo", "--out {p}: a named pipe no process reads; start its reader first"),
+    (["conform", "--out", "{p}"], "folder", "--out {p}: is a folder; give a file name"),
+    (["simulate", "--groups", "1", "--out", "{p}"], "fifo", "--out {p}: a named pipe no process reads"),
+    (["simulate", "--groups", "1", "--out", "{p}"], "folder", "--out {p}: is a folder; give a file name"),
+    (["prove", "--save", "{p}"], "fifo", "--save {p}: a named pipe no process reads"),
+    (["prove", "--save", "{p}"], "folder", "--save {p}: is a folder; give a file name"),
+] + [
+    (args, kind, f"{where} {{p}}: is not a folder; give a folder") for kind in ("fifo", "/dev/null")
+    for args, where in ((["export", "tla", "{p}"], "OUT_DIR"), (["prove", "--bmc", "2", "--out", "{p}"], "--out"),
+                        (["docs", "--site", "{p}"], "--site"), (["docs", "--out", "{p}"], "--out"))
+]
+
+
+@pytest.mark.parametrize("args,kind,message", PATHS, ids=[f"{a[0]} {a[-2] if a[-1] == '{p}' else a[-1]} {k}"
+                                                          for a, k, _ in PATHS])
+def test_a_path_of_the_wrong_kind_is_one_line_saying_what_it_is(monkeypatch, capsys, tmp_path, args, kind,
+                                                                message):
+    import os
+    path = {"fifo": tmp_path / "pipe", "/dev/null": Path("/dev/null"), "folder": tmp_path / "folder",
+            "missing": tmp_path / "missing.json"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)             # nobody reads it: opening it to write or read would wait for ever
+    elif kind == "folder":
+        path.mkdir()
+    monkeypatch.chdir(tmp_path)
+    err = refused(monkeypatch, capsys, *[a.replace("{p}", str(path)) for a in args])
+    assert message.replace("{p}", str(path)) in err, err
+
+
+def _parses(kind, text: str) -> bool:
+    try:
+        kind(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _bad_int(lo: int, hi: int):
+    return st.one_of(st.integers().filter(lambda v: not lo <= v <= hi).map(str),
+                     st.text(max_size=12).filter(lambda t: not _parses(int, t)))
+
+
+def _bad_float(lo: float, hi: float):
+    return st.one_of(st.floats().filter(lambda v: not (lo < v <= hi and math.isfinite(v))).map(repr),
+                     st.text(max_size=12).filter(lambda t: not _parses(float, t)))
+
+
+# (the command, the option, its values that must be refused): every one is refused before any work
+FLAGS = [
+    (["export", "tla", "OUT"], "--workers", _bad_int(1, 4)),
+    (["simulate", "--out", "t.jsonl", "--groups", "1"], "--duration", _bad_float(0.0009, 9.3e15)),
+    (["simulate", "--out", "t.jsonl", "--groups", "1", "--inject-bug", "all"], "--fraction", _bad_float(-1e-300, 1)),
+    (["simulate", "--out", "t.jsonl"], "--groups", _bad_int(1, math.inf)),
+    (["prove"], "--bmc", _bad_int(0, 64)),
+    (["prove", "--bmc", "0"], "--timeout", _bad_float(0, 86_400)),
+    (["prove"], "--bound", _bad_int(1, 6)),
+    (["prove", "--save", "p.json"], "--jobs", _bad_int(1, 4)),
+    (["conform", "--out", "c.yaml"], "--shrink-seconds", _bad_float(-1e-300, math.inf)),
+]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.sampled_from(range(len(FLAGS))), data=st.data())
+def test_hostile_flag_values_are_one_line_and_nothing_written(monkeypatch, capsys, tmp_path, which, data):
+    command, option, values = FLAGS[which]
+    value = data.draw(values, label=option)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(monkeypatch, capsys, *command, f"{option}={value}")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, (command, value, err)
+    assert err.startswith("groupspec") and list(tmp_path.iterdir()) == [], err

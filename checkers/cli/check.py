@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from groupspec.checkers.console import err, fail_input, input_file, one_line, out, output_path, write_outputs
+from groupspec.checkers.console import (err, fail_input, input_file, one_line, out, output_path, whole_or_nothing,
+                                        write_outputs)
 
 from .shared import CE_FILES, bounded_workers, no_status, preset_list, world_of, world_options, write_counterexample
 
@@ -121,9 +122,10 @@ def check_cmd(
 @world_options
 def export_tla_cmd(
     out_dir: str = typer.Argument(..., help="Folder to write the module (.tla) and its TLC configuration (.cfg) in."),
-    symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="declare SYMMETRY over clients in the .cfg"),
-    liveness: bool = typer.Option(False, "--liveness", help="list the liveness PROPERTY in the .cfg (use it "
-                                                            "with --no-symmetry)"),
+    symmetry: Optional[bool] = typer.Option(None, "--symmetry/--no-symmetry", help="declare SYMMETRY over clients "
+                                            "in the .cfg [default: symmetry, but not with --liveness]"),
+    liveness: bool = typer.Option(False, "--liveness", help="list the liveness PROPERTY in the .cfg (turns "
+                                                            "symmetry off: TLC checks liveness unsoundly under it)"),
     run_tlc: bool = typer.Option(False, "--run-tlc", help="run TLC on it and `groupspec check` on the same world, "
                                                           "and print both verdicts"),
     workers: int = typer.Option(2, "--workers", help="workers of each checker with --run-tlc"),
@@ -137,6 +139,10 @@ def export_tla_cmd(
     from groupspec.checkers.tla.tlc import find_jar, java
     cfg = world_of(**world)
     workers = bounded_workers("--workers", workers)
+    if liveness and symmetry:
+        fail_input("--liveness with --symmetry: TLC checks liveness unsoundly under SYMMETRY (it may miss a "
+                   "violation); leave out --symmetry")
+    symmetry = not liveness if symmetry is None else symmetry
     jar = None
     if run_tlc:
         jar, why = find_jar()
@@ -151,10 +157,13 @@ def export_tla_cmd(
     folder = output_path("OUT_DIR", out_dir, "dir", (f"{exported.name}.tla", f"{exported.name}.cfg"))
 
     def write():
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{exported.name}.tla").write_text(exported.module, encoding="utf-8")
-        (folder / f"{exported.name}.cfg").write_text(exported.config, encoding="utf-8")
-    write_outputs("OUT_DIR", folder, write, after_result=False)
+        # both beside their places, renamed onto them once both are whole: a full disk or a signal leaves
+        # the module and its configuration as they were, never one new and one old
+        with whole_or_nothing(folder / f"{exported.name}.tla") as tla, \
+                whole_or_nothing(folder / f"{exported.name}.cfg") as cfg_file:
+            tla.write_text(exported.module, encoding="utf-8")
+            cfg_file.write_text(exported.config, encoding="utf-8")
+    write_outputs("OUT_DIR", folder, write, kept=True)
     doc = {"module": str(folder / f"{exported.name}.tla"), "config": str(folder / f"{exported.name}.cfg"),
            "lines": exported.module.count("\n")}
     if run_tlc:

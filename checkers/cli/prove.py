@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from groupspec.checkers.console import err, fail_input, out, output_path, write_outputs
+from groupspec.checkers.console import err, fail_input, finite, out, output_path, whole_or_nothing, write_outputs
 
 from .shared import CE_FILES, bounded_workers, no_status, preset_list, row_names, world_of, world_options, write_counterexample
 
@@ -16,8 +16,9 @@ def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON 
     """Prove the table well formed (Z3): each trigger's rows exclusive, covering, reachable.
 
     Every row keeps the structural invariants; the lifecycle's moves are checked."""
+    from groupspec.checkers.proofs.command import z3_interruptible
     from groupspec.checkers.proofs.lint import lint
-    with err.status("linting the table with Z3...") if not as_json else no_status():
+    with err.status("linting the table with Z3...") if not as_json else no_status(), z3_interruptible():
         res = lint()
     if as_json:
         print(json.dumps(res.as_json(), indent=2))
@@ -35,35 +36,40 @@ def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON 
 @world_options(preset="tiny")
 def prove_cmd(
     invariant: List[str] = typer.Option([], "--invariant", "-i", help="Prove only these invariants (repeatable)."),
-    strengthen: bool = typer.Option(True, "--strengthen/--no-strengthen",
-                                    help="Search auxiliary lemmas when plain induction fails."),
-    bound: int = typer.Option(2, "--bound", help="Members for the fixed-size fallback ('proved up to N')."),
+    strengthen: Optional[bool] = typer.Option(None, "--strengthen/--no-strengthen",
+                                              help="Search auxiliary lemmas when plain induction fails [default: "
+                                                   "strengthen]."),
+    bound: Optional[int] = typer.Option(None, "--bound", help="Members for the fixed-size fallback ('proved up to "
+                                        "N') [default: 2]."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Z3's work per query, in seconds of this "
                                             "machine (counted in Z3's resource units, so a loaded machine gets the "
                                             "same answers; running out is 'unknown') [default: 3; with --bmc: "
                                             "wall-clock seconds, none]."),
-    budget: float = typer.Option(60.0, "--budget", help="Z3's work for the strengthening search per invariant "
-                                 "and reading, in seconds of this machine (resource units, as --timeout)."),
-    check_lemmas: str = typer.Option("tiny,small", "--check-lemmas",
-                                     help="Worlds whose reachable states every lemma found must hold in ('' for none)."),
+    budget: Optional[float] = typer.Option(None, "--budget", help="Z3's work for the strengthening search per "
+                                           "invariant and reading, in seconds of this machine (resource units, as "
+                                           "--timeout) [default: 60]."),
+    check_lemmas: Optional[str] = typer.Option(None, "--check-lemmas",
+                                               help="Worlds whose reachable states every lemma found must hold in "
+                                                    "('' for none) [default: tiny,small]."),
     save: Optional[str] = typer.Option(None, "--save", help="Also write the JSON result here (docs/proofs.json: "
                                                               "the catalog page `groupspec docs` writes shows it)."),
-    search: str = typer.Option("vocabulary", "--search", help="vocabulary: Houdini over the candidates "
-                               "about the invariant's variables, widened by what its counterexamples to induction "
-                               "break, per invariant; full: Houdini over every candidate (the largest inductive "
-                               "subset), then unsat cores."),
+    search: Optional[str] = typer.Option(None, "--search", help="vocabulary (the default): Houdini over the "
+                                         "candidates about the invariant's variables, widened by what its "
+                                         "counterexamples to induction break, per invariant; full: Houdini over "
+                                         "every candidate (the largest inductive subset), then unsat cores."),
     bmc: Optional[int] = typer.Option(None, "--bmc", help="Instead: bounded model checking of a closed world, "
                                       "K steps deep from its initial state (Z3; the same declarations the "
                                       "explicit checker compiles)."),
     out_dir: Optional[str] = typer.Option(None, "--out", help="With --bmc: where to write a counterexample (ITF, "
                                                                "table, Mermaid)."),
-    engine: str = typer.Option("both", "--engine", help="houdini: induction and Houdini's search over "
-                               "candidate lemmas (for every size, else for fixed sizes); spacer: Z3's Spacer on "
-                               "the rows as constrained Horn clauses (fixed sizes, N=--bound); both: Spacer where "
-                               "Houdini proves nothing."),
-    spacer_budget: float = typer.Option(60.0, "--spacer-budget", help="Z3's work for Spacer per invariant, over "
-                                        "every widening of the variables its relation reads, in seconds of this "
-                                        "machine (resource units, as --budget)."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="houdini: induction and Houdini's search over "
+                                         "candidate lemmas (for every size, else for fixed sizes); spacer: Z3's "
+                                         "Spacer on the rows as constrained Horn clauses (fixed sizes, N=--bound); "
+                                         "both (the default): Spacer where Houdini proves nothing."),
+    spacer_budget: Optional[float] = typer.Option(None, "--spacer-budget", help="Z3's work for Spacer per "
+                                                  "invariant, over every widening of the variables its relation "
+                                                  "reads, in seconds of this machine (resource units, as --budget) "
+                                                  "[default: 60]."),
     jobs: Optional[int] = typer.Option(None, "--jobs", help="Invariants proved at once, each in a process of "
                                        "its own [default: the machine's cores]."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -73,8 +79,19 @@ def prove_cmd(
 
     The proofs are by induction over the table's rows; with --bmc K, a closed world (--preset and the world
     flags of `groupspec check`, default tiny) is searched K steps deep for a state that breaks an invariant."""
+    from groupspec.checkers.proofs.command import z3_interruptible
     if bmc is not None:
-        run_bmc(bmc, world, timeout, out_dir, as_json)
+        shaping = (("--invariant", invariant or None), ("--strengthen" if strengthen else "--no-strengthen",
+                                                        strengthen),
+                   ("--bound", bound), ("--budget", budget), ("--check-lemmas", check_lemmas), ("--save", save),
+                   ("--search", search), ("--engine", engine), ("--spacer-budget", spacer_budget), ("--jobs", jobs))
+        given = [flag for flag, v in shaping if v is not None]
+        if given:       # they shape the induction proofs; ignored, they would look honoured
+            fail_input(f"{', '.join(given)} with --bmc: {'it is' if len(given) == 1 else 'they are'} for the "
+                       f"induction proofs; --bmc checks every invariant of the world, K steps deep (--out writes "
+                       f"its counterexample); leave {'it' if len(given) == 1 else 'them'} out")
+        with z3_interruptible():
+            run_bmc(bmc, world, timeout, out_dir, as_json)
         return
     flags = [n for n, v in world.items() if n != "preset" and v is not None]
     if flags or world["preset"] != "tiny":
@@ -83,6 +100,13 @@ def prove_cmd(
     if out_dir is not None:
         fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
     timeout = 3.0 if timeout is None else timeout
+    strengthen = True if strengthen is None else strengthen
+    bound = 2 if bound is None else bound
+    budget = 60.0 if budget is None else budget
+    spacer_budget = 60.0 if spacer_budget is None else spacer_budget
+    check_lemmas = "tiny,small" if check_lemmas is None else check_lemmas
+    search = "vocabulary" if search is None else search
+    engine = "both" if engine is None else engine
     from groupspec.spec.invariants import INVARIANTS
     from groupspec.checkers.proofs.command import as_json as proofs_json, exit_code, print_table, run_induction
     known = [i.name for i in INVARIANTS]
@@ -95,24 +119,30 @@ def prove_cmd(
         fail_input(f"--engine {engine!r}: use houdini, spacer or both")
     if not 1 <= bound <= 6:
         fail_input(f"--bound {bound}: give 1 to 6 members (the fixed-size reading grows fast)")
-    if not 0 < timeout <= 600 or not 0 < budget <= 3600 or not 0 < spacer_budget <= 3600:
-        fail_input("--timeout must be in (0, 600] seconds, and --budget and --spacer-budget in (0, 3600]")
+    for option, value, most in (("--timeout", timeout, 600), ("--budget", budget, 3600),
+                                ("--spacer-budget", spacer_budget, 3600)):
+        finite(option, value, f"a number of seconds in (0, {most}]")
+        if not 0 < value <= most:
+            fail_input(f"{option} {value:g}: give a number of seconds in (0, {most}]")
     presets = tuple(p for p in check_lemmas.split(",") if p)
     if presets:
         presets = tuple(preset_list("--check-lemmas", check_lemmas))
-    target = output_path("--save", save, "file") if save else None
+    target = output_path("--save", save, "file") if save is not None else None
     progress = None if as_json else (lambda what: err.print(f"proving: {what}", markup=False, highlight=False))
     jobs = bounded_workers("--jobs", len(os.sched_getaffinity(0)) if jobs is None else jobs)
-    proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
-                                   search, engine, spacer_budget, jobs)
+    with z3_interruptible():
+        proofs, prover = run_induction(invariant or None, strengthen, bound, timeout, budget, presets, progress,
+                                       search, engine, spacer_budget, jobs)
     result = proofs_json(proofs, prover)
     if as_json:
         print(json.dumps(result, indent=2))
     else:
         print_table(out, proofs, prover)
     if target is not None:
-        write_outputs("--save", target, lambda: target.write_text(json.dumps(result, indent=2) + "\n",
-                                                                  encoding="utf-8"))
+        def save_result():
+            with whole_or_nothing(target) as partial:
+                partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_outputs("--save", target, save_result, kept=True)
     if exit_code(proofs):
         raise typer.Exit(1)
 

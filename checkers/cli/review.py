@@ -31,12 +31,12 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
     if since is not None and site is None:
         fail_input("--diff REV adds a page to the site: give --site DIR too")
     if site is not None:
-        from groupspec.checkers.review.site import build_site
-        folder = output_path("--site", site, "dir", ("index.html",))
-        if folder.is_dir() and any(folder.iterdir()) and not (folder / "index.html").is_file():
-            # MkDocs empties the folder it builds into: never one that holds anything but a site
-            fail_input(f"--site {folder}: the folder is not empty and holds no site (the build replaces what is "
-                       f"there); give a new or empty folder, or one a previous --site built")
+        from groupspec.checkers.review.site import MANIFEST, build_site, foreign_files, listed, site_files
+        folder = output_path("--site", site, "dir", ("index.html", MANIFEST))
+        try:
+            site_files(folder)      # before the build: a folder that holds the user's files and no site
+        except DocsError as e:
+            fail_input(str(e))
         changes = None
         if since is not None:
             from groupspec.checkers.review.spec_diff import DEFAULT_PRESETS, DiffError, diff, markdown
@@ -48,11 +48,13 @@ def docs_cmd(out_dir: str = typer.Option(str(REPO / "docs"), "--out", help="Wher
             write_outputs("--site", folder, lambda: files.extend(build_site(folder, changes)), after_result=False)
         except DocsError as e:
             fail_input(str(e))
+        theirs = foreign_files(folder)
         if as_json:
-            print(json.dumps({"site": str(folder), "pages": len(files)}))
+            print(json.dumps({"site": str(folder), "pages": len(files), "not_ours": theirs}))
         else:
-            out.print(f"built the site in {folder} ({len(files)} pages): open {folder / 'index.html'}", markup=False,
-                      highlight=False)
+            out.print(f"built the site in {folder} ({len(files)} pages): open {folder / 'index.html'}"
+                      + (f"; the files it did not write were left as they were: {listed(theirs)}" if theirs else ""),
+                      markup=False, highlight=False)
         return
     folder = output_path("--out", out_dir, "dir", FILES)
     try:

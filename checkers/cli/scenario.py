@@ -28,7 +28,7 @@ def scenario_run(
 ) -> None:
     """Run scenarios against the spec, the runtime coordinator, or any implementation (Kafka's own too)."""
     from groupspec.checkers.conform.adapter import KAFKA, AdapterError
-    from groupspec.checkers.scenarios.report import line, run_files, scenario_files, to_json, uncovered, write_junit
+    from groupspec.checkers.scenarios.report import given_scenario_files, line, run_files, to_json, uncovered, write_junit
     from groupspec.checkers.scenarios.runner import TARGETS
     from groupspec.checkers.scenarios.targets import factory_for
 
@@ -45,17 +45,11 @@ def scenario_run(
                 fail_input(str(e).replace("--adapter", "--target", 1))
             probe_target(t, factories[t])
     junit_path = output_path("--junit", junit, "file") if junit is not None else None
-    if any(not p.strip() for p in paths or ()):
-        fail_input("a scenario path is empty (\"\"); give a file or folder")
-    paths = [Path(p) for p in paths] if paths else default_scenario_paths()
     if not paths:
-        fail_input("no scenario paths given and no default suite found (tests/scenarios)")
-    for p in paths:
-        if not p.exists():
-            fail_input(f"{p}: no such file or folder")
-    files = scenario_files(paths)
-    if not files:
-        fail_input(f"no scenario files (.yaml, .yml, .json) under {', '.join(map(str, paths))}")
+        paths = [str(p) for p in default_scenario_paths()]
+        if not paths:
+            fail_input("no scenario paths given and no default suite found (tests/scenarios)")
+    files = given_scenario_files("", paths)
     if junit_path and junit_path.resolve() in {Path(f).resolve() for f in files}:
         fail_input(f"--junit {junit_path}: is one of the scenario files to run, and would be overwritten; "
                    f"give another file name")

@@ -190,14 +190,12 @@ def _check_adapter(factory, name: str, overrides: dict, missing_methods, fail_in
 def _replay(paths: list[str], factory, name: str, as_json: bool, fail_input, out) -> bool:
     """The scenario files run against the adapter alone (as `groupspec scenario run --target` does); whether
     any failed."""
-    from groupspec.checkers.scenarios.report import line, run_files, scenario_files
+    from groupspec.checkers.scenarios.report import given_scenario_files, line, run_files
 
-    for p in paths:
-        if not Path(p).exists():
-            fail_input(f"--replay {p}: no such file or folder")
+    files = given_scenario_files("--replay ", paths)
     show = None if as_json else (lambda r: out.print(f"[{name}] {line(r)}", markup=False, highlight=False,
                                                       soft_wrap=True))
-    run = run_files(scenario_files([Path(p) for p in paths]), name, on_result=show, factory=factory)
+    run = run_files(files, name, on_result=show, factory=factory)
     bad = [r for r in run.results if r.result == "error"]
     if bad:
         fail_input(f"{bad[0].file}: {bad[0].scenario}: {bad[0].message}")

@@ -5,7 +5,6 @@ import random
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import yaml
@@ -83,7 +82,7 @@ def run(factory: Factory, adapter: str = "", examples: int = 60, steps: int = 30
     """Run `examples` examples of up to `steps` steps each of `factory`'s implementation against the spec.
     A failure is shrunk for at most `shrink_seconds` (0: not at all) and reported with its scenario.
 
-    First (`corpus`) the conformance scenarios' steps (`CORPUS`, where the project's tests are beside the
+    First (`corpus`) the conformance scenarios' steps (tests/scenarios, where the project's tests are beside the
     package) run on the implementation side by side with the spec, each under its own config: a fixed
     suite that fires nearly every row of the table, in about two seconds.  Then the generated examples,
     steered towards rows and pairs of rows not fired yet.  A divergence's scenario is then cut down step
@@ -158,21 +157,20 @@ def coverage_line(cov: dict) -> str:
 
 # -- the conformance scenarios, first --------------------------------------------------------------------
 
-CORPUS = Path(__file__).resolve().parents[2] / "tests" / "scenarios"
 _LOADED: list | None = None
 
 
 def _corpus() -> list:
     global _LOADED
     if _LOADED is None:
+        from groupspec.checkers.paths import REPO
         from groupspec.checkers.scenarios.model import ScenarioError, load_file
         _LOADED = []
-        if CORPUS.is_dir():
-            for f in sorted(CORPUS.rglob("*.yaml")):
-                try:
-                    _LOADED.extend((sc.name, dict(sc.config), [st.body for st in sc.steps]) for sc in load_file(f))
-                except (ScenarioError, OSError):
-                    continue
+        for f in sorted(REPO.joinpath("tests", "scenarios").rglob("*.yaml")):   # the project's suite
+            try:
+                _LOADED.extend((sc.name, dict(sc.config), [st.body for st in sc.steps]) for sc in load_file(f))
+            except (ScenarioError, OSError):
+                continue
     return _LOADED
 
 

@@ -45,5 +45,6 @@ The modules, from the bottom up (each imports only those above it):
 * ``chc.py``: Spacer on the table's Horn clauses;
 * ``describe.py``: a counterexample to induction in the spec's words and as a scenario fragment;
 * ``prover.py``: the prover, one invariant at a time;
-* ``report.py``: what ``groupspec prove`` prints, and the proofs run each in a process of its own.
+* ``command.py``: what ``groupspec prove`` prints, the proofs run each in a process of its own (which
+  ends with the command, however it ends), and Z3 interrupted by SIGTERM and Ctrl-C.
 """

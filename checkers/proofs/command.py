@@ -3,7 +3,13 @@ process of its own."""
 from __future__ import annotations
 
 import functools
+import os
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
+import z3
 
 from .obligations import CLOSED_WORLD, ENVIRONMENT, WORK_PER_SECOND
 from .prover import Prover
@@ -48,7 +54,7 @@ def _isolated(make, invs: list, jobs: int, progress, start: str = "forkserver") 
             if progress:
                 progress(inv.name)
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_prove_one, args=(make, inv.name, seed, send), daemon=True)
+            proc = ctx.Process(target=_prove_one, args=(make, inv.name, seed, send, os.getpid()), daemon=True)
             proc.start()
             send.close()
             running[recv] = (inv, seed, proc)
@@ -76,12 +82,46 @@ def _isolated(make, invs: list, jobs: int, progress, start: str = "forkserver") 
 SPACER_SEEDS = 3      # how many of Spacer's random seeds an invariant is tried with when Z3 crashes
 
 
-def _prove_one(make, name: str, seed: int, send) -> None:
+def _prove_one(make, name: str, seed: int, send, main: int) -> None:
+    from groupspec.checkers.search.explicit import die_with
+    die_with(main)      # the forkserver and its workers outlived a SIGKILL of the command by 30-60 s
     prover = make(spacer_seed=seed)
     inv = next(i for i in INVARIANTS if i.name == name)
     prover.explore_samples(inv.scope)
     send.send(prover.prove(inv))
     send.close()
+
+
+@contextmanager
+def z3_interruptible() -> Iterator[None]:
+    """While in force, SIGTERM and Ctrl-C also interrupt Z3.  Z3 works in C, where Python cannot run a
+    signal's handler until the call returns: one query of a deep `--bmc` held a SIGTERM off for as long as
+    it ran (15 s and more).  The signal's byte, written by Python's C-level handler to a wakeup pipe, wakes
+    a thread that interrupts Z3's context (Context.interrupt is made to be called from another thread); the
+    query returns at once and the handler runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    before = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+
+    def watch() -> None:
+        while True:
+            got = os.read(r, 64)
+            if not got:          # the write end closed: the work is over
+                return
+            if signal.SIGTERM in got or signal.SIGINT in got:
+                z3.main_ctx().interrupt()
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(before)
+        os.close(w)
+        watcher.join()
+        os.close(r)
 
 
 def exit_code(proofs) -> int:

@@ -299,19 +299,135 @@ def _config(src: Path, out: Path) -> dict:
 
 
 def build_site(out: Path, changes: str | None = None) -> list[Path]:
-    """Build the site into `out` (replaced): its pages (with `changes`, write_pages's), the lifecycle
-    picture, mermaid.js."""
+    """Build the site into `out`: its pages (with `changes`, write_pages's), the lifecycle picture,
+    mermaid.js.  The files a previous build wrote there are replaced, every other file is left as it is
+    (see `install`)."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
+    previous = site_files(out)
     dot = D.dot_program()
     mermaid_js()
-    with tempfile.TemporaryDirectory(prefix="groupspec-site-") as tmp:
-        src = Path(tmp) / "pages"
-        src.mkdir()
-        write_pages(src, changes)
-        D.write_lifecycle_svg(dot, src)
-        cfg_file = Path(tmp) / "mkdocs.yml"
-        cfg_file.write_text(yaml.safe_dump(_config(src, out)), encoding="utf-8")
-        cfg = load_config(str(cfg_file))
-        build(cfg)
-    return sorted(out.rglob("*.html"))
+    out.mkdir(parents=True, exist_ok=True)
+    built = Path(tempfile.mkdtemp(prefix=f"{BUILDING}{os.getpid()}-", dir=out))
+    try:
+        with tempfile.TemporaryDirectory(prefix="groupspec-site-") as tmp:
+            src = Path(tmp) / "pages"
+            src.mkdir()
+            write_pages(src, changes)
+            D.write_lifecycle_svg(dot, src)
+            cfg_file = Path(tmp) / "mkdocs.yml"
+            cfg_file.write_text(yaml.safe_dump(_config(src, built)), encoding="utf-8")
+            cfg = load_config(str(cfg_file))
+            build(cfg)          # MkDocs empties the folder it builds into: never the user's
+        install(built, out, previous)
+    finally:
+        shutil.rmtree(built, ignore_errors=True)
+    return sorted(out / f for f in site_files(out) if f.endswith(".html"))
+
+
+# In a site's folder: the files `docs --site` wrote there, so that a rebuild replaces those and no others.
+MANIFEST = ".groupspec-site.json"
+BUILDING = ".groupspec-site-building-"      # a build in progress, in the folder (a folder of its own)
+
+
+def site_files(folder: Path) -> set[str]:
+    """The files (relative paths) a previous `docs --site` wrote in `folder`, as its manifest lists them;
+    none for a folder that is missing or empty.  DocsError when the folder holds files and no manifest
+    (it is no site, or one built before sites had one), or a manifest that is not one."""
+    entries = _entries(folder)
+    if not entries:
+        return set()
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise DocsError(f"--site {folder}: the folder holds files `groupspec docs --site` did not write "
+                        f"({listed(entries)}; there is no {MANIFEST}, which lists what it wrote): give a new or "
+                        f"empty folder, or move those files away")
+    try:
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+        files = doc["files"]
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            raise ValueError("its files are not a list of names")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise DocsError(f"--site {manifest}: not a list of the files `docs --site` wrote ({e}); give a new or "
+                        f"empty folder, or remove the old site yourself") from None
+    root = os.path.realpath(folder)
+    for name in files:      # a file outside the folder is never removed, whatever the manifest says
+        where = os.path.realpath(folder / name)
+        if Path(name).is_absolute() or ".." in Path(name).parts or os.path.commonpath([root, where]) != root:
+            raise DocsError(f"--site {manifest}: names {name!r}, which is outside the site's folder; give a new "
+                            f"or empty folder, or remove the old site yourself")
+    return set(files)
+
+
+def foreign_files(folder: Path) -> list[str]:
+    """The files in the site's folder that `docs --site` did not write (left as they are)."""
+    ours = site_files(folder) | {MANIFEST}
+    return [f for f in _entries(folder) if f not in ours]
+
+
+def install(built: Path, out: Path, previous: set[str]) -> None:
+    """Move the site built in `built` into `out`, where `previous` are the files the last build wrote: those
+    are replaced or removed, no other file is touched.  A file of the user's that has the name of one of the
+    new site's is refused (DocsError), before anything is changed.  The manifest lists, at every moment,
+    every file of ours in the folder (so that a run stopped halfway is cleaned up by the next one)."""
+    from groupspec.checkers.console import whole_or_nothing
+    new = {p.relative_to(built).as_posix() for p in built.rglob("*") if not p.is_dir()}
+    theirs = sorted(rel for rel in new if rel not in previous and _taken(out, rel, previous))
+    if theirs:
+        raise DocsError(f"--site {out}: the new site writes {listed(theirs)}, which `docs --site` did not write "
+                        f"there (not in {MANIFEST}); nothing was changed: move them away or give another folder")
+
+    def manifest(files: set[str]) -> None:
+        with whole_or_nothing(out / MANIFEST) as partial:
+            partial.write_text(json.dumps({"written_by": "groupspec docs --site", "files": sorted(files)},
+                                          indent=1) + "\n", encoding="utf-8")
+    manifest(previous | new)
+    stale = previous - new
+    for rel in sorted(stale):
+        if (out / rel).is_file() or (out / rel).is_symlink():
+            (out / rel).unlink()
+    for rel in sorted(new):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(built / rel, out / rel)
+    manifest(new)
+    for folder in sorted({p for rel in stale for p in Path(rel).parents if p.parts}, key=lambda p: -len(p.parts)):
+        try:
+            (out / folder).rmdir()          # a folder that only our old files were in
+        except OSError:
+            pass
+    for left in out.glob(f"{BUILDING}*"):   # a build stopped by SIGKILL: its process is gone
+        pid = left.name[len(BUILDING):].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(left, ignore_errors=True)
+
+
+def _taken(out: Path, rel: str, ours: set[str]) -> bool:
+    """Is the place of the new file `rel` taken by something not ours: the file, or a file where one of its
+    folders must be?"""
+    path = out / rel
+    if path.is_dir() or (path.exists() or path.is_symlink()) and rel not in ours:
+        return True
+    return any((out / p).exists() and not (out / p).is_dir() and p.as_posix() not in ours
+               for p in Path(rel).parents if p.parts)
+
+
+def _entries(folder: Path) -> list[str]:
+    """The files in `folder` (relative paths; a build in progress is not one)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if not p.is_dir() and not p.relative_to(folder).parts[0].startswith(BUILDING))
+
+
+def listed(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

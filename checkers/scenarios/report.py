@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,28 @@ def scenario_files(paths: list[Path]) -> list[Path]:
             files += sorted(x for x in p.rglob("*") if x.suffix in (".yaml", ".yml", ".json") and not x.is_dir())
         else:
             files.append(p)
+    return files
+
+
+def given_scenario_files(where: str, given: list[str]) -> list[Path]:
+    """The scenario files under the paths a user gave (`where`: the option that names them, with its space,
+    or ""), or one line and exit 2: a path that is empty, names nothing, a device or a pipe, or paths
+    under which there is no scenario file (a run of nothing is no pass)."""
+    from groupspec.checkers.console import fail_input, kind_of
+    what = "give a scenario file (.yaml, .yml, .json) or a folder of them"
+    if any(not p.strip() for p in given):
+        fail_input(f"{where or 'a scenario path '}is empty (\"\"); {what}")
+    paths = [Path(p) for p in given]
+    for p in paths:
+        try:
+            st = p.stat()
+        except OSError:
+            fail_input(f"{where}{p}: no such file or folder; {what}")
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            fail_input(f"{where}{p}: is {kind_of(st)}, not a regular file; {what}")
+    files = scenario_files(paths)
+    if not files:
+        fail_input(f"{where}{', '.join(map(str, paths))}: no scenario files (.yaml, .yml, .json) there; {what}")
     return files
 
 

@@ -67,6 +67,40 @@ def _watch_parent(parent: int) -> None:     # pragma: no cover - not Linux
     os._exit(1)
 
 
+def die_with(main: int) -> None:
+    """In a worker that is not `main`'s child (a forkserver's: its parent is the server, which lives on as
+    long as any worker does): end when `main` ends, however it ends.  A daemon thread waits on a pidfd of
+    `main` (Linux 5.3), which becomes readable when it exits; elsewhere it polls `main` twice a second.  A
+    SIGTERM to the worker ends it at once; a Ctrl-C, which the terminal sends to every process of the
+    command, is for `main` to act on (the worker would print a traceback)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import threading
+    try:
+        fd = os.pidfd_open(main)
+    except ProcessLookupError:              # already gone
+        os._exit(1)
+    except (AttributeError, OSError):       # pragma: no cover - not Linux, or an older kernel
+        threading.Thread(target=_poll_process, args=(main,), daemon=True).start()
+        return
+    threading.Thread(target=_wait_for_exit, args=(fd,), daemon=True).start()
+
+
+def _wait_for_exit(fd: int) -> None:
+    import select
+    select.select([fd], [], [])
+    os._exit(1)
+
+
+def _poll_process(pid: int) -> None:        # pragma: no cover - not Linux
+    while True:
+        try:
+            os.kill(pid, 0)
+        except OSError:                     # gone (or its pid taken by another user's process)
+            os._exit(1)
+        time.sleep(0.5)
+
+
 @dataclass
 class Result:
     result: str                         # ok | violation | deadlock

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -71,7 +72,7 @@ def run_tlc(folder: Path, module: str, workers: int = 2, jar: Path | None = None
             cmd.insert(cmd.index("-config"), "-deadlock")
         timed = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
         start = time.perf_counter()
-        proc = subprocess.run(timed + cmd, cwd=folder, capture_output=True, text=True, timeout=timeout)
+        proc = _run_as_group(timed + cmd, folder, timeout)
         secs = time.perf_counter() - start
         res = parse_output(proc.stdout)
         res.seconds = secs
@@ -83,6 +84,24 @@ def run_tlc(folder: Path, module: str, workers: int = 2, jar: Path | None = None
         if res.result == "error":
             res.output = proc.stdout[-4000:] + proc.stderr[-2000:]
         return res
+
+
+def _run_as_group(cmd: list[str], cwd: Path, timeout: float | None) -> subprocess.CompletedProcess:
+    """Run `cmd` in a process group of its own, and end the whole group if this process is stopped (a
+    SIGTERM, Ctrl-C, the timeout): `subprocess.run` kills only its child, /usr/bin/time here, and TLC's JVM
+    below it ran on."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def parse_output(text: str) -> TlcResult:
