@@ -170,6 +170,9 @@ def test_a_previous_run_judged_again_counts_a_row_no_world_reaches_as_not_covere
     ("[]", "not the output of `groupspec mutate --json`"),
     ('{"preset": "tiny", "results": [{"index": 99999999, "outcome": "killed"}]}', "not the output"),
     ('{"preset": "tiny", "results": [{"index": true, "outcome": "killed"}]}', "not the output"),
+    # a result of another table: its index names another mutant now, which must not be judged in its place
+    ('{"preset": "tiny", "results": [{"index": 0, "outcome": "killed", "operator": "redirect", "row": "gone", '
+     '"detail": "x"}]}', "results are of mutants this table no longer has at their index"),
 ])
 def test_judging_again_what_is_no_previous_run_is_one_line_and_exit_2(tmp_path, text, says):
     f = tmp_path / "run.json"

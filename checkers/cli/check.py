@@ -359,6 +359,15 @@ def _previous_run(path: str, total: int) -> dict:
         fail_input(f"{where}: not the output of `groupspec mutate --json` for this table (a 'preset' and "
                    f"'results', each with the index of one of the {total:,} mutants and its outcome); run mutate "
                    f"--json again")
+    from groupspec.checkers.search.mutate import mutants
+    now = mutants()
+    moved = [r for r in results if (r.get("operator"), r.get("row"), r.get("detail")) !=
+             (now[r["index"]][0].operator, now[r["index"]][0].row, now[r["index"]][0].detail)]
+    if moved:      # an index names whichever mutant the table has there now: judging it would judge another
+        r = moved[0]
+        fail_input(f"{where}: {len(moved):,} of its {len(results):,} results are of mutants this table no longer "
+                   f"has at their index (the table changed since: mutant {r['index']} was {r.get('operator')} in "
+                   f"{r.get('row')!r}, {r.get('detail')}); run `groupspec mutate --json` again")
     return doc
 
 
