@@ -491,6 +491,9 @@ class StepRelation:
         for name, cond in W.cut_bad:      # broken on the way of a step a bound then cut
             inside.setdefault(name, []).append(cond)
         self.inside = {n: disj(cs) for n, cs in inside.items() if cs}
+        # A row's choice (a fresh element of its set) is a variable of the step: each depth's copy
+        # gets its own, or a path taken at two depths would have to choose the same element twice.
+        self.choices = _choice_vars([self.trans, *self.inside.values()])
         self.build_seconds = time.perf_counter() - t0
 
 
@@ -514,7 +517,8 @@ class Unrolling:
         k, rel = self.depth, self.rel
         nxt, wf = self.world.fresh_state(k + 1)
         sub = Sub(_between(rel.X, self.states[k]) + _between(rel.X2, nxt)
-                  + list(zip(rel.picks, _picks(f"pick{k}.", len(rel.picks)))))
+                  + list(zip(rel.picks, _picks(f"pick{k}.", len(rel.picks))))
+                  + [(c, z3.Int(f"d{k}.{c}")) for c in rel.choices])
         self.pending = [(n, sub(c)) for n, c in rel.inside.items()]
         self.states.append(nxt)
         return [*wf, sub(rel.trans)]
@@ -538,6 +542,22 @@ class Unrolling:
             i = next(i for i, b in enumerate(picked) if z3.is_true(m.eval(b, model_completion=True)))
             taken.append((paths[i].label, paths[i].rows))
         return taken
+
+
+def _choice_vars(terms: list) -> list:
+    """The choice variables (`choice#<n>`, SymbolicWorld.outcomes) the terms mention."""
+    seen, out, stack = set(), [], list(terms)
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if e.decl().name().startswith("choice"):
+                out.append(e)
+        else:
+            stack.extend(e.children())
+    return sorted(out, key=lambda e: e.decl().name())
 
 
 def _picks(prefix: str, n: int) -> list:
