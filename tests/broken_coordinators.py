@@ -75,9 +75,8 @@ class timer_not_cancelled(CoordinatorAdapter):
         super().__init__(coord)
 
 
-class parked_answered_never(CoordinatorAdapter):
-    """Followers' parked SyncGroups are never answered when the leader's assignment arrives (their
-    callbacks are dropped): they wait until their session times out."""
+class _SyncAnswers(CoordinatorAdapter):
+    """A coordinator whose answers to SyncGroup requests go through `wrong` (None: the answer is dropped)."""
 
     def __init__(self, config: dict):
         super().__init__(_coordinator(config))
@@ -91,10 +90,21 @@ class parked_answered_never(CoordinatorAdapter):
     def answered(self):
         out = []
         for rid, resp in super().answered():
-            if rid in self._sync_ids and resp.get("error") == "NONE" and resp.get("assignment") == []:
-                continue
-            out.append((rid, resp))
+            resp = self.wrong(resp) if rid in self._sync_ids else resp
+            if resp is not None:
+                out.append((rid, resp))
         return out
+
+    def wrong(self, resp: dict) -> dict | None:
+        raise NotImplementedError
+
+
+class parked_answered_never(_SyncAnswers):
+    """Followers' parked SyncGroups are never answered when the leader's assignment arrives (their
+    callbacks are dropped): they wait until their session times out."""
+
+    def wrong(self, resp):
+        return None if resp.get("error") == "NONE" and resp.get("assignment") == [] else resp
 
 
 class parked_answered_twice(CoordinatorAdapter):
@@ -254,28 +264,15 @@ class session_expiry_one_ms_early(CoordinatorAdapter):
         super().__init__(coord)
 
 
-class failed_store_answered_none(CoordinatorAdapter):
+class failed_store_answered_none(_SyncAnswers):
     """When the group record of the leader's assignment fails to be stored, the parked SyncGroups are
     answered NONE with no partitions instead of the store's error: the members think they synced and
     consume nothing, and never rejoin."""
 
-    def __init__(self, config: dict):
-        super().__init__(_coordinator(config))
-        self._sync_ids: set = set()
-
-    def send(self, api, request, request_id):
-        if api == "SyncGroup":
-            self._sync_ids.add(request_id)
-        return super().send(api, request, request_id)
-
-    def answered(self):
-        out = []
-        for rid, resp in super().answered():
-            if rid in self._sync_ids and resp.get("error") in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
-                                                               "UNKNOWN_SERVER_ERROR"):
-                resp = {**resp, "error": "NONE", "assignment": []}
-            out.append((rid, resp))
-        return out
+    def wrong(self, resp):
+        if resp.get("error") in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "UNKNOWN_SERVER_ERROR"):
+            return {**resp, "error": "NONE", "assignment": []}
+        return resp
 
 
 BROKEN = (wrong_error_code, missed_generation_fence, timer_not_cancelled, parked_answered_never,

@@ -61,6 +61,7 @@ FINDINGS = str(ROOT / "tests" / "scenarios" / "findings.yaml")
 def run_cli(monkeypatch, capsys, *args):
     """`groupspec ARGS` in this process: (exit code, stdout, stderr)."""
     monkeypatch.setattr(sys, "argv", ["groupspec", *args])
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)      # main sets its own: put back after
     saved = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit) as e:

@@ -14,24 +14,13 @@ from typing import Iterator
 
 import pytest
 
-from groupspec.checkers import cli as CLI
+
+from test_cli_input import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FINDINGS = str(ROOT / "tests" / "scenarios" / "findings.yaml")
 
 
-def run_cli(monkeypatch, capsys, *args):
-    monkeypatch.setattr(sys, "argv", ["groupspec", *args])
-    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
-    saved = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
-    try:
-        with pytest.raises(SystemExit) as e:
-            CLI.main()
-    finally:
-        signal.signal(signal.SIGTERM, saved[0])
-        signal.signal(signal.SIGINT, saved[1])
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
 
 
 class _SignalInFinalizer:

@@ -9,7 +9,6 @@ import copy
 import json
 import math
 import random
-import signal
 import sys
 import tracemalloc
 from pathlib import Path
@@ -17,36 +16,17 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from groupspec.checkers import cli as CLI
 from groupspec.checkers.review.counterexample import to_itf
 from groupspec.checkers.world.itf_replay import TraceError, load_trace, replay
 from groupspec.checkers.world.presets import PRESETS
 from groupspec.checkers.world.state_space import WorldModel
 from groupspec.spec.world import ALL_VARS
 
+from test_cli_input import refused, run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_cli(monkeypatch, capsys, *args):
-    """`groupspec ARGS` in this process: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["groupspec", *args])
-    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)      # main sets its own: put back after
-    saved = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
-    try:
-        with pytest.raises(SystemExit) as e:
-            CLI.main()
-    finally:
-        signal.signal(signal.SIGTERM, saved[0])
-        signal.signal(signal.SIGINT, saved[1])
-    out, err = capsys.readouterr()
-    return e.value.code, out, err
-
-
-def refused(monkeypatch, capsys, *args) -> str:
-    code, out, err = run_cli(monkeypatch, capsys, *args)
-    assert code == 2, (args, code, out, err)
-    assert out == "" and err.count("\n") == 1 and "Traceback" not in err, (args, out, err)
-    return err
 
 
 # -- replay: traces of the closed world ----------------------------------------------------------
@@ -208,11 +188,11 @@ def test_replay_says_what_a_path_that_is_no_file_is(monkeypatch, capsys, tmp_pat
     import os
     os.mkfifo(tmp_path / "pipe")
     (tmp_path / "traces").mkdir()
-    for given, what in [(tmp_path / "traces", "is a folder, not a file"),
+    for place, what in [(tmp_path / "traces", "is a folder, not a file"),
                         (tmp_path / "pipe", "is a named pipe (FIFO), not a file"),
                         ("/dev/null", "is a character device (like /dev/null), not a file"),
                         (tmp_path / "none.json", "no such file"), ("", "TRACE is empty")]:
-        assert what in refused(monkeypatch, capsys, "replay", "--preset", "tiny", str(given)), given
+        assert what in refused(monkeypatch, capsys, "replay", "--preset", "tiny", str(place)), place
 
 
 def test_a_waived_invariant_is_judged_with_no_waivers(monkeypatch, capsys, tmp_path):

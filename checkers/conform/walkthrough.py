@@ -108,9 +108,9 @@ def _answer(resp: dict) -> str:
             return {plain(k): plain(x) for k, x in v.items()}
         return v
     fields = {k: plain(v) for k, v in resp.items() if k != "expect" and v not in (None, "", [], {}, -1)}
-    error = fields.pop("error", "NONE")
+    error = fields.pop("error", None)      # shown as answered; an answer without one says so
     said = ", ".join(f"{k} {W.text(v)}" for k, v in fields.items() if not isinstance(v, bool) or v)
-    return error + (f" ({said})" if said else "")
+    return (error or "with no error field") + (f" ({said})" if said else "")
 
 
 def walkthrough(scenario: dict, factory, implementation: str) -> str:
