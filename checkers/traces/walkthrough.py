@@ -41,12 +41,16 @@ def record_words(r: dict) -> str:
     return str(kind)
 
 
+def _where(r: dict) -> str:
+    return f"record seq {r.get('seq')} at {r.get('ts_ms')} ms on {r.get('source')}"
+
+
 def walkthrough(group: str, records: list[Any], engine=None) -> tuple[dict, str]:
     """The group's verdict (check.py's) and its walkthrough as Markdown."""
     steps: list[dict] = []
 
     def watch(lead: dict, *rest) -> None:
-        at = f"record seq {lead.get('seq')} at {lead.get('ts_ms')} ms on {lead.get('source')}"
+        at = _where(lead)
         if len(rest) == 2:                       # a complete trace: (effects, replay)
             effects, replay = rest
             c = replay.worlds[0].coord
@@ -74,7 +78,7 @@ def walkthrough(group: str, records: list[Any], engine=None) -> tuple[dict, str]
                          f"explains this one")
         notes += [f"and then: {record_words(x)}" for x in e.get("effects", [])]
         shown.append({"step": len(steps) + 1, "action": record_words(record), "rows": W.row_links(e.get("rows", ())),
-                      "at": f"record seq {record.get('seq')} at {record.get('ts_ms')} ms on {record.get('source')}",
+                      "at": _where(record),
                       "notes": notes, "group": before})
     for st in shown:
         st["action"] = st["action"] + (f" ({st.pop('at')})" if "at" in st else "")
