@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from groupspec.checkers.cli import app
 from groupspec.checkers.conform.adapter import SpecAdapter, load_factory, runtime, spec
 from groupspec.checkers.conform.harness import PROFILES, run
-from groupspec.checkers.conform.lockstep import Lockstep
+from groupspec.checkers.conform.lockstep import Divergence, Lockstep
 from groupspec.checkers.conform.machine import API_OF, PARAM_FIELDS, RULES, fields_of
 from groupspec.checkers.scenarios.model import load_file
 from groupspec.checkers.scenarios.runner import run_scenario
@@ -86,6 +86,31 @@ def test_where_the_spec_allows_several_answers_it_follows_the_implementations():
         assert {{v: k for k, v in w.env.items()}[w.coord.snapshot("g0")["leader"]] for w in lock.ref.worlds} \
             == {leaders[-1]}
     assert leaders[0] != leaders[1] and set(leaders) <= {"m2", "m3"}
+
+
+def test_a_long_advance_lands_on_each_deadline_so_an_early_timer_shows():
+    # one member joins and syncs, then the clock moves far past its session deadline in one step: after
+    # it, the correct and the early-expiring coordinator look alike (both removed the member), so only
+    # landing 1 ms before the spec's deadline shows the difference
+    cfg = check_config({"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 10})
+    early = next(b for b in BROKEN if b.__name__ == "session_expiry_one_ms_early")
+    for impl, diverges in ((runtime(cfg), False), (early(cfg), True)):
+        lock = Lockstep(impl, cfg)
+        lock.send("JoinGroup", {"group": "g0", "member": "", "session_timeout_ms": 1000,
+                                "rebalance_timeout_ms": 1000, "protocol_type": "consumer", "protocols": ["range"],
+                                "require_known_member_id": False})
+        lock.act({"advance_ms": 0})
+        lock.send("SyncGroup", {"group": "g0", "member": "$m1", "generation": 1, "assignments": {"$m1": ["t0-0"]}})
+        if not diverges:
+            lock.act({"advance_ms": 60_000})
+            hops = [s["advance_ms"] for s, _ in lock.steps if "advance_ms" in s]
+            assert sum(hops) == 60_000 and len(hops) > 2     # the one advance was taken in hops
+            assert impl.snapshot("g0")["state"] == "Empty"
+            continue
+        with pytest.raises(Divergence) as caught:
+            lock.act({"advance_ms": 60_000})
+        assert caught.value.kind == "snapshot"
+        assert sum(s["advance_ms"] for s in caught.value.scenario["steps"] if "advance_ms" in s) < 60_000
 
 
 def _last_choice(cfg):
