@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from groupspec.checkers.conform.adapter import runtime  # noqa: E402
 from groupspec.checkers.conform.harness import PROFILES, run  # noqa: E402
 from groupspec.checkers.conform.reference import Reference  # noqa: E402
+from broken_coordinators import BROKEN  # noqa: E402
 
 
 class _Timed:
@@ -74,12 +75,14 @@ def throughput(examples: int, steps: int, seed: int) -> dict:
                     "snapshot and draws the steps"}
 
 
-def broken(seeds: int, examples: int, steps: int, shrink: float, corpus: bool = True) -> dict:
-    """Each broken coordinator run with seeds 0..seeds-1 under `examples` x `steps`: how often found, and
-    the mean time to find (seconds to the first divergence, before shrinking)."""
-    from broken_coordinators import BROKEN
+def broken(seeds: int, examples: int, steps: int, shrink: float, corpus: bool = True,
+           only: set | None = None) -> dict:
+    """Each broken coordinator (those named in `only`, if given) run with seeds 0..seeds-1 under `examples` x
+    `steps`: how often found, and the mean time to find (seconds to the first divergence, before shrinking)."""
     out = {}
     for b in BROKEN:
+        if only and b.__name__ not in only:
+            continue
         found, runs = [], []
         for seed in range(seeds):
             t = time.perf_counter()
@@ -107,12 +110,18 @@ def main() -> None:
     ap.add_argument("--shrink-seconds", type=float, default=0, help="0: detection only (no shrinking)")
     ap.add_argument("--no-corpus", action="store_true", help="generated examples only (no conformance scenarios first)")
     ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated names of tests/broken_coordinators.py's to run")
     a = ap.parse_args()
+    only = {x for x in a.only.split(",") if x}
+    if only - {b.__name__ for b in BROKEN}:
+        ap.error(f"--only: no broken coordinator {', '.join(sorted(only - {b.__name__ for b in BROKEN}))}; "
+                 f"use {', '.join(b.__name__ for b in BROKEN)}")
     p = PROFILES[a.profile]
     print(json.dumps({"machine": platform.machine(), "python": platform.python_version(), "profile": a.profile,
                       "corpus_first": not a.no_corpus,
                       **({} if a.no_throughput else {"throughput": throughput(p["examples"], p["steps"], 1)}),
-                      "broken": broken(a.seeds, p["examples"], p["steps"], a.shrink_seconds, not a.no_corpus)},
+                      "broken": broken(a.seeds, p["examples"], p["steps"], a.shrink_seconds, not a.no_corpus,
+                                     only)},
                      indent=2))
 
 
