@@ -149,16 +149,17 @@ class _Explorer:
 
     `seen` maps each kept state's fingerprint (Python's 64-bit hash of its representative,
     deterministic for tuples of ints) to its parent's; a counterexample is replayed from an
-    initial state along them (`path`).
+    initial state along them (`path`).  It is a dict, or what `visited` gives in its place (a set
+    that spills to disk: visited.py).
     """
 
-    def __init__(self, model: Model, symmetry: bool, deadlock: bool):
+    def __init__(self, model: Model, symmetry: bool, deadlock: bool, visited=None):
         self.model, self.symmetry, self.deadlock = model, symmetry, deadlock
         self.rep = model.representative if symmetry else _same
         self.orbit = model.orbit if symmetry else _one
         self.violated = model.violated
         self.start = time.perf_counter()
-        self.seen: dict = {}
+        self.seen = {} if visited is None else visited
         self.steps: dict = {}          # step -> how many transitions it labels (coverage: model.covered)
         self.generated = 0
         self.unreduced = 0             # the states the kept ones stand for
@@ -256,18 +257,23 @@ class _Explorer:
 
 
 def check(model: Model, symmetry: bool = True, progress=None, max_states: int | None = None,
-          deadlock: bool = True, liveness: bool = False) -> Result:
+          deadlock: bool = True, liveness: bool = False, visited=None) -> Result:
     """Search `model` breadth-first, level by level; with `liveness`, also look for a fair
     lasso stuck among transient states and for states without progress (the graph is kept,
-    and symmetry is off so that fairness is per client)."""
+    and symmetry is off so that fairness is per client).  `visited`: the empty visited set to
+    use instead of a dict (visited.py's, which spills to disk), for the search without liveness
+    (which keeps the whole graph in memory anyway)."""
     with _no_cyclic_gc():
         if liveness:
+            if visited is not None:
+                raise ValueError("the liveness search keeps the state graph in memory: a visited set on disk "
+                                 "would not make it fit")
             return _check_liveness(model, max_states, deadlock, progress)
-        return _check(model, symmetry, progress, max_states, deadlock)
+        return _check(model, symmetry, progress, max_states, deadlock, visited)
 
 
-def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool) -> Result:
-    X = _Explorer(model, symmetry, deadlock)
+def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, visited=None) -> Result:
+    X = _Explorer(model, symmetry, deadlock, visited)
     seen, expand, admit, finish = X.seen, X.expand, X.admit, X.finish
     bad = X.admit_roots()
     if bad:
