@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from groupspec.checkers.search.explicit import check
+from functools import partial
+
+from groupspec.checkers.search.explicit import check, check_parallel
 from groupspec.checkers.search.visited import SpillingVisited
 from groupspec.checkers.world.presets import PRESETS
 from groupspec.checkers.world.state_space import WorldModel
@@ -51,6 +53,30 @@ def test_a_counterexample_is_rebuilt_from_parent_links_on_disk(tmp_path):
         assert seen.spills > 0 and spilled.path[0][1] is not None
     assert in_memory.result == "violation"
     _same_search(spilled, in_memory)
+
+
+@pytest.mark.parametrize("preset", ["small", "twogen"])
+def test_parallel_workers_that_spill_search_as_one_process_does(preset, tmp_path):
+    one = check(WorldModel(PRESETS[preset]))
+    two = check_parallel(WorldModel(PRESETS[preset]), workers=2, visited=partial(SpillingVisited, tmp_path, limit=30))
+    assert (two.result, two.distinct_states, two.generated, two.depth, two.levels, two.unreduced_states) == \
+           (one.result, one.distinct_states, one.generated, one.depth, one.levels, one.unreduced_states)
+    assert not any(tmp_path.iterdir())                              # each worker removed its files
+
+
+def test_parallel_workers_rebuild_a_counterexample_from_links_on_disk(tmp_path):
+    rows = _with("StoreGroupDone: assignment stored", target=None)
+    one = check_parallel(WorldModel(TINY, rows), workers=2)
+    two = check_parallel(WorldModel(TINY, rows), workers=2, visited=partial(SpillingVisited, tmp_path, limit=5))
+    assert one.result == "violation" and len(one.path) > 5
+    _same_search(two, one)
+
+
+def test_markers_other_than_parents_come_back_from_disk(tmp_path):
+    sent = object()
+    with SpillingVisited(tmp_path, limit=2, markers=(None, sent)) as seen:
+        seen[1], seen[2], seen[3], seen[4] = None, sent, 1, 2
+        assert seen.on_disk == 4 and seen[1] is None and seen[2] is sent and seen[3] == 1 and seen[4] == 2
 
 
 def test_lookups_answer_from_memory_and_from_every_run(tmp_path):
@@ -104,17 +130,18 @@ def test_check_cli_spills_past_its_memory_and_agrees(tmp_path):
                               *args], capture_output=True, text=True)
         assert got.returncode == 0, got.stderr
         return json.loads(got.stdout)
-    disk = run("--memory", "0.00001", "--visited-dir", str(tmp_path))     # 83 fingerprints in memory
+    disk = run("--memory", "0.00001", "--visited-dir", str(tmp_path), "--workers", "1")   # 83 in memory
+    disk2 = run("--memory", "0.00001", "--visited-dir", str(tmp_path))                   # 41 in each worker's
     memory = run("--workers", "1")
     assert disk["visited"]["disk"]["spills"] > 0 and memory["visited"] == "memory"
+    assert disk2["visited"]["disk"] == {"in_memory_limit_per_worker": 41}
     for k in ("result", "distinct_states", "generated_states", "depth", "states_first_reached_per_depth"):
-        assert disk[k] == memory[k]
+        assert disk[k] == memory[k] == disk2[k]
     assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("args, says", [
     (["--memory", "0"], "--memory must be more than 0 GB"),
-    (["--visited", "disk", "--workers", "2"], "add --workers 1"),
     (["--visited", "disk", "--liveness"], "leave out --visited and --memory"),
     (["--visited-dir", "x"], "add --visited disk"),
     (["--visited", "cloud"], "use memory or disk"),

@@ -26,8 +26,7 @@ def check_cmd(
     workers: Optional[int] = typer.Option(None, "--workers", help="processes expanding states (default 2; "
                                                                    "1: a single process)"),
     visited: str = typer.Option("memory", "--visited", help="where the visited set lives: memory, or disk "
-                                                             "(fingerprints past --memory spill to sorted files; "
-                                                             "one process, so --workers 1)"),
+                                                             "(fingerprints past --memory spill to sorted files)"),
     visited_dir: Optional[str] = typer.Option(None, "--visited-dir", help="the folder --visited disk writes in "
                                                                            "(default: the system's temporary one)"),
     memory: Optional[float] = typer.Option(None, "--memory", help="GB the visited set may hold in memory before it "
@@ -50,8 +49,8 @@ def check_cmd(
     if liveness and workers is not None and workers != 1:
         fail_input(f"--workers {workers} with --liveness: the liveness search keeps the whole state graph in one "
                    f"process; leave out --workers")
+    workers = 1 if liveness else bounded_workers("--workers", 2 if workers is None else workers)
     on_disk = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
-    workers = 1 if liveness or on_disk else bounded_workers("--workers", 2 if workers is None else workers)
     if max_states is not None and max_states < 1:
         fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
     cfg = world_of(**world)
@@ -72,7 +71,10 @@ def check_cmd(
     spilled = None
     try:
         if workers > 1:
-            res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
+            res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
+                                 visited=on_disk)
+            if on_disk:
+                spilled = {"in_memory_limit_per_worker": on_disk.keywords["limit"]}
         elif on_disk:
             with on_disk() as seen:
                 res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, visited=seen)
@@ -88,6 +90,9 @@ def check_cmd(
     finally:
         if live:
             live.stop()
+        if on_disk:     # the workers' folders, if they were killed before they could remove them
+            from groupspec.checkers.search.visited import remove_leftovers
+            remove_leftovers(on_disk.args[0])
     from groupspec.spec.kafka import NEW_COORDINATOR, coordinator_name
     from groupspec.spec.table import rows_for
     from groupspec.spec.world import WORLD_COORDINATOR
@@ -137,8 +142,7 @@ def check_cmd(
         raise typer.Exit(1)
 
 
-def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float], workers: Optional[int],
-                     liveness: bool):
+def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float], workers: int, liveness: bool):
     """What makes the visited set for --visited disk (None: a dict in memory), the options checked."""
     if visited not in ("memory", "disk"):
         fail_input(f"--visited {visited!r}: use memory or disk")
@@ -151,16 +155,14 @@ def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float
     if liveness:
         fail_input("--visited disk with --liveness: the liveness search keeps the whole state graph in memory; "
                    "leave out --visited and --memory")
-    if workers not in (None, 1):
-        fail_input(f"--visited disk with --workers {workers}: the visited set on disk serves one process; "
-                   f"add --workers 1")
     import tempfile
     from functools import partial
     from groupspec.checkers.search.visited import SpillingVisited, states_for
     where = Path(folder) if folder is not None else Path(tempfile.gettempdir())
     if where.exists() and not where.is_dir():
         fail_input(f"--visited-dir {folder}: not a folder; give a folder (it is made if missing)")
-    return partial(SpillingVisited, where, states_for(2.0 if memory is None else memory))
+    # the memory is shared among the workers, each with a visited set of its own
+    return partial(SpillingVisited, where, limit=max(1, states_for(2.0 if memory is None else memory) // workers))
 
 
 @world_options

@@ -423,10 +423,10 @@ _SENT = object()      # in a worker's `seen`: a foreign state already sent to it
 class _Shard:
     """One worker's part of the search."""
 
-    def __init__(self, wid: int, n: int, recipe, symmetry: bool, deadlock: bool):
+    def __init__(self, wid: int, n: int, recipe, symmetry: bool, deadlock: bool, visited=None):
         self.wid, self.n = wid, n
         self.model = recipe()
-        self.X = _Explorer(self.model, symmetry, deadlock)
+        self.X = _Explorer(self.model, symmetry, deadlock, None if visited is None else visited(markers=(None, _SENT)))
         self.key = self.model.shard_key
         self.seen = self.X.seen
         self.frontier = [(ct, ft) for ct, ft in self.X.roots if hash(self.key(ct)) % n == wid]
@@ -495,11 +495,12 @@ class _Shard:
         return dict(self.X.coverage)
 
 
-def _shard_main(conn, wid: int, n: int, recipe, symmetry: bool, deadlock: bool, parent: int) -> None:
+def _shard_main(conn, wid: int, n: int, recipe, symmetry: bool, deadlock: bool, parent: int, visited) -> None:
     gc.disable()
     die_with_parent(parent)
+    shard = None
     try:
-        shard = _Shard(wid, n, recipe, symmetry, deadlock)
+        shard = _Shard(wid, n, recipe, symmetry, deadlock, visited)
         conn.send(("ready", len(shard.seen)))
         while True:
             cmd, arg = conn.recv()
@@ -522,18 +523,23 @@ def _shard_main(conn, wid: int, n: int, recipe, symmetry: bool, deadlock: bool, 
     except BaseException:                       # pragma: no cover - reported by the main process
         import traceback
         conn.send(("error", traceback.format_exc()))
+    finally:
+        if shard is not None and hasattr(shard.seen, "close"):     # a visited set on disk: its files
+            shard.seen.close()
 
 
 def check_parallel(model: Model, workers: int = 2, symmetry: bool = True, progress=None,
-                   max_states: int | None = None, deadlock: bool = True) -> Result:
+                   max_states: int | None = None, deadlock: bool = True, visited=None) -> Result:
     """Breadth-first, level by level, over `workers` processes that each own a shard of the
     states; the options mean what they mean to `check` (liveness needs the whole graph in one
-    process: `check`)."""
+    process: `check`).  `visited`: what makes each worker's empty visited set instead of a dict,
+    called in the worker with the `markers` it must keep besides parents (visited.py's)."""
     with _no_cyclic_gc():
-        return _check_parallel(model, workers, symmetry, progress, max_states, deadlock)
+        return _check_parallel(model, workers, symmetry, progress, max_states, deadlock, visited)
 
 
-def _check_parallel(model: Model, workers: int, symmetry: bool, progress, max_states, deadlock: bool) -> Result:
+def _check_parallel(model: Model, workers: int, symmetry: bool, progress, max_states, deadlock: bool,
+                    visited=None) -> Result:
     import multiprocessing as mp
     ctx = mp.get_context("fork")      # the workers inherit the compiled table
     X = _Explorer(model, symmetry, deadlock)
@@ -545,8 +551,8 @@ def _check_parallel(model: Model, workers: int, symmetry: bool, progress, max_st
     pipes, procs = [], []
     for wid in range(workers):
         here, there = ctx.Pipe()
-        p = ctx.Process(target=_shard_main, args=(there, wid, workers, recipe, symmetry, deadlock, os.getpid()),
-                        daemon=True)
+        p = ctx.Process(target=_shard_main, args=(there, wid, workers, recipe, symmetry, deadlock, os.getpid(),
+                                                  visited), daemon=True)
         p.start()
         pipes.append(here)
         procs.append(p)

@@ -31,16 +31,18 @@ import numpy as np
 # share of the table, two int objects): measured on CPython 3.11, 100-130 bytes.
 DICT_BYTES_PER_STATE = 120
 _PREFIX = "groupspec-visited-"
-# A root's parent on disk.  A state whose parent's fingerprint is this very number would be taken
-# for a root: a chance of one in 2**64 per state, the same as two states sharing a fingerprint.
-_ROOT = -1 << 63
+# Values that are not a parent's fingerprint (None: a root's; the parallel search's marker of a
+# state sent to the worker that owns it) are written as the lowest int64s.  A state whose parent's
+# fingerprint is one of these would be read back as the marker: a chance of one in 2**63 per state,
+# as small as two states sharing a fingerprint.
+_LOWEST = -1 << 63
 
 
 class SpillingVisited:
-    """`seen` for the explicit search: fingerprint -> parent fingerprint (None for a root), the
-    newest `limit` in memory, the rest in sorted runs on disk under `folder`."""
+    """`seen` for the explicit search: fingerprint -> parent fingerprint or one of `markers` (None:
+    a root), the newest `limit` in memory, the rest in sorted runs on disk under `folder`."""
 
-    def __init__(self, folder: str | os.PathLike, limit: int):
+    def __init__(self, folder: str | os.PathLike, limit: int, markers: tuple = (None,)):
         if limit < 1:
             raise ValueError(f"the in-memory part must hold at least one fingerprint, got {limit}")
         folder = Path(folder)
@@ -48,6 +50,8 @@ class SpillingVisited:
         remove_leftovers(folder)
         self.dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=folder))
         self.limit = limit
+        self.code = {id(m): _LOWEST + i for i, m in enumerate(markers)}    # a marker -> the int written
+        self.marker = {_LOWEST + i: m for i, m in enumerate(markers)}
         self.mem: dict = {}
         self.runs: list = []          # [(fingerprints, parents)], oldest and biggest first
         self.on_disk = 0
@@ -80,7 +84,7 @@ class SpillingVisited:
             return default
         parents, i = found
         p = int(parents[i])
-        return None if p == _ROOT else p
+        return self.marker.get(p, p)
 
     def __len__(self) -> int:
         return len(self.mem) + self.on_disk
@@ -98,7 +102,9 @@ class SpillingVisited:
     def _spill(self) -> None:
         mem = self.mem
         fps = np.fromiter(mem.keys(), dtype=np.int64, count=len(mem))
-        parents = np.fromiter((_ROOT if p is None else p for p in mem.values()), dtype=np.int64, count=len(mem))
+        code = self.code
+        parents = np.fromiter((p if type(p) is int else code[id(p)] for p in mem.values()), dtype=np.int64,
+                              count=len(mem))
         order = np.argsort(fps, kind="stable")
         self.runs.append(self._write(fps[order], parents[order]))
         self.on_disk += len(mem)
