@@ -142,6 +142,8 @@ def test_check_cli_spills_past_its_memory_and_agrees(tmp_path):
 
 @pytest.mark.parametrize("args, says", [
     (["--memory", "0"], "--memory must be more than 0 GB"),
+    (["--memory", "inf"], "(a finite number), got inf"),
+    (["--memory", "nan"], "got nan"),
     (["--visited", "disk", "--liveness"], "leave out --visited and --memory"),
     (["--visited-dir", "x"], "add --visited disk"),
     (["--visited", "cloud"], "use memory or disk"),

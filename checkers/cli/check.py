@@ -150,8 +150,8 @@ def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float
         if folder is not None:
             fail_input("--visited-dir without --visited disk: add --visited disk (or --memory GB)")
         return None
-    if memory is not None and not memory > 0:
-        fail_input(f"--memory must be more than 0 GB, got {memory}")
+    if memory is not None and not 0 < memory < float("inf"):
+        fail_input(f"--memory must be more than 0 GB (a finite number), got {memory}")
     if liveness:
         fail_input("--visited disk with --liveness: the liveness search keeps the whole state graph in memory; "
                    "leave out --visited and --memory")
