@@ -97,6 +97,12 @@ BAD = [
     (["check", "--preset", ""], "--preset '': unknown preset"),
     (["check", "--liveness", "--workers", "2"], "--workers 2 with --liveness"),
     (["check", "--rebalance-budget"], "--rebalance-budget holds only for timely clients"),
+    (["check", "--memory", "0"], "--memory must be more than 0 GB"),
+    (["check", "--memory", "inf"], "(a finite number), got inf"),
+    (["check", "--memory", "nan"], "got nan"),
+    (["check", "--visited", "disk", "--liveness"], "leave out --visited and --memory"),
+    (["check", "--visited-dir", "x"], "add --visited disk"),
+    (["check", "--visited", "cloud"], "use memory or disk"),
     # usage errors are one line too, --json or not
     (["check", "--clients", "x", "--json"], "groupspec check: Invalid value for '--clients'"),
     (["check", "--bogus"], "No such option: --bogus"),

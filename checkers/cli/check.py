@@ -25,6 +25,13 @@ def check_cmd(
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes expanding states (default 2; "
                                                                    "1: a single process)"),
+    visited: str = typer.Option("memory", "--visited", help="where the visited set lives: memory, or disk "
+                                                             "(fingerprints past --memory spill to sorted files)"),
+    visited_dir: Optional[str] = typer.Option(None, "--visited-dir", help="the folder --visited disk writes in "
+                                                                           "(default: the system's temporary one)"),
+    memory: Optional[float] = typer.Option(None, "--memory", help="GB the visited set may hold in memory before it "
+                                                                  "spills to disk (implies --visited disk; "
+                                                                  "default 2)"),
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -43,6 +50,7 @@ def check_cmd(
         fail_input(f"--workers {workers} with --liveness: the liveness search keeps the whole state graph in one "
                    f"process; leave out --workers")
     workers = 1 if liveness else bounded_workers("--workers", 2 if workers is None else workers)
+    on_disk = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
     if max_states is not None and max_states < 1:
         fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
     cfg = world_of(**world)
@@ -60,16 +68,31 @@ def check_cmd(
     if live:
         live.start()
     model = WorldModel(cfg)
+    spilled = None
     try:
         if workers > 1:
-            res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states)
+            res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
+                                 visited=on_disk)
+            if on_disk:
+                spilled = {"in_memory_limit_per_worker": on_disk.keywords["limit"]}
+        elif on_disk:
+            with on_disk() as seen:
+                res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, visited=seen)
+                spilled = {"in_memory_limit": seen.limit, "spills": seen.spills, "merges": seen.merges,
+                           "runs_at_end": len(seen.runs), "on_disk_at_end": seen.on_disk}
         else:
             res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
     except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
         fail_input(f"the search stopped: {e}")
+    except OSError as e:         # the visited set's folder: full, unwritable
+        fail_input(f"--visited-dir {e.filename or visited_dir}: {e.strerror or e}; give a folder with room that "
+                   f"this user may write")
     finally:
         if live:
             live.stop()
+        if on_disk:     # the workers' folders, if they were killed before they could remove them
+            from groupspec.checkers.search.visited import remove_leftovers
+            remove_leftovers(on_disk.args[0])
     from groupspec.spec.kafka import NEW_COORDINATOR, coordinator_name
     from groupspec.spec.table import rows_for
     from groupspec.spec.world import WORLD_COORDINATOR
@@ -83,7 +106,7 @@ def check_cmd(
            "unreduced_states": res.unreduced_states,
            "symmetry_reduction": round(res.unreduced_states / max(1, res.distinct_states), 2),
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
-           "workers": workers,
+           "workers": workers, "visited": "memory" if spilled is None else {"disk": spilled},
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
            "states_first_reached_per_depth": res.levels,
            "waived": [{"invariant": n, "why": w} for n, w in cfg.waive],
@@ -117,6 +140,29 @@ def check_cmd(
                              res.loop_start)
     if res.result in ("violation", "deadlock", "lasso", "no-progress"):
         raise typer.Exit(1)
+
+
+def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float], workers: int, liveness: bool):
+    """What makes the visited set for --visited disk (None: a dict in memory), the options checked."""
+    if visited not in ("memory", "disk"):
+        fail_input(f"--visited {visited!r}: use memory or disk")
+    if visited == "memory" and memory is None:
+        if folder is not None:
+            fail_input("--visited-dir without --visited disk: add --visited disk (or --memory GB)")
+        return None
+    if memory is not None and not 0 < memory < float("inf"):
+        fail_input(f"--memory must be more than 0 GB (a finite number), got {memory}")
+    if liveness:
+        fail_input("--visited disk with --liveness: the liveness search keeps the whole state graph in memory; "
+                   "leave out --visited and --memory")
+    import tempfile
+    from functools import partial
+    from groupspec.checkers.search.visited import SpillingVisited, states_for
+    where = Path(folder) if folder is not None else Path(tempfile.gettempdir())
+    if where.exists() and not where.is_dir():
+        fail_input(f"--visited-dir {folder}: not a folder; give a folder (it is made if missing)")
+    # the memory is shared among the workers, each with a visited set of its own
+    return partial(SpillingVisited, where, limit=max(1, states_for(2.0 if memory is None else memory) // workers))
 
 
 @world_options

@@ -89,6 +89,7 @@ PJ, PS, LOG_HAS, LOG = (GP[n] for n in ("parked_join", "parked_sync", "log_has",
 G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"], E.STATE_INDEX["generation"]
 C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
+_OBJECT_CACHE_LIMIT = 200_000     # G objects kept alive by the lookup by identity (a G is ~400 bytes)
 # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
 SKIPPED_OUTPUTS = ("arm", "cancel", "cancel_all", "delete_offsets")
 
@@ -235,6 +236,7 @@ class WorldModel(Model):
                                           *d.action.how.then.updates.values()], d.action.how.slot.vars)
                        for d in self._messages]
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
+        self._passed_rows: dict = {}  # id(outcome) -> (outcome, g, params) it passed check_after_row with
         self.keep_firings = keep_firings
         self._moves: dict = {}        # (client, C_i) -> its own steps, and the deliveries it is offered
         self._later: dict = {}        # (G's number, client, effects) -> G after a client's own step
@@ -242,6 +244,7 @@ class WorldModel(Model):
         # G is hashed once per state, into a number the other memo tables are keyed by (CPython does
         # not cache a tuple's hash, and G is the biggest part of a state); numbers are never reused
         self._gids: dict = {}         # G -> its number
+        self._gid_of_object: dict = {}    # id(G) -> (G, its number)
         self._next_gid = 0
         self._deliveries: dict = {}   # (G's number, client, delivery, what it reads) -> deliveries
         self._events: dict = {}       # G's number -> timer and failover steps
@@ -380,12 +383,20 @@ class WorldModel(Model):
         return got
 
     def _gid(self, G: tuple) -> int:
+        # by identity first: a state's G is most often an object a memo table made, met again and
+        # again, and hashing G (36 fields, a dozen of them tuples) was the dearest part of a lookup
+        got = self._gid_of_object.get(id(G))
+        if got is not None and got[0] is G:
+            return got[1]
         i = self._gids.get(G)
         if i is None:
             if len(self._gids) > _CACHE_LIMIT:
                 self._gids.clear()
             i = self._gids[G] = self._next_gid
             self._next_gid += 1
+        if len(self._gid_of_object) > _OBJECT_CACHE_LIMIT:
+            self._gid_of_object.clear()
+        self._gid_of_object[id(G)] = (G, i)     # G kept alive with it: its id is not reused meanwhile
         return i
 
     def _delivery(self, G: tuple, gi: int, c: int, i: int, read: tuple):
@@ -561,14 +572,22 @@ class WorldModel(Model):
         return b.copy()
 
     def enter(self, b: "_Branch", o, params: dict) -> None:
-        try:
-            # after every row, as the runtime checks them: a world step may chain rows
-            # (unload then load, an append and its completion), and a row's broken state
-            # must not hide behind the next row's
-            check_after_row(b.g, o.state, b.p, o.outputs, where=f"after row {o.row.name!r}")
-        except InvariantViolation as e:
-            e.row = o.row.name      # the counterexample's last step names the row that broke it
-            raise
+        # A firing's outcome (memoized in _gcache) recurs under every world G with the same group
+        # part: its verdict, a function of the group before, the parameters and the outcome, is
+        # asked once (it was a tenth of a search's time).
+        held = self._passed_rows.get(id(o))
+        if held is None or held[0] is not o or held[1] != b.g or held[2] != b.p:
+            try:
+                # after every row, as the runtime checks them: a world step may chain rows
+                # (unload then load, an append and its completion), and a row's broken state
+                # must not hide behind the next row's
+                check_after_row(b.g, o.state, b.p, o.outputs, where=f"after row {o.row.name!r}")
+            except InvariantViolation as e:
+                e.row = o.row.name      # the counterexample's last step names the row that broke it
+                raise
+            if len(self._passed_rows) > _CACHE_LIMIT:
+                self._passed_rows.clear()
+            self._passed_rows[id(o)] = (o, b.g, b.p)     # o kept alive with it: its id is not reused
         b.w[:N_GROUP] = o.state
         b.rows.append(o.row.name)
 
