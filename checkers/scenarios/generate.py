@@ -254,18 +254,35 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80]
 
 
-def generate(presets: list[str], max_states: int, progress: Callable | None = None) -> Found:
-    """A shortest scenario for each coordinator row, from the presets in order (a row the first does not
-    reach, the next may)."""
+def worlds() -> list[tuple[str, object]]:
+    """The worlds searched by default, in order: the presets, smallest first (deep and settle3 are nightly
+    searches), then variants of them that reach rows no preset does: a group.max.size of 1 (a full group),
+    requests overtaken and delivered late (a rejoin and a commit of a generation gone by), members that leave
+    while the group rebalances (a join that completes with nobody)."""
+    import dataclasses
     from groupspec.checkers.world.presets import PRESETS
+    presets = [(name, PRESETS[name]) for name in ("tiny", "small", "twogen", "faults", "static", "hung", "settle",
+                                                  "ci")]
+    return presets + [
+        ("small, group.max.size 1", dataclasses.replace(PRESETS["small"], max_size=1)),
+        ("tiny, late requests", dataclasses.replace(PRESETS["tiny"], reordering=True, late_duplication=True,
+                                                    commits=True)),
+        ("twogen, leaving while rebalancing", dataclasses.replace(PRESETS["twogen"], leaves_rebalancing=True,
+                                                                 commits=True))]
+
+
+def generate(searched: list[tuple[str, object]], max_states: int, progress: Callable | None = None) -> Found:
+    """A shortest scenario for each coordinator row, from the worlds `searched` [(name, WorldConfig)] in order (a
+    row the first does not reach, the next may)."""
     from groupspec.checkers.world.state_space import WorldModel
     coordinator = set(coordinator_rows())
     found = Found()
-    for preset in presets:
+    presets = [name for name, _ in searched]
+    for preset, cfg in searched:
         wanted = coordinator - set(found.scenarios)
         if not wanted:
             break
-        model = WorldModel(PRESETS[preset])
+        model = WorldModel(cfg)
         paths, found.states[preset] = shortest_paths(
             model, wanted, max_states, progress and (lambda n, p=preset: progress(f"{p}: {n:,} states")))
         for row, candidates in paths.items():
