@@ -4,9 +4,10 @@ The engine fires the first row of a trigger whose states include the group's and
 (spec/engine.py Engine.select), so a mutant of row i changes nothing where an earlier row applies.  Where none
 does, it is equivalent if the mutated row is selected exactly where the table's is, and there gives the same
 post-state and the same outputs for the same choices (the same choice sets, too).  Asked of Z3 over every
-well-formed state and request that keeps the structural invariants (what `groupspec lint` assumes), for the
-sizes of spec/schema.py's Bounds, with the rows' own symbolic reading (spec/symbolic.py row_relation): unsat is
-a proof; sat or unknown leaves the mutant to the checkers.
+well-formed state that keeps the structural invariants and every request the drivers can send (what `groupspec
+lint` assumes: checkers/proofs/lint.py PARAM_FACTS), for the sizes of spec/schema.py's Bounds, with the rows'
+own symbolic reading (spec/symbolic.py row_relation): unsat is a proof; sat or unknown leaves the mutant to the
+checkers.
 """
 from __future__ import annotations
 
@@ -24,9 +25,11 @@ _RELATIONS: list = []     # the shared symbolic state and parameters, made once 
 
 
 def _relations():
-    from groupspec.checkers.proofs.lint import Relations
+    from groupspec.checkers.proofs.lint import PARAM_FACTS, Relations
     if not _RELATIONS:
-        _RELATIONS.append(Relations(default_sizes()))
+        rel = Relations(default_sizes())
+        env = SymEnv(rel.sizes, rel.state, rel.params)
+        _RELATIONS.append((rel, [*rel.assumed(), *[to_z3(f, env) for f, _ in PARAM_FACTS]]))
     return _RELATIONS[0]
 
 
@@ -65,7 +68,7 @@ def _same_outputs(xs: list, ys: list):
 def shown_equivalent(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> str:
     """Why the table with row `index` replaced by `mutant` behaves as the table on every step, or '' if Z3
     does not show it (it finds a difference, or gives up)."""
-    rel = _relations()
+    rel, assumed = _relations()
     env = SymEnv(rel.sizes, rel.state, rel.params)
     original = ROWS[index]
     earlier = [_selected(r, rel.state, env) for r in ROWS[:index] if r.trigger == original.trigger]
@@ -76,10 +79,10 @@ def shown_equivalent(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> s
                                                                                      _same_outputs(outs, outs2))))))
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
-    solver.add(*rel.assumed(), to_z3(enabled(original.trigger), env), z3.Not(z3.Or(earlier)) if earlier else True)
+    solver.add(*assumed, to_z3(enabled(original.trigger), env), z3.Not(z3.Or(earlier)) if earlier else True)
     solver.add(z3.Not(same))
     if solver.check() != z3.unsat:
         return ""
     return (f"Z3: wherever no earlier row of {original.trigger} applies, the mutated row is selected exactly where "
-            f"the table's is and gives the same state and outputs (every well-formed state and request, sizes "
+            f"the table's is and gives the same state and outputs (every state keeping the structural invariants and request the drivers send, sizes "
             f"{', '.join(f'{k} {v}' for k, v in sorted(rel.sizes.items()))})")
