@@ -6,10 +6,12 @@ Mutants of a coordinator row (clients are the environment and stay correct):
   drop-effect     drop one update of one state variable
   redirect        move to another state than the row's target
   swap-error      answer another error than the row's
-Each mutant meets a sequence of worlds, smallest first, until one kills it.  In each world it
-is first compared with the table on every coordinator firing the world can reach: if it
-answers alike everywhere it is equivalent there (proved, no search needed); otherwise the
-checker searches the world with it, for safety and, in the worlds that ask for it, for bounded
+A mutant Z3 shows equivalent (equivalence.py: its row behaves as the table's wherever it is
+selected) is not searched.  Each other mutant meets a sequence of worlds, smallest first, until
+one kills it.  In each world it is first compared with the table on every coordinator firing the
+world can reach: if it answers alike everywhere the world cannot tell it (its state graph is the
+table's; the concrete checkers below still may, and only if they cannot is it equivalent);
+otherwise the checker searches the world with it, for safety and, in the worlds that ask for it, for bounded
 liveness.  A mutant is killed by a violated invariant, a deadlock, a state from which no
 client can get an assignment again, a fair lasso stuck in a rebalance, or the table failing to
 decide (no row applies).  A survivor is reported with where it first behaves differently and
