@@ -192,3 +192,20 @@ def test_the_checked_in_generated_suite_is_what_generate_writes(tmp_path):
     assert sorted(want) == sorted(have)
     stale = [n for n in want if want[n] != have[n]]
     assert not stale, f"run `groupspec scenario generate --out tests/scenarios/generated`: {stale}"
+
+
+def test_generate_exits_1_when_the_runtime_answers_a_translated_step_unlike_the_spec(tmp_path, monkeypatch):
+    """The lockstep that writes a scenario holds the runtime to the spec: a difference is a finding (exit 1, the
+    row named), never a traceback and never a scenario."""
+    from typer.testing import CliRunner
+
+    from groupspec.checkers.cli import app
+    from groupspec.checkers.scenarios import generate as G
+
+    def differs(*a, **k):
+        raise G.RuntimeDiffers("the runtime and the spec differ on its translated steps: response at step 2")
+    monkeypatch.setattr(G, "_translate", differs)
+    r = CliRunner().invoke(app, ["scenario", "generate", "--preset", "tiny", "--out", str(tmp_path)])
+    assert r.exit_code == 1, r.output
+    assert "failed its check" in r.output and "response at step 2" in r.output and "Traceback" not in r.output
+    assert not list(tmp_path.glob("reach-*.yaml"))

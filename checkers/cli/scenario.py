@@ -126,7 +126,7 @@ def scenario_generate(
     with err.status("searching...") if not as_json else no_status() as status:
         found = generate(searched, max_states, progress=(lambda text: status.update(text)) if not as_json else None)
         with tempfile.TemporaryDirectory(prefix="groupspec-generate-") as tmp:
-            failed = checked(found, tmp)
+            failed = found.failed + checked(found, tmp)
 
     def write() -> None:
         folder.mkdir(parents=True, exist_ok=True)

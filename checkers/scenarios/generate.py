@@ -21,6 +21,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from groupspec.spec.lang import NONE
 from groupspec.spec.schema import CONFIG_KEYS
 from groupspec.spec.table import ROWS, rows_for
 from groupspec.spec.world import NOT_IN_WORLD, WORLD_COORDINATOR, WORLD_INDEX, Kind
@@ -32,15 +33,17 @@ APPEND_FAILURE = "NOT_ENOUGH_REPLICAS"      # spec/world.py APPEND_ERRORS: the w
 # timer may fire next), and concrete ones decide which fires first, so a path is tried with each in turn
 TIMEOUTS = ((10_000, 10_000), (30_000, 10_000), (10_000, 30_000), (1_000, 10_000))
 DELIVERIES = ("Deliver", "DeliverLate", "Duplicate", "DuplicateLate")
+DEADLINES = 6           # a timer step is tried as a move of the clock to each of the next armed deadlines
 TIMERS = ("HeartbeatExpiry", "PendingExpiry", "JoinTimer", "SyncTimer")
 
 
 @dataclass
 class Found:
-    """What generating from one world found: a scenario per row, and why the other rows have none."""
+    """What generating from the worlds found: a scenario per row, and why the other rows have none."""
     scenarios: dict = field(default_factory=dict)       # row name -> (scenario dict, preset)
     untranslated: dict = field(default_factory=dict)    # row name -> why its paths gave no scenario
     states: dict = field(default_factory=dict)          # preset -> states searched
+    failed: list = field(default_factory=list)          # rows whose translation met the runtime unlike the spec
 
 
 def coordinator_rows() -> list[str]:
@@ -86,6 +89,10 @@ class Untranslatable(Exception):
     """A world step no concrete step reproduces (its rows), or a path through a choice Kafka leaves open."""
 
 
+class RuntimeDiffers(Exception):
+    """The runtime answered a translated step unlike the spec: a finding about the project, not the path."""
+
+
 def _field(model, s, name: str, c: int):
     return model.flat(s)[WORLD_INDEX[name]][c]
 
@@ -95,9 +102,9 @@ def _request(model, s, c: int, late: bool, ids: dict, timeouts: tuple) -> tuple[
     pre = "rq_late" if late else "rq"
     kind = Kind.values[_field(model, s, pre, c)]
     member = _field(model, s, pre + "_member", c)
-    if member != -1 and member not in ids:
+    if member != NONE and member not in ids:
         raise Untranslatable(f"c{c} sends member id m{member}, which no answer of the scenario issued")
-    mid = "" if member == -1 else "$" + ids[member]
+    mid = "" if member == NONE else "$" + ids[member]
     inst = model.cfg.instances[c] if model.cfg.instances else None
     who = {"group": GROUP, "member": mid} | ({"instance": f"i{inst}"} if inst is not None else {})
     parts = [f"t{t}-{p}" for t in range(model.cfg.topics) for p in range(model.cfg.partitions)]
@@ -140,7 +147,7 @@ def _candidates(model, s, step, ids: dict, lock, timeouts: tuple) -> list[list[d
         coord = lock.impl.coord
         now = coord.clock.now()
         due = sorted({deadline for _, deadline, _ in coord.timers.schedule()})
-        return [[{"advance_ms": max(0, d - now)}] for d in due[:6]]
+        return [[{"advance_ms": max(0, d - now)}] for d in due[:DEADLINES]]
     if act == "Failover":
         return [[{"coordinator": "unload"}, {"coordinator": "load"}],
                 [{"coordinator": "unload"}, {"coordinator": "begin_load"}, {"coordinator": "load"}]]
@@ -148,9 +155,9 @@ def _candidates(model, s, step, ids: dict, lock, timeouts: tuple) -> list[list[d
 
 
 def _run(actions: list[dict], config: dict):
-    """The actions on the runtime coordinator beside the spec: the lockstep, and the coordinator rows the
-    runtime fired at each action (None where the lockstep stopped: the spec and the runtime differ, or
-    the spec meets a choice Kafka leaves open)."""
+    """The actions on the runtime coordinator beside the spec: the lockstep, the coordinator rows the runtime
+    fired at each action, and the ids of the requests sent.  Untranslatable where the spec meets a choice
+    Kafka leaves open; RuntimeDiffers where the runtime answers unlike the spec."""
     from groupspec.checkers.conform.adapter import runtime
     from groupspec.checkers.conform.lockstep import Divergence, Lockstep, SpecFailure
     impl = runtime(config)
@@ -168,7 +175,7 @@ def _run(actions: list[dict], config: dict):
                 raise Untranslatable("the path meets a choice Kafka leaves open (a new leader, a tied vote)")
             fired.append(impl.coord.fired[before:])
     except (Divergence, SpecFailure) as e:      # the runtime is the spec: a finding about the project
-        raise RuntimeError(f"the runtime and the spec differ on a generated scenario: {e}") from e
+        raise RuntimeDiffers(f"the runtime and the spec differ on its translated steps: {e}") from e
     return lock, fired, sent
 
 
@@ -207,11 +214,9 @@ def _translate(model, path: list, row: str, coordinator: set[str], timeouts: tup
     actions: list[dict] = []
     ids: dict[int, str] = {}            # world member slot -> the scenario's variable
     last_rid: dict[int, int] = {}       # client -> index in `sent` of its last request
-    lock = None
+    lock, _, sent = _run(actions, config)
     for n, (s, step) in enumerate(path):
         want = Counter(r for r in step.rows if r in coordinator)
-        if lock is None:
-            lock, _, sent = _run(actions, config)
         # the candidate that fires just the step's rows; else one that fires them and more (concrete time
         # may complete in one step what the world does in two: the path may still reach the row)
         tried = []
@@ -235,7 +240,7 @@ def _translate(model, path: list, row: str, coordinator: set[str], timeouts: tup
         if after is not None:
             for c, k in last_rid.items():
                 m = _field(model, after, "rs_member", c)
-                if m != -1 and m not in ids:
+                if m != NONE and m not in ids:
                     var = _bound(lock, sent[k])
                     if var is not None:
                         ids[m] = var
@@ -293,6 +298,10 @@ def generate(searched: list[tuple[str, object]], max_states: int, progress: Call
                 except Untranslatable as e:
                     why.append(str(e))
                     continue
+                except RuntimeDiffers as e:
+                    found.failed.append(row)
+                    found.untranslated[row] = f"{preset}: {e}"
+                    break
                 found.scenarios[row] = ({"scenario": f"reach-{slug(row)}",
                                          "about": f"generated (groupspec scenario generate) from the {preset} world: "
                                                   f"a shortest path to the row {row!r}, {len(path)} world steps",
