@@ -19,3 +19,15 @@ def default_scenario_paths() -> list[Path]:
     if shared.is_dir():
         paths.append(shared)
     return [p for p in paths if p.exists()]
+
+
+GENERATED = REPO / "tests" / "scenarios" / "generated"    # the suite `groupspec scenario generate` writes
+
+
+def is_generated(path) -> bool:
+    return GENERATED in Path(path).resolve().parents
+
+
+def generated_first(files) -> list:
+    """The suite's files with the generated ones first (shortest scenarios per row: they run first)."""
+    return sorted(files, key=lambda f: (not is_generated(f), str(f)))

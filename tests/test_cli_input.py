@@ -122,6 +122,10 @@ BAD = [
     (["scenario", "run", FINDINGS, "--target", ""], "--target '': unknown target"),
     (["scenario", "run", ""], "a scenario path is empty"),
     (["scenario", "run", FINDINGS, "--junit", FINDINGS], "is one of the scenario files to run"),
+    # scenario generate
+    (["scenario", "generate", "--out", "x", "--preset", "nope"], "--preset 'nope': no such world"),
+    (["scenario", "generate", "--out", "x", "--max-states", "0"], "--max-states must be at least 1, got 0"),
+    (["scenario", "generate", "--out", ""], "--out is empty; give a folder"),
 ]
 
 
@@ -144,6 +148,7 @@ def test_output_paths_checked_before_the_work(monkeypatch, capsys, tmp_path):
         (["check", "--out", str(a_file / "sub")], "is a file, so no folder can be made"),
         (["check", "--out", str(tmp_path / "ce")], "counterexample.md is a folder"),
         (["docs", "--out", str(a_file)], "is not a folder"),
+        (["scenario", "generate", "--preset", "tiny", "--out", str(a_file)], "is not a folder"),
         (["docs", "--out", ""], "--out is empty; give a folder"),
     ]
     for args, message in cases:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,85 @@ def test_a_table_that_breaks_an_invariant_or_leaves_a_gap_fails_the_scenario_at_
     r = run_scenario(sc, target, _table_with("ListGroups: coordinator loading", "flip-compare"))
     assert (r.result, r.step, r.message) == ("fail", 14, "EngineError")
     assert "no row of ListGroups applies" in r.got
+
+
+# -- the suite generated from the closed world (`groupspec scenario generate`) ------------------------------
+
+GENERATED = ROOT / "tests" / "scenarios" / "generated"
+
+
+def _ids_are_variables(v, key=""):
+    """No expectation or request names a member by one side's literal id: only `$variables` and binds."""
+    if isinstance(v, dict):
+        return all(_ids_are_variables(x, k) for k, x in v.items()) and \
+            all(not isinstance(k, str) or not re.match(r"c\d-", k) for k in v)
+    if isinstance(v, list):
+        return all(_ids_are_variables(x, key) for x in v)
+    return not (key in ("member", "leader", "members") and isinstance(v, str) and v not in ("",) and
+                not v.startswith("$"))
+
+
+def test_generate_writes_a_passing_shortest_scenario_per_row_it_reaches(tmp_path):
+    import yaml
+    r = run_cli("scenario", "generate", "--preset", "tiny", "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    files = sorted(tmp_path.glob("reach-*.yaml"))
+    assert doc["generated"] == len(files) >= 15 and not doc["failed"]
+    assert doc["generated"] + len(doc["unreached"]) == doc["rows"]
+    unreached = (tmp_path / "UNREACHED.md").read_text()
+    assert all(f"`{row}`" in unreached for row in doc["unreached"])
+    for f in files:
+        [sc] = load_file(f)
+        row = yaml.safe_load(f.read_text())["about"].split("row '")[1].rsplit("'", 1)[0]
+        for target in ("spec", "runtime"):
+            got = run_scenario(sc, target)
+            assert got.result == "pass" and row in got.fired, (f.name, target, got.message)
+        assert _ids_are_variables(yaml.safe_load(f.read_text())["steps"]), f.name
+
+
+def test_a_generated_scenario_fails_on_a_table_that_answers_its_row_otherwise():
+    """The expectations are the spec's answers: the row's scenario tells a table whose row answers another
+    error from the spec's."""
+    import dataclasses
+
+    from groupspec.spec.engine import Engine
+    from groupspec.spec.table import ROWS
+    from groupspec.checkers.search.mutate import mutants
+    name = "SyncGroup: during PreparingRebalance"
+    f = GENERATED / "reach-syncgroup-during-preparingrebalance.yaml"
+    [sc] = load_file(f)
+    [(m, i, row)] = [(m, i, row) for m, i, row in mutants() if m.row == name and m.operator == "swap-error"]
+    rows = list(ROWS)
+    rows[i] = row
+    assert run_scenario(sc, "spec").result == "pass"
+    assert run_scenario(sc, "spec", Engine(rows)).result == "fail", m
+
+
+@pytest.mark.slow
+def test_the_checked_in_generated_suite_is_what_generate_writes(tmp_path):
+    """tests/scenarios/generated is regenerated when the table or the worlds change (about a minute)."""
+    r = run_cli("scenario", "generate", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    want = {f.name: f.read_text() for f in tmp_path.iterdir()}
+    have = {f.name: f.read_text() for f in GENERATED.iterdir()}
+    assert sorted(want) == sorted(have)
+    stale = [n for n in want if want[n] != have[n]]
+    assert not stale, f"run `groupspec scenario generate --out tests/scenarios/generated`: {stale}"
+
+
+def test_generate_exits_1_when_the_runtime_answers_a_translated_step_unlike_the_spec(tmp_path, monkeypatch):
+    """The lockstep that writes a scenario holds the runtime to the spec: a difference is a finding (exit 1, the
+    row named), never a traceback and never a scenario."""
+    from typer.testing import CliRunner
+
+    from groupspec.checkers.cli import app
+    from groupspec.checkers.scenarios import generate as G
+
+    def differs(*a, **k):
+        raise G.RuntimeDiffers("the runtime and the spec differ on its translated steps: response at step 2")
+    monkeypatch.setattr(G, "_translate", differs)
+    r = CliRunner().invoke(app, ["scenario", "generate", "--preset", "tiny", "--out", str(tmp_path)])
+    assert r.exit_code == 1, r.output
+    assert "failed its check" in r.output and "response at step 2" in r.output and "Traceback" not in r.output
+    assert not list(tmp_path.glob("reach-*.yaml"))

@@ -430,7 +430,9 @@ def _print_mutants(preset: str, results: list, total: int, as_json: bool, summar
     out.print(f"{summ['killed']} of the {judged} mutants not shown equivalent were killed (kill rate "
               f"{summ['kill_rate']}); {summ['survived']} survived, {summ['not_covered']} are not covered (no world "
               f"reaches their row, and no scenario or harness run told them from the table); {summ['equivalent']} "
-              f"are equivalent (identical state graphs in --preset {preset})", markup=False)
+              f"are equivalent ({summ['equivalent_by']['z3']} shown by Z3, {summ['equivalent_by']['state graphs']} "
+              f"with identical state graphs in --preset {preset} that no scenario or harness run told apart)",
+              markup=False)
     out.print(f"killed by: {summ['killed_by']}; in world: {summ['killed_in_world']}", markup=False)
     out.print(f"per checker: {summ['killed_by_checker']}", markup=False)
     for reason, n in sorted(summ["survivors"].items(), key=lambda kv: -kv[1]):

@@ -7,10 +7,10 @@ from typing import List, Optional
 
 import typer
 
-from groupspec.checkers.console import fail_input, out, output_path, write_outputs
+from groupspec.checkers.console import err, fail_input, out, output_path, write_outputs
 from groupspec.checkers.paths import default_scenario_paths
 
-from .shared import row_names
+from .shared import no_status, row_names
 
 
 scenario_app = typer.Typer(no_args_is_help=True, help="Conformance scenarios (contracts/scenario-format.md).")
@@ -98,3 +98,55 @@ def probe_target(name: str, factory) -> None:
     close = getattr(impl, "close", None)
     if callable(close):
         close()
+
+
+def scenario_generate(
+    out_dir: str = typer.Option(..., "--out", help="The folder to write the suite into (tests/scenarios/generated "
+                                                   "is the project's): its reach-*.yaml files are replaced."),
+    presets: Optional[List[str]] = typer.Option(None, "--preset", help="A closed world to search (repeat it; "
+                                                "default: the presets but deep and settle3, smallest first, then "
+                                                "three variants that reach rows none of them does)."),
+    max_states: int = typer.Option(300_000, "--max-states", help="States searched in each world at most."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Write, for each row of the table, a shortest scenario that fires it, from the closed worlds' state graphs
+    (expectations: the spec's answers, member ids as bound variables), checked on the spec and the runtime."""
+    import tempfile
+
+    from groupspec.checkers.scenarios.generate import checked, coordinator_rows, generate, texts, unreached_md, worlds
+    from groupspec.checkers.world.presets import PRESETS
+
+    for p in presets or ():
+        if p not in PRESETS:
+            fail_input(f"--preset {p!r}: no such world; use one of {', '.join(PRESETS)}")
+    searched = [(p, PRESETS[p]) for p in presets] if presets else worlds()
+    if max_states < 1:
+        fail_input(f"--max-states must be at least 1, got {max_states}")
+    folder = output_path("--out", out_dir, "dir", ("UNREACHED.md",))
+    with err.status("searching...") if not as_json else no_status() as status:
+        found = generate(searched, max_states, progress=(lambda text: status.update(text)) if not as_json else None)
+        with tempfile.TemporaryDirectory(prefix="groupspec-generate-") as tmp:
+            failed = found.failed + checked(found, tmp)
+
+    def write() -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("reach-*.yaml"):
+            old.unlink()
+        for name, text in texts(found).items():
+            (folder / name).write_text(text)
+        (folder / "UNREACHED.md").write_text(unreached_md(found, [name for name, _ in searched]))
+    write_outputs("--out", folder, write)
+    total = len(coordinator_rows())
+    if as_json:
+        print(json.dumps({"rows": total, "generated": len(found.scenarios), "states": found.states,
+                          "failed": failed, "unreached": found.untranslated}, indent=2))
+    else:
+        out.print(f"{len(found.scenarios)} of {total} rows have a shortest scenario, written to {folder} "
+                  f"(states searched: {', '.join(f'{p} {n:,}' for p, n in found.states.items())}); the "
+                  f"{len(found.untranslated)} others, with why, in {folder / 'UNREACHED.md'}",
+                  markup=False, highlight=False, soft_wrap=True)
+        for row in failed:
+            out.print(f"  failed its check: {row}: {found.untranslated[row]}", markup=False, highlight=False,
+                      soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)

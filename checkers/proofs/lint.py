@@ -59,6 +59,8 @@ PARAM_FACTS = (
      "a new member id is one the group has never used (GM.generateMemberId: clientId-UUID)"),
     (P.member.is_none() | P.member.in_(V.members | V.pending),
      "`member` is the request's member id only if the group knows it (a member or a pending member)"),
+    (Implies(P.member_empty, P.member.is_none()),
+     "a request without a member id names no member (spec/world.py WHO, impl/coordinator.py `_who`)"),
     (Implies(P.append_kind == lift("static_replace", AppendKind),
              P.append_old.is_some() & Not(P.append_old.in_(V.members | V.pending))),
      "the id a static member's replacement replaced is never the group's again (ids are never reused)"),

@@ -6,10 +6,12 @@ Mutants of a coordinator row (clients are the environment and stay correct):
   drop-effect     drop one update of one state variable
   redirect        move to another state than the row's target
   swap-error      answer another error than the row's
-Each mutant meets a sequence of worlds, smallest first, until one kills it.  In each world it
-is first compared with the table on every coordinator firing the world can reach: if it
-answers alike everywhere it is equivalent there (proved, no search needed); otherwise the
-checker searches the world with it, for safety and, in the worlds that ask for it, for bounded
+A mutant Z3 shows equivalent (equivalence.py: its row behaves as the table's wherever it is
+selected) is not searched.  Each other mutant meets a sequence of worlds, smallest first, until
+one kills it.  In each world it is first compared with the table on every coordinator firing the
+world can reach: if it answers alike everywhere the world cannot tell it (its state graph is the
+table's; the concrete checkers below still may, and only if they cannot is it equivalent);
+otherwise the checker searches the world with it, for safety and, in the worlds that ask for it, for bounded
 liveness.  A mutant is killed by a violated invariant, a deadlock, a state from which no
 client can get an assignment again, a fair lasso stuck in a rebalance, or the table failing to
 decide (no row applies).  A survivor is reported with where it first behaves differently and
@@ -34,6 +36,8 @@ from groupspec.spec.rows import Out, Row, Set_
 from groupspec.spec.schema import Error, STATES, legal_moves
 from groupspec.spec.table import ROWS, coordinator_of
 from groupspec.spec.world import WORLD_COORDINATOR
+
+from .equivalence import shown_equivalent
 
 SWAPS = {"NONE": "REBALANCE_IN_PROGRESS", "REBALANCE_IN_PROGRESS": "NONE", "UNKNOWN_MEMBER_ID": "ILLEGAL_GENERATION",
          "ILLEGAL_GENERATION": "UNKNOWN_MEMBER_ID", "MEMBER_ID_REQUIRED": "NONE", "FENCED_INSTANCE_ID": "NONE",
@@ -242,6 +246,9 @@ def run_one(args) -> dict:
     rows[i] = row
     out = {**dataclasses.asdict(m), "outcome": "equivalent", "killed_by": "", "world": "",
            "counterexample_length": 0, "states": 0, "fires_in": [], "differs": ""}
+    shown = shown_equivalent(i, row)
+    if shown:       # no search can tell it from the table: proved, not assumed
+        return {**out, "equivalent": shown, "equivalent_by": "z3"}
     new_behaviour = False
     for name in names:
         ref = _REFS[name]
@@ -267,10 +274,13 @@ def run_one(args) -> dict:
         if not out["differs"]:
             out["outcome"], out["world"], out["differs"] = "survived", name, f"{name}: {diff}"
     if out["outcome"] == "equivalent" and out["fires_in"]:
-        # every reachable firing answers as the table's: the worlds' state graphs are the table's own
+        # every reachable firing answers as the table's: the worlds' state graphs are the table's own.  Z3 found
+        # a state where the row differs, which abstract time or the worlds' bounds may keep out of reach: the
+        # concrete checkers judge it first, and it is equivalent only if they cannot tell it either
         out["equivalent"] = (f"identical state graphs: the same outcome as the table on every reachable firing "
                              f"of {row.trigger} in {', '.join(out['fires_in'])}")
-        return out
+        out["equivalent_by"] = "state graphs"
+        return judge_concretely(out, rows)
     if out["outcome"] == "equivalent":
         # no world reaches the row: untested by search, not equivalent; the conformance suite and the harness,
         # which reach every row, judge it
@@ -287,14 +297,13 @@ def run_one(args) -> dict:
 
 
 def judge_concretely(out: dict, rows: list) -> dict:
-    """A mutant search did not kill, judged on concrete histories: the conformance scenarios
-    (tests/scenarios, every answer as the table gives it), then the conformance harness (concrete time,
-    every answer compared).  Killed by the first that tells it from the table; else it is left as it was
-    (survived with its reason, or not covered)."""
-    caught = _scenarios_catch(rows)
-    if caught:
-        return {**out, "outcome": "killed", "killed_by": f"scenario: {caught}", "world": "scenarios",
-                "checker": "scenarios"}
+    """A mutant search did not kill, judged on concrete histories: the conformance scenarios (the suite
+    generated from the closed worlds first, then the hand-written ones: every answer as the table gives it),
+    then the conformance harness (concrete time, every answer compared).  Killed by the first that tells it
+    from the table; else it is left as it was (survived with its reason, not covered, or equivalent)."""
+    killed = _scenario_kill(out, rows)
+    if killed:
+        return killed
     from groupspec.checkers.conform.mutants import harness_kills
     killed = harness_kills(rows)
     if killed:
@@ -303,28 +312,41 @@ def judge_concretely(out: dict, rows: list) -> dict:
     return out
 
 
-_SCENARIOS: list = []     # the conformance suite, parsed once per process
+_SCENARIOS: list = []     # the conformance suite, parsed once per process, the generated part first
 
 
-def _scenarios_catch(rows: list) -> str:
-    """The first conformance scenario (tests/scenarios, spec target) the mutant table fails, or ''.
-    A survivor of the checker that a scenario catches changes an answer no safety property is
-    about (an error code the clients recover from alike); the scenario pins it."""
-    from groupspec.checkers.paths import REPO, default_scenario_paths
+def _scenario_kill(out: dict, rows: list) -> dict | None:
+    """The mutant's result if a conformance scenario tells it from the table: killed by the generated suite
+    or by a hand-written scenario."""
+    caught, generated = _scenarios_catch(rows)
+    if not caught:
+        return None
+    checker = "generated scenarios" if generated else "scenarios"
+    return {**out, "outcome": "killed", "killed_by": f"scenario: {caught}", "world": "scenarios", "checker": checker}
+
+
+def _scenarios_catch(rows: list) -> tuple[str, bool]:
+    """The first conformance scenario (tests/scenarios, spec target) the mutant table fails, and whether it
+    is one of the generated suite; ('', False) if none.  A survivor of the checker that a scenario catches
+    changes an answer no safety property is about (an error code the clients recover from alike); the
+    scenario pins it."""
+    from groupspec.checkers.paths import REPO, default_scenario_paths, generated_first, is_generated
     from groupspec.checkers.scenarios.model import load_file
     from groupspec.checkers.scenarios.report import scenario_files
     from groupspec.checkers.scenarios.runner import run_scenario
     if not _SCENARIOS:
-        _SCENARIOS.extend(sc for f in scenario_files(default_scenario_paths()) for sc in load_file(f))
+        _SCENARIOS.extend(sc for f in generated_first(scenario_files(default_scenario_paths()))
+                          for sc in load_file(f))
     engine = E.Engine(rows)
     for sc in _SCENARIOS:
         try:
             r = run_scenario(sc, "spec", engine)
         except Exception as e:          # a mutant may break what the coordinator relies on
-            return f"{_rel(sc.file, REPO)}: {sc.name} (the coordinator fails: {type(e).__name__}: {e})"
+            return f"{_rel(sc.file, REPO)}: {sc.name} (the coordinator fails: {type(e).__name__}: {e})", \
+                is_generated(sc.file)
         if r.result != "pass":
-            return f"{_rel(sc.file, REPO)}: {sc.name}"
-    return ""
+            return f"{_rel(sc.file, REPO)}: {sc.name}", is_generated(sc.file)
+    return "", False
 
 
 def _rel(path, root) -> str:
@@ -384,11 +406,7 @@ def _rejudge_one(args) -> dict:
         r.update(outcome="not covered", equivalent="",
                  not_covered=f"its row never fires in {preset}: {_unreached_why(row)}")
         return judge_concretely(r, rows)
-    caught = _scenarios_catch(rows)
-    if caught:
-        return {**r, "outcome": "killed", "killed_by": f"scenario: {caught}", "world": "scenarios",
-                "checker": "scenarios"}
-    return r
+    return _scenario_kill(r, rows) or r
 
 
 def _in_workers(fn, items: list, jobs: int, progress) -> list:
@@ -496,9 +514,11 @@ def summary(results: list[dict]) -> dict:
         why["not covered: " + r["not_covered"]] = why.get("not covered: " + r["not_covered"], 0) + 1
     judged = len(killed) + len(survived) + len(uncovered)
     checkers = {c: sum(1 for r in killed if r.get("checker", "explicit search") == c)
-                for c in ("explicit search", "liveness", "scenarios", "harness")}
+                for c in ("explicit search", "liveness", "generated scenarios", "scenarios", "harness")}
+    shown_by = {how: sum(1 for r in equivalent if r.get("equivalent_by", "state graphs") == how)
+                for how in ("z3", "state graphs")}
     return {"mutants": len(results), "killed": len(killed), "survived": len(survived),
-            "not_covered": len(uncovered), "equivalent": len(equivalent),
+            "not_covered": len(uncovered), "equivalent": len(equivalent), "equivalent_by": shown_by,
             "survived_unexplained": why.get("unexplained", 0),
             "kill_rate": round(len(killed) / judged, 3) if judged else None, "killed_by": by,
             "killed_by_checker": checkers, "killed_in_world": in_world, "survivors": why}

@@ -1,0 +1,88 @@
+"""A mutant shown equivalent by Z3: the mutated row behaves as the table's wherever its trigger reaches it.
+
+The engine fires the first row of a trigger whose states include the group's and whose own condition holds
+(spec/engine.py Engine.select), so a mutant of row i changes nothing where an earlier row applies.  Where none
+does, it is equivalent if the mutated row is selected exactly where the table's is, and there gives the same
+post-state and the same outputs for the same choices (the same choice sets, too).  Asked of Z3 over every
+well-formed state that keeps the structural invariants and every request the drivers can send (what `groupspec
+lint` assumes: checkers/proofs/lint.py PARAM_FACTS), for the sizes of spec/schema.py's Bounds, with the rows'
+own symbolic reading (spec/symbolic.py row_relation): unsat is a proof; sat or unknown leaves the mutant to the
+checkers.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import z3
+
+from groupspec.spec.lang import TRUE
+from groupspec.spec.rows import ECHO, Row
+from groupspec.spec.symbolic import SymEnv, _eq, default_sizes, in_states, row_relation, to_z3
+from groupspec.spec.table import ROWS, enabled
+
+TIMEOUT_MS = 10_000
+_RELATIONS: list = []     # the shared symbolic state and parameters, made once per process
+
+
+def _relations():
+    from groupspec.checkers.proofs.lint import PARAM_FACTS, Relations
+    if not _RELATIONS:
+        rel = Relations(default_sizes())
+        env = SymEnv(rel.sizes, rel.state, rel.params)
+        _RELATIONS.append((rel, [*rel.assumed(), *[to_z3(f, env) for f, _ in PARAM_FACTS]]))
+    return _RELATIONS[0]
+
+
+def _selected(row: Row, state: dict, env: SymEnv):
+    """Where first-match dispatch tests the row: its states and its own condition."""
+    return z3.And(in_states(row, state), to_z3(row.own if row.own is not None else row.guard, env))
+
+
+def _effect(row: Row, rel):
+    """(the choices' constraints, post-state, outputs) of a row, its guard left to `_selected`."""
+    choices, post, outs = row_relation(dataclasses.replace(row, guard=TRUE()), rel.state, rel.params, rel.sizes)
+    return choices, post, outs
+
+
+def _same_field(a, b):
+    if a is ECHO or b is ECHO:
+        return z3.BoolVal(a is b)
+    if isinstance(a, z3.ExprRef) or isinstance(b, z3.ExprRef):
+        return _eq(a, b)
+    return z3.BoolVal(a == b)
+
+
+def _same_outputs(xs: list, ys: list):
+    if len(xs) != len(ys) or any((x.kind, x.api, x.timer, sorted(x.fields)) != (y.kind, y.api, y.timer, sorted(y.fields))
+                                 for x, y in zip(xs, ys)):
+        return z3.BoolVal(False)
+    same = []
+    for x, y in zip(xs, ys):
+        member = z3.BoolVal(True) if x.member is None and y.member is None else \
+            (_eq(x.member, y.member) if x.member is not None and y.member is not None else z3.BoolVal(False))
+        same.append(z3.And(x.cond == y.cond, z3.Implies(x.cond, z3.And(member, *[_same_field(x.fields[k], y.fields[k])
+                                                                               for k in x.fields]))))
+    return z3.And(same)
+
+
+def shown_equivalent(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> str:
+    """Why the table with row `index` replaced by `mutant` behaves as the table on every step, or '' if Z3
+    does not show it (it finds a difference, or gives up)."""
+    rel, assumed = _relations()
+    env = SymEnv(rel.sizes, rel.state, rel.params)
+    original = ROWS[index]
+    earlier = [_selected(r, rel.state, env) for r in ROWS[:index] if r.trigger == original.trigger]
+    sel, sel2 = _selected(original, rel.state, env), _selected(mutant, rel.state, env)
+    (c, post, outs), (c2, post2, outs2) = _effect(original, rel), _effect(mutant, rel)
+    same_post = z3.And([_eq(post[k], post2[k]) for k in post])
+    same = z3.And(sel == sel2, z3.Implies(sel, z3.And(c == c2, z3.Implies(c, z3.And(same_post,
+                                                                                     _same_outputs(outs, outs2))))))
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(*assumed, to_z3(enabled(original.trigger), env), z3.Not(z3.Or(earlier)) if earlier else True)
+    solver.add(z3.Not(same))
+    if solver.check() != z3.unsat:
+        return ""
+    return (f"Z3: wherever no earlier row of {original.trigger} applies, the mutated row is selected exactly where "
+            f"the table's is and gives the same state and outputs (every state keeping the structural invariants and request the drivers send, sizes "
+            f"{', '.join(f'{k} {v}' for k, v in sorted(rel.sizes.items()))})")
