@@ -13,6 +13,8 @@ from hypothesis import seed as seed_of
 from hypothesis.errors import Flaky, Unsatisfiable
 from hypothesis.stateful import get_state_machine_test
 
+from groupspec.checkers.scenarios.model import is_action
+
 from .adapter import AdapterBroken, Factory, Unsupported
 from .interrupts import deferred
 from .lockstep import Divergence, SpecFailure, replay_in_lockstep
@@ -217,7 +219,6 @@ def _corpus_phase(factory: Factory, overrides: dict, covered: dict):
 
 # -- the scenario of a divergence, cut down ----------------------------------------------------------
 
-ACTIONS = ("send", "advance_ms", "storage", "coordinator")
 MAX_REPLAYS = 600
 
 
@@ -233,7 +234,7 @@ def minimal(found: Divergence, factory: Factory) -> Divergence:
         changed = False
         i = 0
         while i < len(units) and tries < MAX_REPLAYS:
-            if not any(k in units[i][0] for k in ACTIONS):
+            if not is_action(units[i][0]):
                 i += 1
                 continue
             tries += 1
@@ -248,7 +249,7 @@ def minimal(found: Divergence, factory: Factory) -> Divergence:
 def _units(steps: list[dict]) -> list[list[dict]]:
     units: list[list[dict]] = []
     for s in steps:
-        if any(k in s for k in ACTIONS) or not units:
+        if is_action(s) or not units:
             units.append([s])
         else:
             units[-1].append(s)

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from groupspec.checkers.review import walkthrough as W
+from groupspec.checkers.scenarios.model import is_action
 from groupspec.spec.kafka import brief
 
 from .adapter import Unsupported
 from .lockstep import Divergence, Lockstep, replay_in_lockstep
 
-ACTIONS = ("send", "advance_ms", "storage", "coordinator")
 
 
 def step_words(step: dict) -> str:
@@ -58,7 +58,7 @@ class _Recorder:
     def __call__(self, lock: Lockstep, diverged: Divergence | None = None) -> None:
         new = [s for s, _ in lock.steps[self.done:]]
         self.done = len(lock.steps)
-        action = next((s for s in reversed(new) if any(k in s for k in ACTIONS)), None)
+        action = next((s for s in reversed(new) if is_action(s)), None)
         world = lock.ref.worlds[0]
         fired = world.coord.fired[self.fired:] if len(world.coord.fired) >= self.fired else world.coord.fired
         self.fired = len(world.coord.fired)

@@ -21,6 +21,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from groupspec.checkers.scenarios.model import is_action
 from groupspec.spec.lang import NONE
 from groupspec.spec.schema import CONFIG_KEYS
 from groupspec.spec.table import ROWS, rows_for
@@ -191,6 +192,17 @@ def _bound(lock, rid: str) -> str | None:
     return None
 
 
+def _before_deadline(steps: list, i: int) -> bool:
+    """Step `i` is a snapshot taken where a clock advance landed 1 ms before one of the spec's deadlines (the
+    lockstep takes an advance in hops: conform/lockstep.py `act`): kept, it pins that the timer has not fired
+    yet, so the scenario tells a timer that fires early from the right one."""
+    if "snapshot" not in steps[i][0]:
+        return False
+    prev = next((st for st, _ in reversed(steps[:i]) if is_action(st)), None)
+    after = next((st for st, _ in steps[i + 1:] if is_action(st)), None)
+    return prev is not None and "advance_ms" in prev and after == {"advance_ms": 1}
+
+
 def translate(model, path: list, row: str, coordinator: set[str]) -> dict:
     """The scenario of a world path ending in a step that fires `row`, with the first TIMEOUTS that give one
     (Untranslatable if none does)."""
@@ -246,7 +258,7 @@ def _translate(model, path: list, row: str, coordinator: set[str], timeouts: tup
                         ids[m] = var
     if row not in lock.impl.coord.fired:
         raise Untranslatable("the translated steps do not fire the row")
-    steps = [st for st, shown in lock.steps if shown]
+    steps = [st for i, (st, shown) in enumerate(lock.steps) if shown or _before_deadline(lock.steps, i)]
     snaps = [st for st, shown in lock.steps if "snapshot" in st]
     if snaps:
         steps.append(snaps[-1])         # the group as the spec leaves it: what the row did to it

@@ -25,6 +25,12 @@ from groupspec.impl.requests import check as check_request
 from groupspec.spec.kafka import APIS, ERRORS, INT64_MAX, ConfigError, brief, check_config, clip
 
 STEP_KINDS = ("send", "expect", "advance_ms", "storage", "coordinator", "snapshot", "assign")
+ACTIONS = ("send", "advance_ms", "storage", "coordinator")     # the kinds of step that do something (the rest look)
+
+
+def is_action(step: dict) -> bool:
+    """A scenario step (its raw mapping) that acts on the coordinator, as opposed to one that observes it."""
+    return any(k in step for k in ACTIONS)
 COORDINATOR_EVENTS = ("unload", "begin_load", "load", "expire_offsets")
 STATE_NAMES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 FORM_KEYS = ("bind", "any_of", "not")
