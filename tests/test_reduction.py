@@ -11,6 +11,7 @@ import pytest
 
 from groupspec.checkers.review.counterexample import to_itf
 from groupspec.checkers.search.explicit import check
+from groupspec.checkers.search.model import Model, Property
 from groupspec.checkers.world.clients import CP
 from groupspec.checkers.world.itf_replay import replay
 from groupspec.checkers.world.presets import PRESETS
@@ -140,3 +141,36 @@ def test_check_reports_the_reduction_and_refuses_what_it_cannot_do(monkeypatch, 
                                                     "--liveness")
     assert "--workers 2 with --reduction" in refused(monkeypatch, capsys, "check", "--preset", "tiny", "--reduction",
                                                      "--workers", "2")
+
+
+class _Toggle(Model):
+    """Process A flips a bit forever; process B counts to 3, and the property is that it never gets
+    there.  A's flip is independent of B's step and invisible (the property reads B's count only), so
+    {A's flip} is an ample set everywhere; alone it would go round A's cycle and never let B move."""
+
+    def init_states(self):
+        return [(0, 0)]
+
+    def successors(self, s):
+        a, b = s
+        return [("A flips", (1 - a, b))] + ([("B steps", (a, b + 1))] if b < 3 else []), 0
+
+    def properties(self):
+        return [Property("B below 3", lambda s: s[1] < 3)]
+
+    def ample(self, s, succ):
+        return [x for x in succ if x[0] == "A flips"]
+
+
+def test_the_cycle_proviso_keeps_an_ample_set_from_going_round_a_cycle_for_ever():
+    full, reduced = check(_Toggle(), symmetry=False), check(_Toggle(), symmetry=False, reduction=True)
+    assert (reduced.result, reduced.violation) == (full.result, full.violation) == ("violation", "B below 3")
+    assert reduced.ample_states > 0 and reduced.generated < reduced.enabled
+    assert [st for st, _ in reduced.path[1:]].count("B steps") == 3
+
+
+def test_a_model_without_independence_is_searched_in_full():
+    from test_explicit import _Counters
+    full, reduced = check(_Counters(stuck=2)), check(_Counters(stuck=2), reduction=True)
+    assert (reduced.result, reduced.distinct_states, reduced.generated, reduced.ample_states) == \
+        (full.result, full.distinct_states, full.generated, 0)

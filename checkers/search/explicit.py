@@ -311,7 +311,7 @@ def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, r
     pending = None      # a successor that breaks a state invariant, found while expanding this level
     while level:
         nxt = []
-        fresh: set = set()      # the fingerprints in nxt (the cycle proviso of the reduction)
+        fresh = set() if reduction else None    # the fingerprints in nxt (the reduction's cycle proviso)
         depth = X.depth + 1
         for s, fs in level:
             # A failure of the expansion itself (a deadlock: a path of `depth - 1` steps; a row
@@ -335,7 +335,8 @@ def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, r
                     pending = (bad, ft)
                     break
                 nxt.append((ct, ft))
-                fresh.add(ft)
+                if reduction:
+                    fresh.add(ft)
             tick += 1
             if tick & 1023 == 0:
                 if progress:
