@@ -39,7 +39,7 @@ class _Recording(WorldModel):
         return super().violated(s)
 
 
-SMALL_PRESETS = ["tiny", "small", "twogen", "static", "hung", "settle"]
+SMALL_PRESETS = ["tiny", "small", "twogen", "static", "hung", "settle", pytest.param("faults", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("preset", SMALL_PRESETS)
