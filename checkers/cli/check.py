@@ -22,6 +22,10 @@ def check_cmd(
     symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="symmetry reduction over clients"),
     liveness: bool = typer.Option(False, "--liveness", help="also look for a fair cycle stuck in a rebalance "
                                                             "(keeps the graph; turns symmetry off)"),
+    reduction: bool = typer.Option(False, "--reduction/--no-reduction",
+                                   help="partial-order reduction: where a client's own steps commute with every "
+                                        "other step and change nothing the invariants read, take only those (one "
+                                        "process; a counterexample may be longer than the shortest)"),
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes expanding states (default 2; "
                                                                    "1: a single process)"),
@@ -49,7 +53,13 @@ def check_cmd(
     if liveness and workers is not None and workers != 1:
         fail_input(f"--workers {workers} with --liveness: the liveness search keeps the whole state graph in one "
                    f"process; leave out --workers")
-    workers = 1 if liveness else bounded_workers("--workers", 2 if workers is None else workers)
+    if reduction and liveness:
+        fail_input("--reduction with --liveness: the liveness search takes every step (fairness needs a stronger "
+                   "cycle proviso than the reduction has); leave out --reduction")
+    if reduction and workers is not None and workers != 1:
+        fail_input(f"--workers {workers} with --reduction: the reduced search runs in one process (its cycle "
+                   f"proviso asks the whole visited set); leave out --workers")
+    workers = 1 if liveness or reduction else bounded_workers("--workers", 2 if workers is None else workers)
     on_disk = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
     if max_states is not None and max_states < 1:
         fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
@@ -77,11 +87,13 @@ def check_cmd(
                 spilled = {"in_memory_limit_per_worker": on_disk.keywords["limit"]}
         elif on_disk:
             with on_disk() as seen:
-                res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, visited=seen)
+                res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, visited=seen,
+                            reduction=reduction)
                 spilled = {"in_memory_limit": seen.limit, "spills": seen.spills, "merges": seen.merges,
                            "runs_at_end": len(seen.runs), "on_disk_at_end": seen.on_disk}
         else:
-            res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness)
+            res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness,
+                        reduction=reduction)
     except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
         fail_input(f"the search stopped: {e}")
     except OSError as e:         # the visited set's folder: full, unwritable
@@ -107,6 +119,7 @@ def check_cmd(
            "symmetry_reduction": round(res.unreduced_states / max(1, res.distinct_states), 2),
            "seconds": round(res.seconds, 2), "states_per_second": round(res.states_per_second),
            "workers": workers, "visited": "memory" if spilled is None else {"disk": spilled},
+           "reduction": _reduction_doc(res),
            "depth": res.depth, "complete": res.complete, "invariants": res.invariants,
            "states_first_reached_per_depth": res.levels,
            "waived": [{"invariant": n, "why": w} for n, w in cfg.waive],
@@ -133,6 +146,12 @@ def check_cmd(
         if res.symmetry:
             out.print(f"symmetry reduction: {doc['symmetry_reduction']}x ({res.unreduced_states:,} states "
                       f"without it)", markup=False)
+        if res.reduction:
+            r = doc["reduction"]
+            out.print(f"partial-order reduction: {r['transition_reduction']}x fewer transitions taken "
+                      f"({res.generated:,} of {res.enabled:,}; ample sets at {res.ample_states:,} of "
+                      f"{res.distinct_states:,} states); the states it saves: compare with --no-reduction"
+                      + ("; the counterexample may be longer than the shortest" if res.path else ""), markup=False)
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
     if res.path and out_path:
@@ -163,6 +182,16 @@ def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float
         fail_input(f"--visited-dir {folder}: not a folder; give a folder (it is made if missing)")
     # the memory is shared among the workers, each with a visited set of its own
     return partial(SpillingVisited, where, limit=max(1, states_for(2.0 if memory is None else memory) // workers))
+
+
+def _reduction_doc(res) -> dict | None:
+    """What partial-order reduction did: the transitions it took out of those enabled, and where. How many
+    states it saved is known only beside a search without it (benchmarks/reduction.py)."""
+    if not res.reduction:
+        return None
+    return {"ample_states": res.ample_states, "enabled_transitions": res.enabled, "taken_transitions": res.generated,
+            "transition_reduction": round(res.enabled / max(1, res.generated), 2),
+            "counterexample_shortest": False if res.path else None}
 
 
 @world_options

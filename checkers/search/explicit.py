@@ -14,6 +14,16 @@ Three searches, one expand step (`_Explorer`): `check` (one process),
 With `symmetry` a state is kept as its model's representative (for the
 closed world: clients renamed into a canonical order); the liveness search
 keeps states as they are, since fairness is per client.
+
+With `reduction` (partial-order reduction, the sequential search only) a
+state is expanded by its model's ample set (`Model.ample`: one process's
+steps, independent of the others' and invisible to the properties) where
+that set does not close a cycle: the BFS proviso is that no successor it
+takes is a state already kept at this depth or above (the last state of a
+cycle to be expanded has a successor expanded before it, so every cycle of
+the reduced graph has a state expanded in full).  Every state the properties
+can tell apart is still reached, and every deadlock and every broken step,
+but a counterexample may be longer than the shortest.
 """
 from __future__ import annotations
 
@@ -116,6 +126,9 @@ class Result:
     complete: bool = True                        # False if stopped at --max-states
     loop_start: int = -1                         # a lasso: the path's index where the loop begins
     unreduced_states: int = 0                    # with symmetry: the states the search stands for
+    reduction: bool = False                      # partial-order reduction
+    ample_states: int = 0                        # with it: the states expanded by an ample set
+    enabled: int = 0                             # with it: the successors of the states expanded, all of them
     levels: list = field(default_factory=list)   # distinct states first reached at each depth 0, 1, ...
 
     @property
@@ -153,8 +166,8 @@ class _Explorer:
     that spills to disk: visited.py).
     """
 
-    def __init__(self, model: Model, symmetry: bool, deadlock: bool, visited=None):
-        self.model, self.symmetry, self.deadlock = model, symmetry, deadlock
+    def __init__(self, model: Model, symmetry: bool, deadlock: bool, visited=None, reduction: bool = False):
+        self.model, self.symmetry, self.deadlock, self.reduction = model, symmetry, deadlock, reduction
         self.rep = model.representative if symmetry else _same
         self.orbit = model.orbit if symmetry else _one
         self.violated = model.violated
@@ -163,6 +176,8 @@ class _Explorer:
         self.steps = Counter()         # step -> how many transitions it labels (coverage: model.covered)
         self.generated = 0
         self.unreduced = 0             # the states the kept ones stand for
+        self.ample_states = 0          # states expanded by an ample set (reduction)
+        self.enabled = 0               # the successors of every state expanded, taken or not
         self.depth = 0
         self.levels: list = []         # distinct states first kept at each depth
         self.names = model.invariants()
@@ -176,20 +191,38 @@ class _Explorer:
             return None, 0
         return succ, cut
 
-    def expand(self, s) -> tuple[list | None, int]:
-        """As `successors`, each successor as (step, representative, fingerprint), counted."""
+    def expand(self, s, fresh: set | None = None) -> tuple[list | None, int]:
+        """As `successors`, each successor as (step, representative, fingerprint), counted.  With
+        reduction, only the model's ample set of `s` where none of its successors is kept already
+        outside `fresh` (the states first kept at the next depth): the cycle proviso."""
         succ, cut = self.successors(s)
         if succ is None:
             return None, 0
         if not succ:
             return [], cut
-        self.generated += len(succ)
-        # per successor, in loops CPython runs in C (map, zip, Counter's count): the Python-level
-        # loop over them was an eighth of a warm search
+        self.enabled += len(succ)
+        if self.reduction:
+            part = self.model.ample(s, succ)
+            if part is not None:
+                out = self._represented(part)
+                seen = self.seen
+                if all(ft not in seen or ft in fresh for _, _, ft in out):
+                    self.ample_states += 1
+                    return self._counted(out), cut
+        return self._counted(self._represented(succ)), cut
+
+    def _represented(self, succ: list) -> list:
+        """Each successor as (step, representative, fingerprint), in loops CPython runs in C (map, zip):
+        the Python-level loop over them was an eighth of a warm search."""
         steps, ts = zip(*succ)
-        self.steps.update(steps)
         cts = list(map(self.rep, ts)) if self.symmetry else ts
-        return list(zip(steps, cts, map(hash, cts))), cut
+        return list(zip(steps, cts, map(hash, cts)))
+
+    def _counted(self, out: list) -> list:
+        """`out`, its transitions counted as generated and by step (coverage)."""
+        self.generated += len(out)
+        self.steps.update(step for step, _, _ in out)
+        return out
 
     def admit(self, ct, ft: int, parent: int | None) -> str | None:
         """Keep a state not seen before (`ft` not in `seen`); the property it breaks, or None."""
@@ -223,7 +256,8 @@ class _Explorer:
         path = self.path(seen or self.seen, at, last) if at is not None else []
         return Result(result, len(self.seen), self.generated, time.perf_counter() - self.start, self.depth,
                       self.symmetry, self.names, self.coverage, violation, path, complete=result != "stopped",
-                      unreduced_states=self.unreduced, levels=list(self.levels))
+                      unreduced_states=self.unreduced, levels=list(self.levels), reduction=self.reduction,
+                      ample_states=self.ample_states, enabled=self.enabled)
 
     def count(self, depth: int, new: int = 1) -> None:
         """`new` distinct states kept at `depth` (a search that stops early leaves its last depth's
@@ -233,8 +267,9 @@ class _Explorer:
         self.levels[depth] += new
 
     def path(self, seen, at: int, last=None) -> list:
-        """A concrete shortest path to the state with fingerprint `at`, replayed from an initial
-        state, in the model's flat view; `last`: the step that broke a property, at its end."""
+        """A concrete path to the state with fingerprint `at` (a shortest one, but with reduction),
+        replayed from an initial state, in the model's flat view; `last`: the step that broke a
+        property, at its end."""
         model, rep = self.model, self.rep
         chain = []
         cur = at
@@ -258,23 +293,27 @@ class _Explorer:
 
 
 def check(model: Model, symmetry: bool = True, progress=None, max_states: int | None = None,
-          deadlock: bool = True, liveness: bool = False, visited=None) -> Result:
+          deadlock: bool = True, liveness: bool = False, visited=None, reduction: bool = False) -> Result:
     """Search `model` breadth-first, level by level; with `liveness`, also look for a fair
     lasso stuck among transient states and for states without progress (the graph is kept,
     and symmetry is off so that fairness is per client).  `visited`: the empty visited set to
     use instead of a dict (visited.py's, which spills to disk), for the search without liveness
-    (which keeps the whole graph in memory anyway)."""
+    (which keeps the whole graph in memory anyway).  With `reduction`, by ample sets (not with
+    `liveness`: its fairness needs a stronger proviso than this search has)."""
+    if liveness and reduction:
+        raise ValueError("partial-order reduction is for safety: the liveness search takes every step")
     with _no_cyclic_gc():
         if liveness:
             if visited is not None:
                 raise ValueError("the liveness search keeps the state graph in memory: a visited set on disk "
                                  "would not make it fit")
             return _check_liveness(model, max_states, deadlock, progress)
-        return _check(model, symmetry, progress, max_states, deadlock, visited)
+        return _check(model, symmetry, progress, max_states, deadlock, visited, reduction)
 
 
-def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, visited=None) -> Result:
-    X = _Explorer(model, symmetry, deadlock, visited)
+def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, visited=None,
+           reduction: bool = False) -> Result:
+    X = _Explorer(model, symmetry, deadlock, visited, reduction)
     seen, expand, admit, finish = X.seen, X.expand, X.admit, X.finish
     bad = X.admit_roots()
     if bad:
@@ -284,6 +323,7 @@ def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, v
     pending = None      # a successor that breaks a state invariant, found while expanding this level
     while level:
         nxt = []
+        fresh = set() if reduction else None    # the fingerprints in nxt (the reduction's cycle proviso)
         depth = X.depth + 1
         for s, fs in level:
             # A failure of the expansion itself (a deadlock: a path of `depth - 1` steps; a row
@@ -291,7 +331,7 @@ def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, v
             # among the successors (`depth` steps), so once one of those is found the rest of the
             # level is still expanded, for the shorter failures only.
             try:
-                succ, _ = X.successors(s) if pending else expand(s)
+                succ, _ = X.successors(s) if pending else expand(s, fresh)
             except InvariantViolation as e:      # the failing step is the path's last: `depth` steps
                 X.depth = depth
                 return finish("violation", e.invariant.name, fs, last=model.failing_step(e))
@@ -307,6 +347,8 @@ def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, v
                     pending = (bad, ft)
                     break
                 nxt.append((ct, ft))
+                if reduction:
+                    fresh.add(ft)
             tick += 1
             if tick & 1023 == 0:
                 if progress:

@@ -41,8 +41,9 @@ class Property(Generic[State]):
 
 class Model(ABC, Generic[State]):
     """A transition system to search.  Three methods are required (`init_states`, `successors`,
-    `properties`); the rest have the defaults of a model without symmetry, fairness, faults or ends, which a
-    model overrides where it has them (the closed world overrides them all, and `violated` with a memo)."""
+    `properties`); the rest have the defaults of a model without symmetry, independence, fairness, faults or
+    ends, which a model overrides where it has them (the closed world overrides them all, and `violated` with a
+    memo)."""
 
     @abstractmethod
     def init_states(self) -> list[State]:
@@ -97,6 +98,15 @@ class Model(ABC, Generic[State]):
         fairness: one fairness condition), and that action's fairness.  Default: each step its own
         class, the environment's free choice."""
         return step, "none"
+
+    def ample(self, s: State, succ: list) -> list | None:
+        """A part of `succ` (s's successors, as `successors` gave them) that a search may take alone
+        (partial-order reduction): every step one process has enabled, where each is independent of
+        every step the others can take before that process moves (C1), and invisible (it changes
+        nothing the properties read: C2); never empty (C0).  The engine adds the cycle proviso (C3)
+        and takes every successor where the part would close a cycle.  None: take them all.  Default:
+        None (no reduction)."""
+        return None
 
     def covered(self, step) -> tuple[str, ...]:
         """What a step exercises, counted as coverage (the closed world: the names of the table rows that

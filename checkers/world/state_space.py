@@ -52,6 +52,7 @@ from groupspec.spec.assignors import range_assign
 from groupspec.spec.invariants import (INVARIANTS, InvariantViolation, check_after_row,
                                        compiled as compiled_invariants)
 from groupspec.spec.concrete import Layout, compile_term, iter_bits, mask_of
+from groupspec.spec.footprint import IN_FLIGHT, LOCAL, REFERENCED, VISIBLE
 from groupspec.spec.handling import EAGER, RECORD_FIELDS, Eager, vote
 from groupspec.spec.kafka import ERRORS
 from groupspec.spec.lang import NONE, walk
@@ -268,6 +269,11 @@ class WorldModel(Model):
         # renaming clients: those configured alike (the same group.instance.id) are interchangeable
         self._classes = cfg.symmetry_classes()
         self._one_class = len(self._classes) == 1
+        # partial-order reduction (spec/footprint.py): a client's own steps, where nothing else can reach it
+        self._client_acts = {d.action.name for d in self._disjuncts if d.action.how.scope == "client"}
+        self._visible = [CP[v] for v in sorted(VISIBLE) if v in CP]
+        self._quiet: dict = {}        # (client, C_i) -> its own steps may form an ample set (C_i alone decides)
+        self._referenced: dict = {}   # G's number -> for each client, whether a reference variable names it
 
     def recipe(self) -> partial:
         """This model again: its class, configuration, rows and eager rule (not its memo tables)."""
@@ -660,6 +666,49 @@ class WorldModel(Model):
             if len(self._gcache) > _CACHE_LIMIT and not self.keep_firings:
                 self._gcache.clear()
             got = self._gcache[key] = self.group.fire(g, trigger, p)
+        return got
+
+    # -- partial-order reduction ------------------------------------------------------
+
+    def ample(self, s: tuple, succ: list) -> list | None:
+        """The steps of the client with the fewest that are all its own (LOCAL) and change nothing the
+        invariants read, where the network holds no request of its and no parked request names it
+        (spec/footprint.py): then no step of anyone else reads or writes its variables until it moves,
+        so its steps are independent of all theirs.  None where no client qualifies, or only one
+        client's steps are enabled at all."""
+        G = s[0]
+        gi = self._gid(G)
+        named = self._referenced.get(gi)
+        if named is None:
+            if len(self._referenced) > _CACHE_LIMIT:
+                self._referenced.clear()
+            f = self._compile(REFERENCED)[1]
+            named = self._referenced[gi] = tuple(bool(f(G, self._pvector({"client": c}, c), ())) for c in range(self.n))
+        mine: dict = {}
+        for item in succ:
+            st = item[0]
+            if st.act in self._client_acts:
+                mine.setdefault(st.who[0], []).append(item)
+        best = None
+        for c, steps in mine.items():
+            if named[c] or (best is not None and len(steps) >= len(best)) or len(steps) == len(succ):
+                continue
+            if self._quiet_client(c, s[c + 1], steps):
+                best = steps
+        return best
+
+    def _quiet_client(self, c: int, C: tuple, steps: list) -> bool:
+        """Client c in local state C has no request in flight, and its own steps (`steps`) are LOCAL
+        and invisible: they leave G and the variables the invariants read as they are."""
+        key = (c, C)
+        got = self._quiet.get(key)
+        if got is None:
+            if len(self._quiet) > _CACHE_LIMIT:
+                self._quiet.clear()
+            vis = [C[p] for p in self._visible]
+            got = not self._client_value(IN_FLIGHT, C, {}) and all(
+                st.act in LOCAL and [t[c + 1][p] for p in self._visible] == vis for st, t in steps)
+            self._quiet[key] = got
         return got
 
     # -- properties -----------------------------------------------------------------
