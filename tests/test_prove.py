@@ -117,6 +117,21 @@ def test_one_set_has_one_count_in_the_unbounded_reading():
     assert r.approximated == {"count"}
 
 
+def test_load_rebuilds_the_instance_id_map_faithfully_for_any_number_of_members():
+    """Load rebuilds group.instance.id → member as the lowest member carrying each id, a Lowest
+    read inside a binder: what is known of a lowest element (one of its set) holds for every
+    value of the binder's variable, so from a record whose instance ids are distinct and carried
+    by members only, the loaded group's map points back at the members that carry each id."""
+    prover = Prover(presets=())
+    system = prover.system("coordinator")
+    pool = {lm.name: lm for lm in prover.pool("coordinator")}
+    record = [pool["record: instance_of distinct over members"], pool["record: instance_of set only for members"]]
+    i = next(k for k, sp in enumerate(system.specs) if sp[0].name == "Load: group with members")
+    c = system.row(i)
+    for name in ("static-ids-unique", "static maps back", "static maps to members"):
+        assert c.ask(record, z3.Not(c.obligation(pool[name])))[0] == z3.unsat, name
+
+
 def test_every_step_keeps_the_unbounded_values_well_formed():
     """No set ever holds `none`, no map sends it elsewhere than the default: the proofs assume
     this of the state before a step, so every step must keep it."""
