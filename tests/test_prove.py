@@ -283,3 +283,24 @@ def test_every_invariant_gets_a_status_and_every_lemma_found_holds_where_the_che
     assert all(p.status in STATUSES for p in proofs)
     assert not [p for p in proofs if p.status == "violated"]
     assert not [p for p in proofs if "PROVER BUG" in p.reason]
+
+
+def test_a_settled_invariant_is_proved_over_the_world_step_for_the_scala_coordinator_only():
+    """join-completes-once-all-rejoined holds between requests: every step ends in the eager
+    CompleteJoin, whose outcomes each leave it true, for any number of members.  Kafka 4.0's Java
+    coordinator does not re-check after a refusal at group.max.size, so without the Scala
+    coordinator assumed the proof fails there; and a table that lost the join's completion to a
+    next generation fails it too."""
+    from groupspec.checkers.proofs.obligations import SCALA_COORDINATOR
+    from groupspec.checkers.proofs.settled import prove_settled
+    inv = BY_NAME["join-completes-once-all-rejoined"]
+    p = Prover(presets=()).prove(inv)
+    assert p.status == "proved", p.reason
+    assert "world step" in p.method and "unbounded" in p.method
+    assert SCALA_COORDINATOR.name in p.assumptions
+    java = prove_settled(inv, ROWS, list(ENVIRONMENT), QUERY_WORK)
+    assert java.status == "unknown" and "no CompleteJoin row" in java.reason, java.reason
+    assert prove_settled(inv, ROWS, list(ENVIRONMENT) + [SCALA_COORDINATOR], QUERY_WORK).status == "proved"
+    lost = [r for r in ROWS if r.name != "CompleteJoin: join completes, next generation"]
+    broken = prove_settled(inv, lost, list(ENVIRONMENT) + [SCALA_COORDINATOR], QUERY_WORK)
+    assert broken.status == "unknown" and "no CompleteJoin row" in broken.reason, broken.reason
