@@ -276,12 +276,18 @@ def settle(host: Host, ctx, after) -> list:
     rule = host.eager
     if after.name in rule.skip_after:
         return [(ctx, None)]
-    check = after.java_recheck
-    params = {"check_forced": check == "complete", "check_skipped": check == "none", "check_batch": after is AFTER_BATCH}
+    params = recheck_params(after)
     res = []
     for c, inside in host.in_state(ctx, rule.state):
         res += handle(host, c, rule.trigger, params) if inside else [(c, None)]
     return res
+
+
+def recheck_params(after) -> dict:
+    """The eager rule's parameters after row `after` (or AFTER_BATCH): how the Java coordinator
+    re-checks there (Row.java_recheck), and whether it is the re-check after a LeaveGroup batch."""
+    check = after.java_recheck
+    return {"check_forced": check == "complete", "check_skipped": check == "none", "check_batch": after is AFTER_BATCH}
 
 
 def leave(host: Host, ctx, params: dict, identities: list[dict]) -> list[tuple[Any, dict | None, list]]:

@@ -248,21 +248,27 @@ class Reading:
         self.approximated.add(n.op)
         free = list(bound.values())
         result = self.sorts.of(n.type)
-        if free:
-            return z3.Function(self.fresh_name(n.op), *[x.sort() for x in free], result)(*free)
         s = self.go(n.args[0], bound)
-        # count and lowest are functions of the set alone: one uninterpreted function each, so
-        # the same set counted in two places (a guard and the chain's earlier guards, a lemma
-        # and a goal) has one count; maxover depends on its body too, so it stays fresh
-        v = (self.sorts.measure(n.op, n.args[0].type.key, result)(s) if n.op in ("count", "lowest")
-             else z3.Const(self.fresh_name(n.op), result))
+        if free:
+            v = z3.Function(self.fresh_name(n.op), *[x.sort() for x in free], result)(*free)
+        else:
+            # count and lowest are functions of the set alone: one uninterpreted function each, so
+            # the same set counted in two places (a guard and the chain's earlier guards, a lemma
+            # and a goal) has one count; maxover depends on its body too, so it stays fresh
+            v = (self.sorts.measure(n.op, n.args[0].type.key, result)(s) if n.op in ("count", "lowest")
+                 else z3.Const(self.fresh_name(n.op), result))
         empty = s == z3.K(self.sorts.sort[n.args[0].type.key], z3.BoolVal(False))
         if n.op == "count":
-            self.side += [v >= 0, (v == 0) == empty]
+            facts = [v >= 0, (v == 0) == empty]
         elif n.op == "maxover":
-            self.side.append(v >= self.go(n.args[2], bound))
+            facts = [v >= self.go(n.args[2], bound)]
         else:
-            self.side.append(z3.If(empty, v == self.sorts.none[n.type.name], z3.Select(s, v)))
+            facts = [z3.If(empty, v == self.sorts.none[n.type.name], z3.Select(s, v))]
+        # inside a binder the facts hold for every value of its variables (without them a
+        # lowest member read per instance id, as Load rebuilds the group.instance.id map, is any
+        # member at all, and no lemma about that map survives a Load)
+        over = [x for x in free if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED]
+        self.side += [z3.ForAll(over, conj(facts))] if over else facts
         return v
 
 

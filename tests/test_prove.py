@@ -117,6 +117,21 @@ def test_one_set_has_one_count_in_the_unbounded_reading():
     assert r.approximated == {"count"}
 
 
+def test_load_rebuilds_the_instance_id_map_faithfully_for_any_number_of_members():
+    """Load rebuilds group.instance.id → member as the lowest member carrying each id, a Lowest
+    read inside a binder: what is known of a lowest element (one of its set) holds for every
+    value of the binder's variable, so from a record whose instance ids are distinct and carried
+    by members only, the loaded group's map points back at the members that carry each id."""
+    prover = Prover(presets=())
+    system = prover.system("coordinator")
+    pool = {lm.name: lm for lm in prover.pool("coordinator")}
+    record = [pool["record: instance_of distinct over members"], pool["record: instance_of set only for members"]]
+    i = next(k for k, sp in enumerate(system.specs) if sp[0].name == "Load: group with members")
+    c = system.row(i)
+    for name in ("static-ids-unique", "static maps back", "static maps to members"):
+        assert c.ask(record, z3.Not(c.obligation(pool[name])))[0] == z3.unsat, name
+
+
 def test_every_step_keeps_the_unbounded_values_well_formed():
     """No set ever holds `none`, no map sends it elsewhere than the default: the proofs assume
     this of the state before a step, so every step must keep it."""
@@ -268,3 +283,24 @@ def test_every_invariant_gets_a_status_and_every_lemma_found_holds_where_the_che
     assert all(p.status in STATUSES for p in proofs)
     assert not [p for p in proofs if p.status == "violated"]
     assert not [p for p in proofs if "PROVER BUG" in p.reason]
+
+
+def test_a_settled_invariant_is_proved_over_the_world_step_for_the_scala_coordinator_only():
+    """join-completes-once-all-rejoined holds between requests: every step ends in the eager
+    CompleteJoin, whose outcomes each leave it true, for any number of members.  Kafka 4.0's Java
+    coordinator does not re-check after a refusal at group.max.size, so without the Scala
+    coordinator assumed the proof fails there; and a table that lost the join's completion to a
+    next generation fails it too."""
+    from groupspec.checkers.proofs.obligations import SCALA_COORDINATOR
+    from groupspec.checkers.proofs.settled import prove_settled
+    inv = BY_NAME["join-completes-once-all-rejoined"]
+    p = Prover(presets=()).prove(inv)
+    assert p.status == "proved", p.reason
+    assert "world step" in p.method and "unbounded" in p.method
+    assert SCALA_COORDINATOR.name in p.assumptions
+    java = prove_settled(inv, ROWS, list(ENVIRONMENT), QUERY_WORK)
+    assert java.status == "unknown" and "no CompleteJoin row" in java.reason, java.reason
+    assert prove_settled(inv, ROWS, list(ENVIRONMENT) + [SCALA_COORDINATOR], QUERY_WORK).status == "proved"
+    lost = [r for r in ROWS if r.name != "CompleteJoin: join completes, next generation"]
+    broken = prove_settled(inv, lost, list(ENVIRONMENT) + [SCALA_COORDINATOR], QUERY_WORK)
+    assert broken.status == "unknown" and "no CompleteJoin row" in broken.reason, broken.reason

@@ -20,7 +20,9 @@ subset that is inductive as a whole.  The lemmas a proof used are the unsat
 cores of its queries, closed under the lemmas those needed in turn.  Where
 Houdini finds no proof, Z3's Spacer, a second engine on constrained Horn
 clauses over the same rows, searches for an inductive relation of its own
-(`chc.py`; for fixed sizes).
+(`chc.py`; for fixed sizes).  A settled invariant, which holds between requests
+only, is proved over the world's step instead: every step ends in the eager
+CompleteJoin, and each of its outcomes must leave it true (`settled.py`).
 
 What the table leaves to its environment is assumed, in words and as terms
 (`ENVIRONMENT`): a fresh member id is one never issued; a request's member id
@@ -43,6 +45,7 @@ The modules, from the bottom up (each imports only those above it):
 * ``reached.py``: the states the explicit checker reaches, which sift and refute lemmas;
 * ``houdini.py``: the induction queries and Houdini's search;
 * ``chc.py``: Spacer on the table's Horn clauses;
+* ``settled.py``: a settled invariant by induction over the world's step (a row, then the eager rule);
 * ``describe.py``: a counterexample to induction in the spec's words and as a scenario fragment;
 * ``prover.py``: the prover, one invariant at a time;
 * ``command.py``: what ``groupspec prove`` prints, the proofs run each in a process of its own (which

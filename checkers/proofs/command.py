@@ -11,7 +11,7 @@ from typing import Iterator
 
 import z3
 
-from .obligations import CLOSED_WORLD, ENVIRONMENT, WORK_PER_SECOND
+from .obligations import every_assumption, WORK_PER_SECOND
 from .prover import Prover
 from .results import Proof
 from groupspec.spec.invariants import INVARIANTS
@@ -132,7 +132,7 @@ def exit_code(proofs) -> int:
 def as_json(proofs, prover) -> dict:
     pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in prover.pool(scope)}
     used = sorted({n for p in proofs for n in p.lemmas})
-    asm = list(ENVIRONMENT) + [a for v in CLOSED_WORLD.values() for a in v]
+    asm = every_assumption()
     return {"result": "violated" if exit_code(proofs) else "ok",
             "invariants": [p.as_json() for p in proofs],
             "lemmas": [{"name": n, "meaning": pool[n].meaning, "origin": pool[n].origin} for n in used if n in pool],
@@ -164,5 +164,5 @@ def print_table(console, proofs, prover) -> None:
         for n in used:
             console.print(f"  {n}: {pool[n].meaning}" if n in pool else f"  {n}", markup=False, highlight=False)
     console.print("assumed of the environment: " + "; ".join(
-        f"{a.name} ({a.meaning})" for a in list(ENVIRONMENT) + [a for v in CLOSED_WORLD.values() for a in v]),
+        f"{a.name} ({a.meaning})" for a in every_assumption()),
         markup=False, highlight=False)

@@ -129,6 +129,26 @@ CLOSED_WORLD: dict[str, tuple[Assumption, ...]] = {
 }
 
 
+# what an invariant Kafka 4.0's Java coordinator does not keep (its `java_breaks`) is proved under
+SCALA_COORDINATOR = Assumption(
+    "scala-coordinator",
+    "the coordinator is Kafka 3.9's Scala one (group.coordinator.new.enable off): the invariant says how the Java "
+    "coordinator does not keep it (java_breaks)",
+    Not(P.cfg_new_coordinator))
+
+
+def assumed_for(inv) -> tuple[Assumption, ...]:
+    """What a proof of invariant `inv` assumes beyond ENVIRONMENT: its clients' guarantees in a
+    closed world, and the Scala coordinator where the Java one does not keep it."""
+    return CLOSED_WORLD.get(inv.name, ()) + ((SCALA_COORDINATOR,) if inv.java_breaks else ())
+
+
+def every_assumption() -> list[Assumption]:
+    """Every assumption some proof of the catalog makes, once each."""
+    extra = {a.name: a for inv in INVARIANTS for a in assumed_for(inv)}
+    return list(ENVIRONMENT) + list(extra.values())
+
+
 def is_config(a: Assumption) -> bool:
     """An assumption only about the broker's configuration: true before and after every step."""
     params = params_of(a.formula)

@@ -16,11 +16,12 @@ from groupspec.spec.table import ROWS
 from .chc import refuted, spacer
 from .describe import describe_cti
 from .houdini import System
-from .obligations import (as_lemma, catalog_lemmas, CLOSED_WORLD, ENVIRONMENT, Lemma, QUERY_WORK, QUICK_WORK,
-                          record_lemmas, templates, vars_of, vocabulary, Work)
+from .obligations import (as_lemma, assumed_for, catalog_lemmas, CLOSED_WORLD, ENVIRONMENT, Lemma, QUERY_WORK,
+                          QUICK_WORK, record_lemmas, templates, vars_of, vocabulary, Work)
 from .reached import reachable, refuted_by, world_config
 from .readings import Reading, RowCtx, kind_goal
 from .results import CTI, Proof, model_value
+from .settled import prove_settled
 
 class Prover:
     """Proves the catalog's invariants; the strengthening found is kept for every invariant."""
@@ -102,12 +103,11 @@ class Prover:
                     return
 
     def _prove(self, inv: Invariant) -> Proof:
-        asm = [a.name for a in ENVIRONMENT] + [a.name for a in CLOSED_WORLD.get(inv.name, ())]
-        if inv.settled:
-            return Proof(inv.name, "unknown", "none", reason=(
-                "a settled invariant: it holds between requests, after the eager CompleteJoin that follows a "
-                "row, not after every row, so row-by-row induction does not apply; the explicit checker "
-                "checks it on every world state"), assumptions=asm)
+        asm = [a.name for a in ENVIRONMENT + assumed_for(inv)]
+        if inv.settled:     # it holds between requests, after the eager CompleteJoin, not after every row
+            p = prove_settled(inv, self.rows, list(ENVIRONMENT + assumed_for(inv)), self.query_work)
+            p.assumptions = asm
+            return p
         if inv.scope == "closed-world" and inv.name not in CLOSED_WORLD:
             return Proof(inv.name, "unknown", "none", reason="a closed-world invariant without a declared "
                          "assumption about the clients (CLOSED_WORLD)", assumptions=asm)
