@@ -188,9 +188,12 @@ class Server:
         peer = writer.get_extra_info("peername")
         try:
             while True:
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that lands as the
+                # read completes (CPython gh-86296), and this loop then outlives the server's stop
                 try:
-                    chunk = await asyncio.wait_for(reader.read(1 << 16), self.idle_ms / 1000)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(self.idle_ms / 1000):
+                        chunk = await reader.read(1 << 16)
+                except TimeoutError:
                     log.info("closing a connection from %s: idle for %d ms%s", peer, self.idle_ms,
                              f", {len(buf)} bytes of a frame unfinished" if buf else "")
                     break
