@@ -25,11 +25,12 @@ from groupspec.checkers.scenarios.model import is_action
 from groupspec.spec.lang import NONE
 from groupspec.spec.schema import CONFIG_KEYS
 from groupspec.spec.table import ROWS, rows_for
-from groupspec.spec.world import NOT_IN_WORLD, WORLD_COORDINATOR, WORLD_INDEX, Kind
+from groupspec.spec.world import APPEND_ERRORS, NOT_IN_WORLD, WORLD_COORDINATOR, WORLD_INDEX, Kind
 
 GROUP = "g0"                        # the lockstep's group (its snapshots name it)
 CANDIDATES = 4                      # paths kept per row, shortest first: the next is tried when one fails
-APPEND_FAILURE = "NOT_ENOUGH_REPLICAS"      # spec/world.py APPEND_ERRORS: the world's failed append
+# the world's failed append: the one error of spec/world.py APPEND_ERRORS a switch turns on
+APPEND_FAILURE = next(e for e, switches in APPEND_ERRORS if switches)
 # The session and rebalance timeouts a client's JoinGroup gives: durations are abstract in the world (any armed
 # timer may fire next), and concrete ones decide which fires first, so a path is tried with each in turn
 TIMEOUTS = ((10_000, 10_000), (30_000, 10_000), (10_000, 30_000), (1_000, 10_000))
