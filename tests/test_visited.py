@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import marshal
 import subprocess
 import sys
 from functools import partial
@@ -11,9 +12,10 @@ from functools import partial
 import pytest
 
 from groupspec.checkers.search.explicit import check, check_parallel
+from groupspec.checkers.search.frontier import SpillingLevel
 from groupspec.checkers.search.visited import SpillingVisited
 from groupspec.checkers.world.presets import PRESETS
-from groupspec.checkers.world.state_space import WorldModel
+from groupspec.checkers.world.state_space import MEMO_TABLES, WorldModel
 
 from test_cli_input import refused, run_cli
 from test_explicit import _with
@@ -43,6 +45,45 @@ def test_a_search_that_spills_is_the_search_in_memory(preset, tmp_path):
     assert not any(tmp_path.iterdir())                              # closed: its files are gone
 
 
+@pytest.mark.parametrize("preset", ["tiny", "small", "twogen"])
+def test_a_search_whose_levels_spill_is_the_search_in_memory(preset, tmp_path):
+    in_memory = check(WorldModel(PRESETS[preset]))
+    with SpillingVisited(tmp_path, limit=50, level_limit=7) as seen:
+        spilled = check(WorldModel(PRESETS[preset]), visited=seen)
+        assert seen.level_spills >= sum(n // 7 for n in in_memory.levels) > 0
+    _same_search(spilled, in_memory)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_level_reads_back_in_order_its_parts_shared_and_its_chunks_removed(tmp_path):
+    g = tuple(range(30))                    # a group part many states share
+    items = [((g, (i,)), hash(i)) for i in range(25)]
+    level = SpillingLevel(tmp_path, 4, "level")
+    for item in items:
+        level.append(item)
+    assert len(level) == 25 and len(list(tmp_path.glob("*.level"))) == 6 and len(level.mem) == 1
+    back = iter(level)
+    first = [next(back) for _ in range(4)]
+    assert len(list(tmp_path.glob("*.level"))) == 5                 # a chunk is removed once read
+    got = first + list(back)
+    assert got == items and not any(tmp_path.iterdir())
+    assert got[0][0][0] is got[3][0][0]                             # one G object again within a chunk
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten"])
+def test_a_damaged_level_is_an_error_naming_its_file_never_fewer_states(damage, tmp_path):
+    level = SpillingLevel(tmp_path, 4, "level")
+    for i in range(9):
+        level.append(((i,), i))
+    chunk = sorted(tmp_path.glob("*.level"))[1]
+    data = chunk.read_bytes()
+    chunk.write_bytes(data[:len(data) // 2] if damage == "truncated" else marshal.dumps({"not": "states"}))
+    with pytest.raises(OSError) as e:
+        list(level)
+    said = "cannot be read back" if damage == "truncated" else "holds a dict, not the states written"
+    assert e.value.filename == str(chunk) and said in e.value.strerror
+
+
 def test_a_counterexample_is_rebuilt_from_parent_links_on_disk(tmp_path):
     rows = _with("StoreGroupDone: assignment stored", target=None)
     in_memory = check(WorldModel(TINY, rows))
@@ -56,7 +97,8 @@ def test_a_counterexample_is_rebuilt_from_parent_links_on_disk(tmp_path):
 @pytest.mark.parametrize("preset", ["small", "twogen"])
 def test_parallel_workers_that_spill_search_as_one_process_does(preset, tmp_path):
     one = check(WorldModel(PRESETS[preset]))
-    two = check_parallel(WorldModel(PRESETS[preset]), workers=2, visited=partial(SpillingVisited, tmp_path, limit=30))
+    two = check_parallel(WorldModel(PRESETS[preset]), workers=2,
+                         visited=partial(SpillingVisited, tmp_path, limit=30, level_limit=5))
     assert (two.result, two.distinct_states, two.generated, two.depth, two.levels, two.unreduced_states) == \
            (one.result, one.distinct_states, one.generated, one.depth, one.levels, one.unreduced_states)
     assert not any(tmp_path.iterdir())                              # each worker removed its files
@@ -93,7 +135,7 @@ _KILLED = """
 import os, signal, sys
 from groupspec.checkers.search import visited
 from groupspec.checkers.world.presets import PRESETS
-from groupspec.checkers.world.state_space import WorldModel
+from groupspec.checkers.world.state_space import MEMO_TABLES, WorldModel
 from groupspec.checkers.search.explicit import check
 
 class Dies(visited.SpillingVisited):
@@ -102,7 +144,7 @@ class Dies(visited.SpillingVisited):
         if self.spills == 5:        # killed with runs on disk, as a kill -9 or the OOM killer would
             os.kill(os.getpid(), signal.SIGKILL)
 
-check(WorldModel(PRESETS["small"]), visited=Dies(sys.argv[1], limit=40))
+check(WorldModel(PRESETS["small"]), visited=Dies(sys.argv[1], limit=40, level_limit=10))
 """
 
 
@@ -110,7 +152,7 @@ def test_a_killed_run_leaves_nothing_a_later_run_trusts(tmp_path):
     got = subprocess.run([sys.executable, "-c", _KILLED, str(tmp_path)], capture_output=True, text=True)
     assert got.returncode == -9, got.stderr
     left = list(tmp_path.iterdir())
-    assert len(left) == 1 and any(left[0].iterdir())               # the killed run's files
+    assert len(left) == 1 and any(left[0].glob("*.npy")) and any(left[0].glob("*.level"))   # the killed run's
     expected = check(WorldModel(PRESETS["small"]))
     with SpillingVisited(tmp_path, limit=40) as seen:
         assert not left[0].exists()                                  # its process is gone: removed
@@ -127,11 +169,16 @@ def test_check_cli_spills_past_its_memory_and_agrees(monkeypatch, capsys, tmp_pa
         code, out, err = run_cli(monkeypatch, capsys, "check", "--preset", "tiny", "--json", *args)
         assert code in (0, None), err
         return json.loads(out)
-    disk = run("--memory", "0.00001", "--visited-dir", str(tmp_path), "--workers", "1")   # 83 in memory
-    disk2 = run("--memory", "0.00001", "--visited-dir", str(tmp_path))                   # 41 in each worker's
+    # 10 kB: a third for memo tables (at least 1,000 entries each), the rest half for 27 fingerprints,
+    # half for levels of 6 states (three at once); split over two workers
+    disk = run("--memory", "0.00001", "--visited-dir", str(tmp_path), "--workers", "1")
+    disk2 = run("--memory", "0.00001", "--visited-dir", str(tmp_path))
     memory = run("--workers", "1")
-    assert disk["visited"]["disk"]["spills"] > 0 and memory["visited"] == "memory"
-    assert disk2["visited"]["disk"] == {"in_memory_limit_per_worker": 41}
+    assert disk["visited"]["disk"]["spills"] > 0 and disk["visited"]["disk"]["level_spills"] > 0
+    assert [disk["visited"]["disk"][k] for k in ("in_memory_limit", "level_limit", "memo_limit")] == [27, 6, 1000]
+    assert memory["visited"] == "memory"
+    assert disk2["visited"]["disk"] == {"in_memory_limit_per_worker": 13, "level_limit_per_worker": 3,
+                                        "memo_limit": 1000}
     for k in ("result", "distinct_states", "generated_states", "depth", "states_first_reached_per_depth"):
         assert disk[k] == memory[k] == disk2[k]
     assert not any(tmp_path.iterdir())
@@ -142,3 +189,38 @@ def test_check_cli_says_when_the_visited_folder_is_a_file(monkeypatch, capsys, t
     f.write_text("")
     assert "not a folder" in refused(monkeypatch, capsys, "check", "--preset", "tiny", "--visited", "disk",
                                      "--visited-dir", str(f))
+
+
+def test_check_cli_says_which_level_file_was_damaged_and_what_to_do(monkeypatch, capsys, tmp_path):
+    from groupspec.checkers.search import frontier
+    spill = frontier.SpillingLevel._spill
+
+    def damaging(self):             # as another process writing in the folder would
+        spill(self)
+        self.chunks[-1].write_bytes(b"\x00")
+    monkeypatch.setattr(frontier.SpillingLevel, "_spill", damaging)
+    said = refused(monkeypatch, capsys, "check", "--preset", "tiny", "--memory", "0.00001", "--workers", "1",
+                   "--visited-dir", str(tmp_path))
+    assert said.startswith(f"groupspec: --visited-dir {tmp_path}/groupspec-visited-")
+    assert ".level: a spilled level cannot be read back" in said
+    assert said.rstrip().endswith("run again, and let nothing else write in that folder while a search runs")
+
+
+@pytest.mark.parametrize("preset", ["small", "twogen"])
+def test_memo_tables_dropped_as_they_fill_give_the_same_search(preset):
+    model = WorldModel(PRESETS[preset], cache_limit=20)
+    dropped = check(model)
+    assert model.object_cache_limit == 20
+    _same_search(dropped, check(WorldModel(PRESETS[preset])))
+    memo = ("_moves", "_later", "_gids", "_gid_of_object", "_deliveries", "_events", "_client_memo", "_passed_rows",
+            "_gcache", "_referenced", "_quiet", "_ginv", "_winv")
+    assert len(memo) == MEMO_TABLES and all(len(getattr(model, t)) <= 21 for t in memo)   # dropped when full
+
+
+def test_steps_folded_into_their_rows_as_they_pile_up_give_the_same_coverage(monkeypatch):
+    from groupspec.checkers.search import explicit
+    kept = check(WorldModel(PRESETS["small"]))
+    monkeypatch.setattr(explicit, "_STEPS_KEPT", 10)
+    folded = check(WorldModel(PRESETS["small"]))
+    assert folded.coverage == kept.coverage and sum(kept.coverage.values()) > 10 * len(kept.coverage)
+    _same_search(folded, kept)

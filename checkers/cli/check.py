@@ -29,12 +29,14 @@ def check_cmd(
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes expanding states (default 2; "
                                                                    "1: a single process)"),
-    visited: str = typer.Option("memory", "--visited", help="where the visited set lives: memory, or disk "
-                                                             "(fingerprints past --memory spill to sorted files)"),
+    visited: str = typer.Option("memory", "--visited", help="where the visited set and the search's levels live: "
+                                                             "memory, or disk (past --memory, fingerprints spill "
+                                                             "to sorted files and states to level files)"),
     visited_dir: Optional[str] = typer.Option(None, "--visited-dir", help="the folder --visited disk writes in "
                                                                            "(default: the system's temporary one)"),
-    memory: Optional[float] = typer.Option(None, "--memory", help="GB the visited set may hold in memory before it "
-                                                                  "spills to disk (implies --visited disk; "
+    memory: Optional[float] = typer.Option(None, "--memory", help="GB the search may hold: past it, the visited "
+                                                                  "set and the levels spill to disk and memo "
+                                                                  "tables are dropped (implies --visited disk; "
                                                                   "default 2)"),
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
@@ -60,7 +62,7 @@ def check_cmd(
         fail_input(f"--workers {workers} with --reduction: the reduced search runs in one process (its cycle "
                    f"proviso asks the whole visited set); leave out --workers")
     workers = 1 if liveness or reduction else bounded_workers("--workers", 2 if workers is None else workers)
-    on_disk = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
+    on_disk, memo_limit = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
     if max_states is not None and max_states < 1:
         fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
     cfg = world_of(**world)
@@ -77,28 +79,33 @@ def check_cmd(
                              f"{distinct / max(secs, 1e-9):,.0f} states/s"))
     if live:
         live.start()
-    model = WorldModel(cfg)
+    model = WorldModel(cfg) if memo_limit is None else WorldModel(cfg, cache_limit=memo_limit)
     spilled = None
     try:
         if workers > 1:
             res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
                                  visited=on_disk)
             if on_disk:
-                spilled = {"in_memory_limit_per_worker": on_disk.keywords["limit"]}
+                spilled = {"in_memory_limit_per_worker": on_disk.keywords["limit"],
+                           "level_limit_per_worker": on_disk.keywords["level_limit"], "memo_limit": memo_limit}
         elif on_disk:
             with on_disk() as seen:
                 res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, visited=seen,
                             reduction=reduction)
                 spilled = {"in_memory_limit": seen.limit, "spills": seen.spills, "merges": seen.merges,
-                           "runs_at_end": len(seen.runs), "on_disk_at_end": seen.on_disk}
+                           "runs_at_end": len(seen.runs), "on_disk_at_end": seen.on_disk,
+                           "level_limit": seen.level_limit, "level_spills": seen.level_spills,
+                           "memo_limit": memo_limit}
         else:
             res = check(model, symmetry=symmetry, progress=progress, max_states=max_states, liveness=liveness,
                         reduction=reduction)
     except RuntimeError as e:    # a search worker died (killed, out of memory) or failed
         fail_input(f"the search stopped: {e}")
-    except OSError as e:         # the visited set's folder: full, unwritable
-        fail_input(f"--visited-dir {e.filename or visited_dir}: {e.strerror or e}; give a folder with room that "
-                   f"this user may write")
+    except OSError as e:         # the visited set's folder: full, unwritable, or a file in it damaged
+        import errno
+        fix = ("run again, and let nothing else write in that folder while a search runs" if e.errno == errno.EIO
+               else "give a folder with room that this user may write")
+        fail_input(f"--visited-dir {e.filename or visited_dir}: {e.strerror or e}; {fix}")
     finally:
         if live:
             live.stop()
@@ -162,26 +169,30 @@ def check_cmd(
 
 
 def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float], workers: int, liveness: bool):
-    """What makes the visited set for --visited disk (None: a dict in memory), the options checked."""
+    """What makes the visited set for --visited disk (None: a dict in memory) and the entries each memo
+    table may hold (None: the model's default), the options checked."""
     if visited not in ("memory", "disk"):
         fail_input(f"--visited {visited!r}: use memory or disk")
     if visited == "memory" and memory is None:
         if folder is not None:
             fail_input("--visited-dir without --visited disk: add --visited disk (or --memory GB)")
-        return None
+        return None, None
     if memory is not None and not 0 < memory < float("inf"):
         fail_input(f"--memory must be more than 0 GB (a finite number), got {memory}")
     if liveness:
         fail_input("--visited disk with --liveness: the liveness search keeps the whole state graph in memory; "
                    "leave out --visited and --memory")
     import tempfile
-    from functools import partial
-    from groupspec.checkers.search.visited import SpillingVisited, states_for
+    from groupspec.checkers.search.visited import spilling
+    from groupspec.checkers.world.state_space import memo_limit_for
     where = Path(folder) if folder is not None else Path(tempfile.gettempdir())
     if where.exists() and not where.is_dir():
         fail_input(f"--visited-dir {folder}: not a folder; give a folder (it is made if missing)")
-    # the memory is shared among the workers, each with a visited set of its own
-    return partial(SpillingVisited, where, limit=max(1, states_for(2.0 if memory is None else memory) // workers))
+    # the memory is shared among the workers, each with a visited set, levels and memo tables of its
+    # own: a third of each one's share for its memo tables (state_space.memo_limit_for), the rest for
+    # the fingerprints and levels in memory
+    gigabytes = 2.0 if memory is None else memory
+    return spilling(where, gigabytes * 2 / 3, workers), memo_limit_for(gigabytes / 3 / workers)
 
 
 def _reduction_doc(res) -> dict | None:

@@ -157,6 +157,12 @@ def _one(s) -> int:
     return 1
 
 
+# Distinct steps counted before they are folded into the rows they cover: a step holds its label and
+# messages, and a world of millions of states labels its transitions with hundreds of thousands of
+# distinct ones (`ci`: 42 k after 300 k states), which would outgrow everything else the search keeps.
+_STEPS_KEPT = 50_000
+
+
 class _Explorer:
     """One search's visited set and counts, and the one expand step every search uses.
 
@@ -173,7 +179,10 @@ class _Explorer:
         self.violated = model.violated
         self.start = time.perf_counter()
         self.seen = {} if visited is None else visited
+        # a level of the breadth-first search: a list, or one that spills with the visited set
+        self.new_level = getattr(self.seen, "new_level", list)
         self.steps = Counter()         # step -> how many transitions it labels (coverage: model.covered)
+        self.folded = Counter()        # what `steps` counted before it was folded into rows (`_counted`)
         self.generated = 0
         self.unreduced = 0             # the states the kept ones stand for
         self.ample_states = 0          # states expanded by an ample set (reduction)
@@ -221,8 +230,19 @@ class _Explorer:
     def _counted(self, out: list) -> list:
         """`out`, its transitions counted as generated and by step (coverage)."""
         self.generated += len(out)
-        self.steps.update(step for step, _, _ in out)
+        steps = self.steps
+        steps.update(step for step, _, _ in out)
+        if len(steps) > _STEPS_KEPT:
+            self.folded = self._by_row(steps, self.folded)
+            steps.clear()
         return out
+
+    def _by_row(self, steps: Counter, into: Counter) -> Counter:
+        covered = self.model.covered
+        for step, k in steps.items():
+            for r in covered(step):
+                into[r] += k
+        return into
 
     def admit(self, ct, ft: int, parent: int | None) -> str | None:
         """Keep a state not seen before (`ft` not in `seen`); the property it breaks, or None."""
@@ -245,12 +265,7 @@ class _Explorer:
     def coverage(self) -> Counter:
         if self.coverage_override is not None:
             return self.coverage_override
-        cov: Counter = Counter()
-        covered = self.model.covered
-        for step, k in self.steps.items():
-            for r in covered(step):
-                cov[r] += k
-        return cov
+        return self._by_row(self.steps, Counter(self.folded))
 
     def finish(self, result: str, violation: str = "", at=None, last=None, seen=None) -> Result:
         path = self.path(seen or self.seen, at, last) if at is not None else []
@@ -322,7 +337,7 @@ def _check(model: Model, symmetry: bool, progress, max_states, deadlock: bool, v
     tick = 0
     pending = None      # a successor that breaks a state invariant, found while expanding this level
     while level:
-        nxt = []
+        nxt = X.new_level()
         fresh = set() if reduction else None    # the fingerprints in nxt (the reduction's cycle proviso)
         depth = X.depth + 1
         for s, fs in level:
@@ -475,7 +490,7 @@ class _Shard:
         self.frontier = [(ct, ft) for ct, ft in self.X.roots if hash(self.key(ct)) % n == wid]
         for _, ft in self.frontier:
             self.seen[ft] = None
-        self.next: list = []
+        self.next = self.X.new_level()
         self.parts: dict = {}                               # received parts, one object each
 
     def _keep(self, ft: int, fs: int, ct: tuple, stats: dict) -> None:
@@ -526,7 +541,7 @@ class _Shard:
                     # them, and a lookup with the very key object skips comparing its contents
                     ct = tuple([parts.setdefault(x, x) for x in ct])
                     self._keep(ft, fs, ct, stats)
-        self.frontier, self.next = self.next, []
+        self.frontier, self.next = self.next, self.X.new_level()
         return stats
 
     def parent(self, fp: int) -> tuple[bool, int | None]:

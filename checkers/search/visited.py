@@ -11,7 +11,9 @@ sorted runs (a binary search each).
 
 It answers what the search asks of a dict (`in`, `seen[fp] = parent`, `seen[fp]`, `get`, `len`), in
 the same order, so a search with it visits the same states in the same order as one without: the
-same counts, verdict and counterexample.
+same counts, verdict and counterexample.  With a `level_limit` it also makes the search's
+breadth-first levels (`new_level`), which spill to the same directory (frontier.py): with the
+fingerprints on disk, the levels are what would outgrow memory next.
 
 A run writes its files into a directory of its own, made afresh in the folder it is given and
 removed when it is closed.  Nothing is ever read that this process did not write in this run, so a
@@ -23,9 +25,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
+
+from .frontier import LEVEL_BYTES_PER_STATE, SpillingLevel
 
 # About what one entry of a Python dict from a 64-bit int to a 64-bit int costs (the entry, its
 # share of the table, two int objects): measured on CPython 3.11, 100-130 bytes.
@@ -42,7 +47,7 @@ class SpillingVisited:
     """`seen` for the explicit search: fingerprint -> parent fingerprint or one of `markers` (None:
     a root), the newest `limit` in memory, the rest in sorted runs on disk under `folder`."""
 
-    def __init__(self, folder: str | os.PathLike, limit: int, markers: tuple = (None,)):
+    def __init__(self, folder: str | os.PathLike, limit: int, markers: tuple = (None,), level_limit: int | None = None):
         if limit < 1:
             raise ValueError(f"the in-memory part must hold at least one fingerprint, got {limit}")
         folder = Path(folder)
@@ -57,6 +62,20 @@ class SpillingVisited:
         self.on_disk = 0
         self.spills = self.merges = 0
         self._names = 0
+        self.level_limit = level_limit      # states of a breadth-first level kept in memory (None: all)
+        self.levels = 0
+        self.level_spills = 0
+
+    def new_level(self):
+        """An empty breadth-first level for the search that uses this set: a list, or with a
+        `level_limit` one that spills to this set's folder too (frontier.py)."""
+        if self.level_limit is None:
+            return []
+        self.levels += 1
+        return SpillingLevel(self.dir, self.level_limit, f"level{self.levels:06d}", self._count_level_spill)
+
+    def _count_level_spill(self) -> None:
+        self.level_spills += 1
 
     # -- what the search asks of a dict ----------------------------------------------------------
 
@@ -175,3 +194,13 @@ def _alive(pid: int) -> bool:
 def states_for(gigabytes: float) -> int:
     """How many fingerprints the in-memory part may hold within `gigabytes`."""
     return max(1, int(gigabytes * 1e9 / DICT_BYTES_PER_STATE))
+
+
+def spilling(folder: str | os.PathLike, gigabytes: float, workers: int = 1):
+    """What makes each search process's visited set within its share of `gigabytes`: half for the
+    fingerprints in memory, half for the breadth-first levels.  A search holds up to three levels'
+    worth of `level_limit` states at once: a chunk of the level it expands, that level's newest
+    states, and the next level's newest."""
+    share = gigabytes / workers
+    return partial(SpillingVisited, folder, limit=states_for(share / 2),
+                   level_limit=max(1, int(share / 2 * 1e9 / (3 * LEVEL_BYTES_PER_STATE))))

@@ -91,6 +91,18 @@ G_MEMBERS, G_PENDING, G_GEN = E.STATE_INDEX["members"], E.STATE_INDEX["pending"]
 C_PHASE = CP["c_phase"]
 _CACHE_LIMIT = 1_500_000      # entries per memo table before it is dropped (bounds memory on huge worlds)
 _OBJECT_CACHE_LIMIT = 200_000     # G objects kept alive by the lookup by identity (a G is ~400 bytes)
+# What a memo entry holds on average, what it refers to included (steps, G objects, patches): 750
+# bytes measured with tracemalloc over `ci`'s memo tables after 300 k states; and how many tables
+# a model keeps, each dropped when it passes its limit.
+MEMO_BYTES_PER_ENTRY = 750
+MEMO_TABLES = 13
+
+
+def memo_limit_for(gigabytes: float) -> int:
+    """The entries each memo table may hold for all of them to stay within `gigabytes`."""
+    return max(1_000, int(gigabytes * 1e9 / (MEMO_BYTES_PER_ENTRY * MEMO_TABLES)))
+
+
 # time is abstract here: timer deadlines (arm/cancel outputs) are not needed
 SKIPPED_OUTPUTS = ("arm", "cancel", "cancel_all", "delete_offsets")
 
@@ -169,12 +181,14 @@ def _one_protocol(pl: int, protocol: int) -> int:
 
 class WorldModel(Model):
     def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER,
-                 client_rows: list | None = None, keep_firings: bool = False):
+                 client_rows: list | None = None, keep_firings: bool = False, cache_limit: int = _CACHE_LIMIT):
         """`rows`: the coordinator's table (default: the spec's; a mutant's when testing the checker).
         `eager`: the re-check after every row (spec/handling.py; another one plants a bug).
         `client_rows`: the clients' table (default: spec/world.py's).
         `keep_firings`: keep every coordinator firing the searches make, for `firings()` (mutation
-        testing compares a mutant's rows with them; small worlds only: the memo is never dropped)."""
+        testing compares a mutant's rows with them; small worlds only: the memo is never dropped).
+        `cache_limit`: the entries each memo table may hold before it is dropped (`memo_limit_for`
+        a memory budget); a dropped table is filled again as the search goes: slower, same states."""
         self.cfg = cfg
         self.rows = rows                  # the world instance, read by the other interpreters (BMC, TLA+)
         self.client_rows = client_rows
@@ -239,6 +253,8 @@ class WorldModel(Model):
         self._gcache: dict = {}       # group engine firings: (g, trigger, params) -> outcomes
         self._passed_rows: dict = {}  # id(outcome) -> (outcome, g, params) it passed check_after_row with
         self.keep_firings = keep_firings
+        self.cache_limit = cache_limit        # entries a memo table holds before it is dropped
+        self.object_cache_limit = min(cache_limit, _OBJECT_CACHE_LIMIT)
         self._moves: dict = {}        # (client, C_i) -> its own steps, and the deliveries it is offered
         self._later: dict = {}        # (G's number, client, effects) -> G after a client's own step
         self._effects_by_id: dict = {}
@@ -277,7 +293,7 @@ class WorldModel(Model):
 
     def recipe(self) -> partial:
         """This model again: its class, configuration, rows and eager rule (not its memo tables)."""
-        return partial(type(self), self.cfg, self.rows, self.eager, self.client_rows)
+        return partial(type(self), self.cfg, self.rows, self.eager, self.client_rows, cache_limit=self.cache_limit)
 
     def invariants(self) -> list[str]:
         """What `successors` (steps and outputs, after every row) and `violated` (states) check."""
@@ -352,7 +368,7 @@ class WorldModel(Model):
         key = (c, C)
         got = self._moves.get(key)
         if got is None:
-            if len(self._moves) > _CACHE_LIMIT:
+            if len(self._moves) > self.cache_limit:
                 self._moves.clear()
             got = self._moves[key] = (self._compute_own(c, C), self._compute_offered(c, C))
         return got
@@ -380,7 +396,7 @@ class WorldModel(Model):
 
     def _after(self, gi: int, G: tuple, c: int, later: tuple) -> tuple:
         """G after the effects a client's own step leaves for it (FORGOTTEN), by their identities."""
-        if len(self._later) > _CACHE_LIMIT:
+        if len(self._later) > self.cache_limit:
             self._later.clear()
         w = list(G)
         for e in later:
@@ -396,11 +412,11 @@ class WorldModel(Model):
             return got[1]
         i = self._gids.get(G)
         if i is None:
-            if len(self._gids) > _CACHE_LIMIT:
+            if len(self._gids) > self.cache_limit:
                 self._gids.clear()
             i = self._gids[G] = self._next_gid
             self._next_gid += 1
-        if len(self._gid_of_object) > _OBJECT_CACHE_LIMIT:
+        if len(self._gid_of_object) > self.object_cache_limit:
             self._gid_of_object.clear()
         self._gid_of_object[id(G)] = (G, i)     # G kept alive with it: its id is not reused meanwhile
         return i
@@ -410,7 +426,7 @@ class WorldModel(Model):
         key = (gi, c, i, read)
         got = self._deliveries.get(key)
         if got is None:
-            if len(self._deliveries) > _CACHE_LIMIT:
+            if len(self._deliveries) > self.cache_limit:
                 self._deliveries.clear()
             d = self._messages[i]
             C = list(self._blank_client)
@@ -426,7 +442,7 @@ class WorldModel(Model):
     def _group_events(self, G: tuple, gi: int):
         got = self._events.get(gi)
         if got is None:
-            if len(self._events) > _CACHE_LIMIT:
+            if len(self._events) > self.cache_limit:
                 self._events.clear()
             got = self._events[gi] = self._compute_group_events(G)
         return got
@@ -470,7 +486,7 @@ class WorldModel(Model):
             _, f = self._compile(term, client=True)
             got = f(self._one(C), self._pvector({**params, "client": 0}, 0), ())
             if key:
-                if len(self._client_memo) > _CACHE_LIMIT:
+                if len(self._client_memo) > self.cache_limit:
                     self._client_memo.clear()
                 self._client_memo[key] = got
         return got
@@ -591,7 +607,7 @@ class WorldModel(Model):
             except InvariantViolation as e:
                 e.row = o.row.name      # the counterexample's last step names the row that broke it
                 raise
-            if len(self._passed_rows) > _CACHE_LIMIT:
+            if len(self._passed_rows) > self.cache_limit:
                 self._passed_rows.clear()
             self._passed_rows[id(o)] = (o, b.g, b.p)     # o kept alive with it: its id is not reused
         b.w[:N_GROUP] = o.state
@@ -663,7 +679,7 @@ class WorldModel(Model):
         key = (g, trigger, tuple(p))
         got = self._gcache.get(key)
         if got is None:
-            if len(self._gcache) > _CACHE_LIMIT and not self.keep_firings:
+            if len(self._gcache) > self.cache_limit and not self.keep_firings:
                 self._gcache.clear()
             got = self._gcache[key] = self.group.fire(g, trigger, p)
         return got
@@ -680,7 +696,7 @@ class WorldModel(Model):
         gi = self._gid(G)
         named = self._referenced.get(gi)
         if named is None:
-            if len(self._referenced) > _CACHE_LIMIT:
+            if len(self._referenced) > self.cache_limit:
                 self._referenced.clear()
             f = self._compile(REFERENCED)[1]
             named = self._referenced[gi] = tuple(bool(f(G, self._pvector({"client": c}, c), ())) for c in range(self.n))
@@ -703,7 +719,7 @@ class WorldModel(Model):
         key = (c, C)
         got = self._quiet.get(key)
         if got is None:
-            if len(self._quiet) > _CACHE_LIMIT:
+            if len(self._quiet) > self.cache_limit:
                 self._quiet.clear()
             vis = [C[p] for p in self._visible]
             got = not self._client_value(IN_FLIGHT, C, {}) and all(
@@ -727,13 +743,13 @@ class WorldModel(Model):
         if bad == 0:
             g = G[:N_GROUP]
             bad = next((inv.name for inv, f in self.group_invariants if not f(g, [], ())), None)
-            if len(self._ginv) > _CACHE_LIMIT:
+            if len(self._ginv) > self.cache_limit:
                 self._ginv.clear()
             self._ginv[gi] = bad
         if not bad:
             f = self.flat(s)
             bad = next((inv.name for inv, ok in self.world_invariants if not ok(f, self._inv_params, ())), None)
-        if len(self._winv) > _CACHE_LIMIT:
+        if len(self._winv) > self.cache_limit:
             self._winv.clear()
         self._winv[key] = bad
         return bad
