@@ -24,12 +24,12 @@ import dataclasses
 from .kafka_steps import (add_member, completion_outcomes, drop_from_group, gate, group_record, member_error,
                           member_invalid, most_voted, prepare_rebalance, rearm_heartbeats, remove_member,
                           remove_members, reset, session_of, update_member)
-from .lang import (FALSE, TRUE, And, Count, Filter, ForAll, If, Implies, Lowest, Max, Min, Not, Or, Term, lift, named,
-                   none, INT, NONE)
+from .lang import (FALSE, TRUE, And, Count, Filter, ForAll, If, Implies, Lowest, Max, Min, Not, Or, Term, default_of,
+                   lift, named, none, INT, NONE)
 from .rows import Chain, Out, Row, answer, answer_each, append, arm, cancel, check_row, labelled, park, reply, sets
 from .responses import (commit_errors, join_error, join_info, offset_commit_error, store_group_error,
                         sync_error)
-from .schema import AppendKind, Coord, JoinTimer, P, V
+from .schema import MEMBER, AppendKind, Coord, GroupRecord, JoinTimer, P, V
 from .vocabulary import (ALL, E, HELD, JAVA, LIVE, NO_MEMBER, NO_MEMBERS, NO_PARTS, NO_PROTOCOL, S,
                          Filter_instances, Filter_offsets, in_states, lift_single, names_of, static_members)
 
@@ -79,8 +79,12 @@ def _join_rows() -> list[Row]:
 
 def _created_record() -> dict:
     """GroupCoordinatorRecordHelpers.newEmptyGroupMetadataRecord: generation 0, no protocol type (""), no
-    protocol, leader or members."""
-    return {**group_record(None), "generation": lift(0, INT), "protocol_type": none("ProtocolType"),
+    protocol, leader or members, so nothing of a member either (the record keeps a member's metadata in
+    its entry of the members list: a Load of this record knows nothing of the member that created the
+    group; kept, its protocols and group.instance.id would be metadata of no member)."""
+    blank = {k: getattr(V, k).fill(lift(default_of(t.value), t.value))
+             for k, t in zip(GroupRecord.values, GroupRecord.args) if t.kind == "map" and t.key == MEMBER}
+    return {**group_record(None), **blank, "generation": lift(0, INT), "protocol_type": none("ProtocolType"),
             "protocol": NO_PROTOCOL, "leader": NO_MEMBER, "members": NO_MEMBERS}
 
 

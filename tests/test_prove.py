@@ -38,7 +38,7 @@ def test_the_cards_invariants_are_proved_for_any_number_of_members():
         assert p.status == "proved", (name, p.reason)
         assert "unbounded" in p.method
     # disjointness needs strengthening: every lemma it used holds where the checker goes
-    pool = {lm.name: lm for lm in prover.pool("closed-world")}
+    pool = prover.named("closed-world")
     assert p.lemmas and refuted_by([pool[n] for n in p.lemmas], ("tiny", "small", "static")) == {}
 
 
@@ -220,7 +220,7 @@ def test_a_mutant_that_changes_the_leader_within_a_generation_gets_a_counterexam
 def test_every_lemma_the_saved_proofs_use_holds_in_every_reachable_state_of_tiny_and_small():
     saved = REPO / "docs" / "proofs.json"
     data = json.loads(saved.read_text(encoding="utf-8"))
-    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in Prover().pool(scope)}
+    pool = {n: lm for scope in ("coordinator", "closed-world") for n, lm in Prover().named(scope).items()}
     # Houdini's lemmas by name (Spacer's, formulas of its own, are checked when found: tests/test_chc.py)
     used = {n for p in data["invariants"] if p.get("engine", "houdini") == "houdini" for n in p["lemmas"]}
     assert used <= set(pool), used - set(pool)
@@ -304,3 +304,37 @@ def test_a_settled_invariant_is_proved_over_the_world_step_for_the_scala_coordin
     lost = [r for r in ROWS if r.name != "CompleteJoin: join completes, next generation"]
     broken = prove_settled(inv, lost, list(ENVIRONMENT) + [SCALA_COORDINATOR], QUERY_WORK)
     assert broken.status == "unknown" and "no CompleteJoin row" in broken.reason, broken.reason
+
+
+def test_invariants_that_need_each_other_are_proved_together_for_any_number_of_members():
+    """static-ids-unique and metadata-of-members-only are each inductive only given the other (a static
+    member's rejoin keeps one where the other holds): Houdini over the catalog's conjuncts keeps both,
+    so each is proved, for every size, together with the other; every lemma named holds where the
+    checker goes."""
+    prover = Prover(presets=())
+    for name, other in (("static-ids-unique", "metadata-of-members-only"),
+                        ("metadata-of-members-only", "static-ids-unique"),
+                        ("timers-belong-to-members", "metadata-of-members-only")):
+        p = prover.prove(BY_NAME[name])
+        assert p.status == "proved" and "unbounded" in p.method, (name, p.reason)
+        assert other in p.together, (name, p.together)
+        named = prover.named("coordinator")
+        assert refuted_by([named[n] for n in p.lemmas], ("tiny", "small", "static")) == {}
+
+
+def test_the_joint_search_drops_what_a_planted_bug_breaks():
+    """Sound as a fixpoint: with a static member's rejoin that leaves the replaced id its
+    group.instance.id (a planted bug), the conjuncts it breaks are dropped, and so is what needed them."""
+    from groupspec.checkers.proofs.joint import jointly, part_lemmas
+    from groupspec.checkers.proofs.obligations import catalog_lemmas, Work
+    from groupspec.spec.rows import Set_
+    from groupspec.spec.schema import P, V
+    bad = "JoinGroup: known static member rejoins during PreparingRebalance (PreparingRebalance)"
+    keep_old = lambda st: dataclasses.replace(st, updates={**st.updates, "instance_of": V.instance_of.put(   # noqa: E731
+        P.fresh, P.instance)}) if isinstance(st, Set_) and "instance_of" in st.updates else st
+    rows = _mutant(bad, steps=[keep_old(st) for st in ROW_BY_NAME[bad].steps])
+    system = Prover(rows=rows, presets=()).system("coordinator")
+    alive, dropped = jointly(system, part_lemmas(catalog_lemmas()), [], Work(60))
+    left = {lm.name for lm in alive}
+    # (on the table itself both are kept: the test above)
+    assert dropped["metadata-of-members-only [2/7]"] == bad and "static-ids-unique [1/4]" not in left

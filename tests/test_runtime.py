@@ -160,3 +160,28 @@ def test_member_details_give_each_members_metadata_for_the_selected_protocol():
     assert c.member_details("g") == {
         got["1"]["member"]: {"metadata": "rr-a", "instance": None, "client": "c", "host": ""},
         got["2"]["member"]: {"metadata": "rr-b", "instance": None, "client": "c", "host": ""}}
+
+
+def test_the_java_coordinators_record_of_a_new_group_keeps_nothing_of_the_member_that_created_it():
+    """Kafka 4.0 writes a group a JoinGroup creates as an empty group (newEmptyGroupMetadataRecord: no
+    members, so no member's metadata).  The spec's record (handling.record_of, what the proofs read back
+    at a Load) says so too, as the runtime's log does: it held the creating member's protocols and
+    group.instance.id, metadata of no member (found by `groupspec prove`: metadata-of-members-only)."""
+    from groupspec.spec import engine as E
+    from groupspec.spec.handling import record_of
+    from groupspec.spec.lang import NONE
+    c = GroupCoordinator({**CFG, "group.initial.rebalance.delay.ms": 3000, "group.coordinator.new.enable": True})
+    written, store = [], c._group_record
+    c._group_record = lambda g, fields: written.append(record_of(fields, c._selected_only)) or store(g, fields)
+    join(c, instance="i-1")
+    [rec] = written
+    assert rec["members"] == 0
+    for var in ("instance_of", "protos", "session_ms", "rebalance_ms", "assignment"):
+        assert set(rec[var]) <= {NONE, 0}, (var, rec[var])     # each member slot its default
+    c.unload()
+    c.begin_load()
+    c.load()
+    assert c.snapshot("g")["state"] == "Empty"
+    g = c.groups["g"].state
+    for var in ("instance_of", "protos", "session_ms", "rebalance_ms", "assignment"):
+        assert set(E.get(g, var)) <= {NONE, 0}, (var, E.get(g, var))

@@ -129,8 +129,13 @@ def exit_code(proofs) -> int:
     return 1 if any(p.status == "violated" for p in proofs) else 0
 
 
+def _named(prover) -> dict:
+    """Every lemma a proof of either scope may name, by name."""
+    return {**prover.named("coordinator"), **prover.named("closed-world")}
+
+
 def as_json(proofs, prover) -> dict:
-    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in prover.pool(scope)}
+    pool = _named(prover)
     used = sorted({n for p in proofs for n in p.lemmas})
     asm = every_assumption()
     return {"result": "violated" if exit_code(proofs) else "ok",
@@ -156,7 +161,7 @@ def print_table(console, proofs, prover) -> None:
         if p.cti and p.status != "proved":
             console.print("  " + p.cti.words, markup=False, highlight=False)
             console.print("  " + p.cti.scenario.replace("\n", "\n  "), markup=False, highlight=False)
-    pool = {lm.name: lm for scope in ("coordinator", "closed-world") for lm in prover.pool(scope)}
+    pool = _named(prover)
     used = sorted({n for p in proofs for n in p.lemmas})
     if used:
         console.print(f"auxiliary lemmas ({len(used)}; each holds in every reachable state of "

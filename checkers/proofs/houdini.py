@@ -212,15 +212,16 @@ class System:
         res, solver, _ = c.ask(lemmas, z3.Not(o))
         return (c, solver.model()) if res == z3.sat else None
 
-    def closure_by_cores(self, direct: set[str], lemmas: list[Lemma]) -> list[str]:
-        """As `closure`, from the unsat cores of the last Houdini run instead of new queries:
-        a lemma needs what the steps that may break it used (all their obligations at once: a
-        superset of its own needs, still inductive as a whole)."""
+    def closure_by_cores(self, direct: set[str], lemmas: list[Lemma], cores: dict | None = None) -> list[str]:
+        """As `closure`, from the unsat cores of the last Houdini run (or `cores`, those of an
+        earlier one) instead of new queries: a lemma needs what the steps that may break it used
+        (all their obligations at once: a superset of its own needs, still inductive as a whole)."""
         by = {lm.name: lm for lm in lemmas}
+        cores = self.cores if cores is None else cores
         need, todo = set(direct), list(direct)
         while todo:
             for c in self.affecting([by[todo.pop()]]):
-                for n in self.cores.get(c.i, ()):
+                for n in cores.get(c.i, ()):
                     if n not in need:
                         need.add(n)
                         todo.append(n)

@@ -10,7 +10,7 @@ import z3
 from groupspec.spec.invariants import INVARIANTS, Invariant
 from groupspec.spec.lang import Count, ForAll, Implies, Not, Or, Term, lift, walk
 from groupspec.spec.schema import MEMBER, STATE_VARS, STATES, GroupRecord, P, V
-from groupspec.spec.vocabulary import S
+from groupspec.spec.vocabulary import S, in_states
 
 # Z3's resource units (its `rlimit`) in a second of solving on this machine (about 6 to 8
 # million on the induction queries of assignments-disjoint, measured 2026-11): the seconds
@@ -214,6 +214,11 @@ def templates() -> list[Lemma]:
         out.append(Lemma(f"leader ∈ {b}", f"the leader, if any, is in {b}", V.leader.is_none() | V.leader.in_(sets_[b])))
         out.append(Lemma(f"sync timer ⇒ {b} ≠ ∅", f"the pending-sync timer runs only while {b} is not empty",
                          Implies(V.sync_timer, Not(sets_[b].is_empty()))))
+        # the converse, while a sync is awaited (a group marked Dead keeps what it had, its timer gone)
+        out.append(Lemma(f"{b} ≠ ∅ ⇒ sync timer (CompletingRebalance, Stable)",
+                         f"in CompletingRebalance or Stable, the pending-sync timer runs while {b} is not empty",
+                         Implies(Not(sets_[b].is_empty()) & in_states("CompletingRebalance", "Stable"),
+                                 V.sync_timer)))
     out += [
         Lemma("no members ⇒ no leader", "a group without members has no leader",
               Implies(V.members.is_empty(), V.leader.is_none())),

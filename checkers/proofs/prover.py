@@ -16,6 +16,7 @@ from groupspec.spec.table import ROWS
 from .chc import refuted, spacer
 from .describe import describe_cti
 from .houdini import System
+from .joint import jointly, part_lemmas, whole
 from .obligations import (as_lemma, assumed_for, catalog_lemmas, CLOSED_WORLD, ENVIRONMENT, Lemma, QUERY_WORK,
                           QUICK_WORK, record_lemmas, templates, vars_of, vocabulary, Work)
 from .reached import reachable, refuted_by, world_config
@@ -40,6 +41,7 @@ class Prover:
         self._systems: dict = {}
         self._lemmas: dict = {}
         self._candidates: dict = {}
+        self._joint: dict = {}
         self.houdini_seconds = 0.0
         self.dropped: dict = {}
 
@@ -56,6 +58,27 @@ class Prover:
         forms of both about the logged record."""
         base = catalog_lemmas(scope) + templates()
         return base + record_lemmas(base)
+
+    def named(self, scope: str) -> dict[str, Lemma]:
+        """Every lemma a proof may name: the pool's, and the catalog's conjuncts of the joint search."""
+        return {lm.name: lm for lm in self.pool(scope) + part_lemmas(catalog_lemmas(scope))}
+
+    def joint(self, scope: str) -> tuple[list[Lemma] | None, dict]:
+        """The catalog's invariants (their conjuncts) proved together with the record's candidates and
+        those that rule out what broke them (`joint.jointly`), in the unbounded reading; with the
+        unsat cores of that search's steps."""
+        if scope not in self._joint:
+            t0 = time.perf_counter()
+            self.progress("the catalog's invariants together (unbounded)")
+            system = self.system(scope)
+            start = self.sifted(scope, part_lemmas(catalog_lemmas(scope)))
+            names = {lm.name for lm in start}
+            start += [lm for lm in self.candidates(scope) if lm.record and lm.name not in names]
+            extra = [lm for lm in self.candidates(scope) if not lm.record and lm.origin != "catalog"]
+            alive, _ = jointly(system, start, extra, Work(self.budget_s))
+            self._joint[scope] = (alive, dict(system.cores))
+            self.houdini_seconds += time.perf_counter() - t0
+        return self._joint[scope]
 
     def lemmas(self, scope: str, sizes: dict | None = None) -> list[Lemma] | None:
         """The largest inductive subset of the candidates (catalog, templates, their record forms,
@@ -79,7 +102,7 @@ class Prover:
         if self.presets and p.status not in ("proved", "violated") and inv.scope == "coordinator":
             self._confirm(inv, p)
         if self.presets and p.lemmas:
-            pool = {lm.name: lm for lm in self.pool(inv.scope)}
+            pool = self.named(inv.scope)
             bad = refuted_by([pool[n] for n in p.lemmas if n in pool], self.presets, self.rows_arg)
             if bad:     # a lemma some reachable state breaks: the prover is wrong, say so loudly
                 p.status, p.reason = "unknown", (
@@ -225,6 +248,10 @@ class Prover:
                 probe.cti = self.cti(inv, c, model, where)
                 probe.reason += f"the counterexample to induction: row {c.name!r}"
                 return probe
+        if self.strengthen and sizes is None:
+            together = self._together(inv, system, goal, reads)
+            if together is not None:
+                return together
         if not self.strengthen:
             c, model = plain
         elif self.search == "full":
@@ -255,6 +282,34 @@ class Prover:
             return Proof(inv.name, "unknown", "induction", cti=self.cti(inv, c, model, where),
                          reason=f"row {c.name!r} breaks it")
         return Proof(inv.name, "unknown", "induction", reason=f"Z3 gave up (its limit of work) on {', '.join(unknown[:3])}")
+
+    def _together(self, inv: Invariant, system: System, goal, reads) -> Proof | None:
+        """`inv` proved with the catalog's other invariants as one inductive set (`joint`): every
+        conjunct of it is left by that search, or, a step or output invariant, its goal follows from
+        what is left.  None when it is not."""
+        alive, cores = self.joint(inv.scope)
+        if alive is None:
+            return None
+        left = {lm.name for lm in alive}
+        mine = {lm.name for lm in part_lemmas([as_lemma(inv)]) if not lm.record} if inv.kind == "state" else set()
+        if mine:
+            if not mine <= left:
+                return None
+            used = mine
+        else:
+            fails, unknown, used = system.check_goal(goal, alive, reads)
+            if fails or unknown:
+                return None
+        names = [n for n in system.closure_by_cores(used, alive, cores) if n not in mine]
+        # a catalog invariant by its name when all of it is left, else the conjunct used
+        named = self.named(inv.scope)
+        parts_left = {n: {p.name for p in part_lemmas([lm]) if not p.record} <= left
+                      for n, lm in named.items() if lm.origin == "catalog" and n == whole(n)}
+        with_ = sorted({whole(n) if parts_left.get(whole(n)) else n for n in names
+                        if named[n].origin == "catalog"} - {inv.name})
+        return Proof(inv.name, "proved", "induction, jointly with the catalog's other invariants (Houdini over "
+                     "the catalog, unbounded)", names, together=with_,
+                     reason=("proved together with " + ", ".join(with_)) if with_ else "")
 
     def _over_all(self, inv: Invariant, system: System, own: list[Lemma], goal, reads, where: str, sizes):
         """Houdini over every candidate: the largest inductive subset, then the unsat cores.
@@ -321,10 +376,13 @@ class Prover:
     def candidates(self, scope: str) -> list[Lemma]:
         """The candidate lemmas no reachable state of the sample worlds breaks."""
         if scope not in self._candidates:
-            pool = self.pool(scope)
-            bad = refuted_by(pool, SAMPLE_WORLDS, self.rows_arg) if SAMPLE_WORLDS else {}
-            self._candidates[scope] = [lm for lm in pool if lm.name not in bad]
+            self._candidates[scope] = self.sifted(scope, self.pool(scope))
         return self._candidates[scope]
+
+    def sifted(self, scope: str, lemmas: list[Lemma]) -> list[Lemma]:
+        """`lemmas` less those a reachable state of the sample worlds breaks."""
+        bad = refuted_by(lemmas, SAMPLE_WORLDS, self.rows_arg) if SAMPLE_WORLDS else {}
+        return [lm for lm in lemmas if lm.name not in bad]
 
     @staticmethod
     def _reads(inv: Invariant, system: System):

@@ -39,6 +39,7 @@ class Proof:
     bound: int | None = None
     approximated: list = field(default_factory=list)
     engine: str = "houdini"     # houdini: lemmas are the candidates' names; spacer: Spacer's conjuncts
+    together: list = field(default_factory=list)     # the catalog invariants it was proved together with
 
     def as_json(self) -> dict:
         d = {"name": self.name, "status": self.status, "method": self.method, "lemmas": self.lemmas,
@@ -50,6 +51,8 @@ class Proof:
             d["cti"] = self.cti.as_json()
         if self.approximated:
             d["approximated"] = self.approximated
+        if self.together:
+            d["together_with"] = self.together
         return d
 
 
