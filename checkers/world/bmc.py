@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS
+from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS, Eager
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
 from groupspec.spec.lang import NONE, Dom
 from groupspec.spec.rows import ECHO
@@ -99,12 +99,13 @@ class Path:
 class SymbolicWorld:
     """The closed world of `cfg`, symbolically: the host of spec/handling.py over Z3 values."""
 
-    eager = EAGER
-
-    def __init__(self, cfg: WorldConfig, rows: list | None = None):
+    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER):
+        """`eager`: the re-check after every row (spec/handling.py; another one plants a bug, as
+        the world model takes one)."""
         self.cfg = cfg
+        self.eager = eager
         self.sizes = cfg.sizes()
-        self.model = WorldModel(cfg, rows)        # the concrete world: initial state, replay
+        self.model = WorldModel(cfg, rows, eager)        # the concrete world: initial state, replay
         self.rows = {}
         for r in rows_for(WORLD_COORDINATOR, rows):
             self.rows.setdefault(r.trigger, []).append(r)
@@ -497,10 +498,10 @@ class StepRelation:
     `inside` says, per invariant, on which paths (and under what condition) a row of the step
     breaks it on its way."""
 
-    def __init__(self, cfg: WorldConfig, rows: list | None = None):
+    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER):
         t0 = time.perf_counter()
         self.cfg = cfg
-        self.world = W = SymbolicWorld(cfg, rows)
+        self.world = W = SymbolicWorld(cfg, rows, eager)
         self.X, _ = W.fresh_state("x")
         self.X2, _ = W.fresh_state("y")
         self.paths = W.step(self.X)
