@@ -8,7 +8,7 @@ searched depth by depth until the budget (seconds of solving, after the build) i
 per mode: "push", one incremental solver, each depth's question pushed and popped; "assume",
 one solver, the question guarded by an assumed literal; "fresh", a new solver per depth given
 every step again (no incremental solving); "sat", the step bit-blasted once into clauses and
-unrolled in CaDiCaL (checkers/world/bmc_sat.py; the budget is looked at between depths, so the
+unrolled in Glucose (checkers/world/bmc_sat.py; the budget is looked at between depths, so the
 depth under way when it runs out is finished and counted past it).  `depth_reached` is the deepest depth answered
 within the budget; `depth_within_budget_with_build` counts the build against it too.  The
 machine is shared: the load average is printed before and after each run, and CPU seconds

@@ -6,7 +6,7 @@ relation (`bmc.StepRelation`, spec/world_step.py's Next over `SymbolicWorld`) is
 clauses once, by Z3's finite-domain solver (bounded integers as bit-vectors, bit-vectors as
 bits), and depth k's copy is those clauses with their variables renumbered: the pre-state's
 bits are depth k's, the post-state's depth k+1's, every other variable fresh.  An incremental
-SAT solver (CaDiCaL, through python-sat) keeps every step added and asks each depth's question
+SAT solver (Glucose 4.1, through python-sat) keeps every step added and asks each depth's question
 under an assumption, so what it learnt at one depth serves the next; the encoding grows by one
 copy of the step per depth.
 
@@ -45,7 +45,9 @@ _CNF_PARAMS = {"sat.elim_vars": False, "sat.scc": False, "sat.bce": False, "sat.
                "sat.asymm_branch": False, "sat.lookahead_simplify": False, "sat.anf": False,
                "sat.cardinality.solver": False, "sat.pb.solver": "circuit", "sat.max_conflicts": 0}
 OUT_OF_BOUNDS = "(bmc: a step writes an integer outside the bounds the bit encoding gives it)"
-SOLVER = "cadical195"
+# Glucose 4.1 over CaDiCaL 1.9.5 (both in python-sat): on tiny, every depth to 10 in 18.6 CPU s
+# against 57.9 (the same clauses, one run each; docs/benchmarks.md)
+SOLVER = "glucose4"
 
 
 class _Leaf:
@@ -315,8 +317,7 @@ class _Sat:
 def bmc_sat(rel: StepRelation, depth: int, progress=None, budget_s: float | None = None,
             only: set | None = None, sat_step: SatStep | None = None) -> BmcResult:
     """bmc.bmc's search (shortest depth first, every model replayed concretely), over clauses.
-    `budget_s` is looked at before each depth (python-sat cannot interrupt CaDiCaL): the depth
-    under way when it runs out is finished.  `sat_step`: the clauses, if made before."""
+    `budget_s` is looked at before each depth: the depth under way when it runs out is finished.  `sat_step`: the clauses, if made before."""
     t0 = time.perf_counter()
     S = sat_step or SatStep(rel)
     built = rel.build_seconds + S.seconds
