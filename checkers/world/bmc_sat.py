@@ -13,7 +13,7 @@ copy of the step per depth.
 Bits need bounds, and bounds are checked, never assumed:
 - a member, client or other domain value, and an enumeration, has its type's range (as before,
   `well_formed`); a row's choice is an element of its set or none, so in its domain's range
-  (checked per row, `SymbolicWorld.choice_ranges`);
+  (checked per row, `SymbolicWorld._check_choice_ranges`);
 - a plain integer (a generation, a timeout, an offset) gets [-1, H], H the largest value any
   step writes or the initial state holds.  A step from a state within the bounds that would
   write a value outside them is itself a question asked at every depth ("the bound is
