@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS
+from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS, Eager
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
 from groupspec.spec.lang import NONE, Dom
 from groupspec.spec.rows import ECHO
@@ -99,12 +99,13 @@ class Path:
 class SymbolicWorld:
     """The closed world of `cfg`, symbolically: the host of spec/handling.py over Z3 values."""
 
-    eager = EAGER
-
-    def __init__(self, cfg: WorldConfig, rows: list | None = None):
+    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER):
+        """`eager`: the re-check after every row (spec/handling.py; another one plants a bug, as
+        the world model takes one)."""
         self.cfg = cfg
+        self.eager = eager
         self.sizes = cfg.sizes()
-        self.model = WorldModel(cfg, rows)        # the concrete world: initial state, replay
+        self.model = WorldModel(cfg, rows, eager)        # the concrete world: initial state, replay
         self.rows = {}
         for r in rows_for(WORLD_COORDINATOR, rows):
             self.rows.setdefault(r.trigger, []).append(r)
@@ -120,6 +121,8 @@ class SymbolicWorld:
         self.TP = {n: fresh("tp." + n, t, self.sizes) for n, t in PARAM_TYPES.items() if t.kind != "fun"}
         self.TE = {n: fresh("te." + n, t, self.sizes) for n, t in _ROUTE_PARAM_TYPES.items()}
         self._rows_tpl: dict = {}
+        self.choice_size: dict = {}       # a row's choice (`choice_<name>`): the size of its domain
+        self._choice_of: dict = {}        # a step's choice (`choice#<i>`): the row's choice it renames
         self._effects_tpl: dict = {}
         tenv = self._env(self.T, {})
         self.row_invariants = [(i.name, z3.Not(to_z3(i.formula, tenv))) for i in INVARIANTS
@@ -174,8 +177,10 @@ class SymbolicWorld:
         if got is None:
             # row_relation declares each choice (as `choice_<name>`) with its constraint: an element
             # of its set, or none if the set is empty; each use renames them apart
-            choices = {name: z3.Int(f"choice_{name}") for name in _choices(r)}
+            doms = _choices(r)
+            choices = {name: z3.Int(f"choice_{name}") for name in doms}
             guard, post, outs = row_relation(r, self.T, {**self.base, **self.TP}, self.sizes)
+            self._check_choice_ranges(r, guard, {choices[n]: self.sizes[d] for n, d in doms.items()})
             # whether the row applies, without its choices' constraints (the branch where no row
             # applies must not be had by choosing a value outside a choice's set)
             applies = z3.And(in_states(r, self.T), to_z3(r.guard, self._env(self.T, self.TP)))
@@ -183,6 +188,21 @@ class SymbolicWorld:
             outs = [o for o in outs if o.kind not in SKIPPED_OUTPUTS]
             got = self._rows_tpl[id(r)] = (guard, applies, written, outs, list(choices.values()))
         return got
+
+    def _check_choice_ranges(self, r, guard, sizes: dict) -> None:
+        """A choice is an element of its set or none: where its row fires, it lies in [-1, n) of
+        its domain of n values, which a bit encoding of it (bmc_sat.py) relies on.  Checked here,
+        once per row, rather than assumed."""
+        for c, n in sizes.items():
+            s = z3.Solver()
+            s.add(guard, z3.Or(c < NONE, c >= n))
+            if s.check() != z3.unsat:
+                raise AssertionError(f"row {r.name!r}: its choice {c} may lie outside [{NONE}, {n})")
+            self.choice_size[str(c)] = n
+
+    def choice_bound(self, c) -> list:
+        """The range of a choice variable of the step (`choice#<i>`), as constraints."""
+        return [c >= NONE, c < self.choice_size[self._choice_of[str(c)]]]
 
     def _pairs(self, state: dict, tparams: dict, params: dict) -> list:
         """(template leaf, its value) for the variables of `state` and the `params` of `tparams`."""
@@ -207,7 +227,9 @@ class SymbolicWorld:
             tguard, tapplies, twritten, touts, tchoices = self._row(r)
             if pairs is None:
                 pairs = self._pairs(p.state, self.TP, {**self.base_values, **given})
-            sub = Sub(pairs + [(c, z3.Int(f"choice#{next(self._ids)}")) for c in tchoices])
+            fresh_choices = [(c, z3.Int(f"choice#{next(self._ids)}")) for c in tchoices]
+            self._choice_of.update((str(v), str(c)) for c, v in fresh_choices)
+            sub = Sub(pairs + fresh_choices)
             fields = [{k: v for k, v in o.fields.items() if v is not ECHO and isinstance(v, (z3.ExprRef, list, tuple))}
                       for o in touts]
             guard, applies, post, conds, members, fields = sub.tree(
@@ -429,13 +451,14 @@ def _z3(v):
     return v
 
 
-def _choices(row) -> list[str]:
+def _choices(row) -> dict[str, str]:
+    """The row's choices: name -> the domain its set is of."""
     from groupspec.spec.engine import _row_terms
     from groupspec.spec.lang import choices_in
-    names = set()
+    doms = {}
     for t in _row_terms(row):
-        names |= set(choices_in(t))
-    return sorted(names)
+        doms.update((n, ch.type.name) for n, ch in choices_in(t).items())
+    return dict(sorted(doms.items()))
 
 
 def _concrete(model, v, t):
@@ -475,10 +498,10 @@ class StepRelation:
     `inside` says, per invariant, on which paths (and under what condition) a row of the step
     breaks it on its way."""
 
-    def __init__(self, cfg: WorldConfig, rows: list | None = None):
+    def __init__(self, cfg: WorldConfig, rows: list | None = None, eager: Eager = EAGER):
         t0 = time.perf_counter()
         self.cfg = cfg
-        self.world = W = SymbolicWorld(cfg, rows)
+        self.world = W = SymbolicWorld(cfg, rows, eager)
         self.X, _ = W.fresh_state("x")
         self.X2, _ = W.fresh_state("y")
         self.paths = W.step(self.X)
@@ -586,7 +609,7 @@ def _flat(state: dict) -> list:
     return [x for n in _VAR_NAMES for x in _leaves(state[n])]
 
 
-MODES = ("push", "assume", "fresh")
+MODES = ("push", "assume", "fresh", "sat")
 
 
 def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, timeout_ms: int = 0,
@@ -594,7 +617,9 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
     """Search for a state breaking a state invariant within `depth` steps of the initial state,
     depth by depth (so the first violation found is at a shortest depth).
 
-    `mode`, how the solver is asked at each depth: "push", one incremental solver keeping the
+    `mode`, how the solver is asked at each depth: "sat", the step bit-blasted once and unrolled
+    in an incremental SAT solver (bmc_sat.py; `timeout_ms` does not apply, `budget_s` is looked at
+    between depths); "push", one incremental Z3 solver keeping the
     steps so far, the violation query pushed and popped; "assume", one solver, the violation
     query guarded by a literal that is assumed for its check only; "fresh", a new solver per
     depth given every step again (no incremental solving, for comparison).
@@ -606,6 +631,9 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)}")
     rel = cfg if isinstance(cfg, StepRelation) else StepRelation(cfg, rows)
+    if mode == "sat":
+        from .bmc_sat import bmc_sat
+        return bmc_sat(rel, depth, progress=progress, budget_s=budget_s, only=only)
     t0 = time.perf_counter()
     U = Unrolling(rel)
     n_paths, built = len(rel.paths), rel.build_seconds
