@@ -64,13 +64,3 @@ def test_a_mutant_that_depends_on_what_is_dead_where_it_fires_is_compared_whole(
     i, mutant = _find("JoinGroup: pending member rejoins and starts a rebalance (Empty)",
                       "drop the update of `join_delay_ms`")
     assert O.keeps_alike(mutant) == ["in Empty it depends on join_delay_ms, which nothing else reads there"]
-
-
-def test_lint_kills_a_mutant_that_breaks_a_structural_invariant():
-    i, mutant = _find("JoinTimer: the group is Dead", "drop the update of `awaiting_sync`")
-    assert Q.lint_breaks(i, mutant) == ("lint: the mutated row breaks awaiting-sync-only-completing "
-                                        "(a structural invariant)")
-    assert Q.lint_breaks(i, ROWS[i]) == ""
-    index = next(m.index for m, _, row in M.mutants() if m.row == ROWS[i].name and "`awaiting_sync`" in m.detail)
-    r = M.run_one((index, []))
-    assert r["outcome"] == "killed" and r["checker"] == "lint" and M.summary([r])["killed_by_checker"]["lint"] == 1

@@ -111,16 +111,20 @@ def shown_equivalent(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> s
 
 def lint_breaks(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> str:
     """What `groupspec lint` says of the table with row `index` replaced by `mutant`, where it says something
-    of the mutated row it does not say of the table's: the structural invariants it no longer keeps
-    (checkers/proofs/lint.py check_preserved), asked where first-match dispatch selects it.  '' if none."""
-    from groupspec.checkers.proofs.lint import check_preserved
+    of the mutated row it does not say of the table's: a structural invariant it no longer keeps, or a timer
+    it leaves armed where the timer's condition fails (checkers/proofs/lint.py check_preserved,
+    check_timers), asked where first-match dispatch selects it.  '' if neither."""
+    from groupspec.checkers.proofs.lint import check_preserved, check_timers
     from groupspec.spec.vocabulary import in_states
     rel, _ = _relations()
     original = ROWS[index]
     earlier = [r for r in ROWS[:index] if r.trigger == original.trigger]
     selected = And(mutant.own if mutant.own is not None else mutant.guard,
                    *[Not(And(in_states(*r.states), r.own if r.own is not None else r.guard)) for r in earlier])
-    _, problems = check_preserved(rel.sizes, timeout_ms, relations=rel,
-                                  table=[dataclasses.replace(mutant, guard=selected)])
-    broken = [p.detail for p in problems if p.detail.startswith("breaks")]
-    return f"lint: the mutated row {broken[0]} (a structural invariant)" if broken else ""
+    row = [dataclasses.replace(mutant, guard=selected)]
+    for check, what in ((check_preserved, "a structural invariant"), (check_timers, "the timers' conditions")):
+        _, problems = check(rel.sizes, timeout_ms, relations=rel, table=row)
+        found = [p.detail for p in problems if "Z3 gave up" not in p.detail]
+        if found:
+            return f"lint: the mutated row {found[0]} ({what})"
+    return ""
