@@ -237,3 +237,16 @@ def test_a_generated_scenario_kill_is_counted_as_the_generated_suites():
     assert r["outcome"] == "killed" and r["checker"] == "generated scenarios", r
     assert "tests/scenarios/generated/" in r["killed_by"]
     assert M.summary([r])["killed_by_checker"]["generated scenarios"] == 1
+
+
+def test_lint_kills_a_mutant_that_breaks_a_structural_invariant_or_a_timers_condition():
+    from groupspec.checkers.search.equivalence import lint_breaks
+    m, i, row = _find("JoinTimer: the group is Dead", "drop-effect", "`awaiting_sync`")
+    assert lint_breaks(i, row) == "lint: the mutated row breaks awaiting-sync-only-completing (a structural invariant)"
+    assert lint_breaks(i, M.ROWS[i]) == ""
+    r = M.run_one((m.index, []))
+    assert r["outcome"] == "killed" and r["checker"] == "lint" and M.summary([r])["killed_by_checker"]["lint"] == 1
+    # the session timers the row re-arms, left out of hb_armed: armed where their condition fails
+    m, i, row = _find("LeaveMember: member leaves during CompletingRebalance", "drop-effect", "`hb_armed` (step 6)")
+    assert lint_breaks(i, row).startswith("lint: the mutated row leaves armed a timer its condition does not allow")
+

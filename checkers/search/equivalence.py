@@ -3,7 +3,11 @@
 The engine fires the first row of a trigger whose states include the group's and whose own condition holds
 (spec/engine.py Engine.select), so a mutant of row i changes nothing where an earlier row applies.  Where none
 does, it is equivalent if the mutated row is selected exactly where the table's is, and there gives the same
-post-state and the same outputs for the same choices (the same choice sets, too).  Asked of Z3 over every
+post-state and the same outputs for the same choices (the same choice sets, too).  "The same post-state" is
+the same group state and the same value of each variable some later step or snapshot may read in it
+(spec/observable.py LIVE: a Dead group's `awaiting_sync` is never read again, so a mutant that leaves it is
+not told apart by it); the induction there needs the mutated row itself to depend on nothing else
+(observable.keeps_alike), and where it may, the whole post-state is compared.  Asked of Z3 over every
 well-formed state that keeps the structural invariants and every request the drivers can send (what `groupspec
 lint` assumes: checkers/proofs/lint.py PARAM_FACTS), for the sizes of spec/schema.py's Bounds, with the rows'
 own symbolic reading (spec/symbolic.py row_relation): unsat is a proof; sat or unknown leaves the mutant to the
@@ -15,7 +19,9 @@ import dataclasses
 
 import z3
 
-from groupspec.spec.lang import TRUE
+from groupspec.spec.lang import TRUE, And, Not
+from groupspec.spec.observable import LIVE, keeps_alike
+from groupspec.spec.schema import STATES
 from groupspec.spec.rows import ECHO, Row
 from groupspec.spec.symbolic import SymEnv, _eq, default_sizes, in_states, row_relation, to_z3
 from groupspec.spec.table import ROWS, enabled
@@ -65,6 +71,21 @@ def _same_outputs(xs: list, ys: list):
     return z3.And(same)
 
 
+def _same_post(post: dict, post2: dict, whole: bool):
+    """The two post-states alike: the same state and, unless `whole`, each other variable only where the
+    state reads it again."""
+    same = [_eq(post["state"], post2["state"])]
+    for k in post:
+        if k == "state":
+            continue
+        live_in = [i for i, s in enumerate(STATES) if k in LIVE[s]]
+        if whole or len(live_in) == len(STATES):
+            same.append(_eq(post[k], post2[k]))
+        elif live_in:
+            same.append(z3.Implies(z3.Or([post["state"] == i for i in live_in]), _eq(post[k], post2[k])))
+    return z3.And(same)
+
+
 def shown_equivalent(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> str:
     """Why the table with row `index` replaced by `mutant` behaves as the table on every step, or '' if Z3
     does not show it (it finds a difference, or gives up)."""
@@ -74,7 +95,7 @@ def shown_equivalent(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> s
     earlier = [_selected(r, rel.state, env) for r in ROWS[:index] if r.trigger == original.trigger]
     sel, sel2 = _selected(original, rel.state, env), _selected(mutant, rel.state, env)
     (c, post, outs), (c2, post2, outs2) = _effect(original, rel), _effect(mutant, rel)
-    same_post = z3.And([_eq(post[k], post2[k]) for k in post])
+    same_post = _same_post(post, post2, whole=bool(keeps_alike(mutant)))
     same = z3.And(sel == sel2, z3.Implies(sel, z3.And(c == c2, z3.Implies(c, z3.And(same_post,
                                                                                      _same_outputs(outs, outs2))))))
     solver = z3.Solver()
@@ -84,5 +105,26 @@ def shown_equivalent(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> s
     if solver.check() != z3.unsat:
         return ""
     return (f"Z3: wherever no earlier row of {original.trigger} applies, the mutated row is selected exactly where "
-            f"the table's is and gives the same state and outputs (every state keeping the structural invariants and request the drivers send, sizes "
+            f"the table's is and gives the same outputs and the same state, as far as any later step or snapshot reads it (every state keeping the structural invariants and request the drivers send, sizes "
             f"{', '.join(f'{k} {v}' for k, v in sorted(rel.sizes.items()))})")
+
+
+def lint_breaks(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> str:
+    """What `groupspec lint` says of the table with row `index` replaced by `mutant`, where it says something
+    of the mutated row it does not say of the table's: a structural invariant it no longer keeps, or a timer
+    it leaves armed where the timer's condition fails (checkers/proofs/lint.py check_preserved,
+    check_timers), asked where first-match dispatch selects it.  '' if neither."""
+    from groupspec.checkers.proofs.lint import check_preserved, check_timers
+    from groupspec.spec.vocabulary import in_states
+    rel, _ = _relations()
+    original = ROWS[index]
+    earlier = [r for r in ROWS[:index] if r.trigger == original.trigger]
+    selected = And(mutant.own if mutant.own is not None else mutant.guard,
+                   *[Not(And(in_states(*r.states), r.own if r.own is not None else r.guard)) for r in earlier])
+    row = [dataclasses.replace(mutant, guard=selected)]
+    for check, what in ((check_preserved, "a structural invariant"), (check_timers, "the timers' conditions")):
+        _, problems = check(rel.sizes, timeout_ms, relations=rel, table=row)
+        found = [p.detail for p in problems if "Z3 gave up" not in p.detail]
+        if found:
+            return f"lint: the mutated row {found[0]} ({what})"
+    return ""

@@ -6,8 +6,9 @@ Mutants of a coordinator row (clients are the environment and stay correct):
   drop-effect     drop one update of one state variable
   redirect        move to another state than the row's target
   swap-error      answer another error than the row's
-A mutant Z3 shows equivalent (equivalence.py: its row behaves as the table's wherever it is
-selected) is not searched.  Each other mutant meets a sequence of worlds, smallest first, until
+A mutant `groupspec lint` rejects (its row no longer keeps a structural invariant) is killed
+first; a mutant Z3 shows equivalent (equivalence.py: its row behaves as the table's wherever it
+is selected, as far as anything reads it again) is not searched.  Each other mutant meets a sequence of worlds, smallest first, until
 one kills it.  In each world it is first compared with the table on every coordinator firing the
 world can reach: if it answers alike everywhere the world cannot tell it (its state graph is the
 table's; the concrete checkers below still may, and only if they cannot is it equivalent);
@@ -37,7 +38,7 @@ from groupspec.spec.schema import Error, STATES, legal_moves
 from groupspec.spec.table import ROWS, coordinator_of
 from groupspec.spec.world import WORLD_COORDINATOR
 
-from .equivalence import shown_equivalent
+from .equivalence import lint_breaks, shown_equivalent
 
 SWAPS = {"NONE": "REBALANCE_IN_PROGRESS", "REBALANCE_IN_PROGRESS": "NONE", "UNKNOWN_MEMBER_ID": "ILLEGAL_GENERATION",
          "ILLEGAL_GENERATION": "UNKNOWN_MEMBER_ID", "MEMBER_ID_REQUIRED": "NONE", "FENCED_INSTANCE_ID": "NONE",
@@ -246,6 +247,9 @@ def run_one(args) -> dict:
     rows[i] = row
     out = {**dataclasses.asdict(m), "outcome": "equivalent", "killed_by": "", "world": "",
            "counterexample_length": 0, "states": 0, "fires_in": [], "differs": ""}
+    broken = lint_breaks(i, row)
+    if broken:      # lint rejects the mutant table: caught before any world is searched
+        return {**out, "outcome": "killed", "killed_by": broken, "world": "lint", "checker": "lint"}
     shown = shown_equivalent(i, row)
     if shown:       # no search can tell it from the table: proved, not assumed
         return {**out, "equivalent": shown, "equivalent_by": "z3"}
@@ -514,7 +518,7 @@ def summary(results: list[dict]) -> dict:
         why["not covered: " + r["not_covered"]] = why.get("not covered: " + r["not_covered"], 0) + 1
     judged = len(killed) + len(survived) + len(uncovered)
     checkers = {c: sum(1 for r in killed if r.get("checker", "explicit search") == c)
-                for c in ("explicit search", "liveness", "generated scenarios", "scenarios", "harness")}
+                for c in ("lint", "explicit search", "liveness", "generated scenarios", "scenarios", "harness")}
     shown_by = {how: sum(1 for r in equivalent if r.get("equivalent_by", "state graphs") == how)
                 for how in ("z3", "state graphs")}
     return {"mutants": len(results), "killed": len(killed), "survived": len(survived),

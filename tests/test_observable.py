@@ -1,0 +1,66 @@
+"""What a group can still read in each state (spec/observable.py), and the mutation checks that rest on it."""
+from __future__ import annotations
+
+from groupspec.checkers.search import equivalence as Q
+from groupspec.checkers.search import mutate as M
+from groupspec.spec import engine as E
+from groupspec.spec import observable as O
+from groupspec.spec.table import ROWS
+
+
+def _find(row: str, detail: str):
+    for m, i, mutant in M.mutants():
+        if m.row == row and detail in m.detail:
+            return i, mutant
+    raise AssertionError(f"no mutant of {row!r} with {detail!r}")
+
+
+def test_every_row_depends_only_on_what_is_live_where_it_fires():
+    """The fixpoint: what each row reads from a state, and keeps of what its target reads, is live there
+    (for the rows a Dead group fires, what they read is what LIVE['Dead'] holds)."""
+    for r in ROWS:
+        for s in r.states:
+            assert O.needs(r, O.LIVE[O.targets(r, s)]) <= O.LIVE[s], (r.name, s)
+        assert not O.keeps_alike(r), r.name
+    dead = [r for r in ROWS if "Dead" in r.states]
+    assert any(r.name == "DescribeGroup: summary" for r in dead)
+    assert {"members", "protocol_type", "hb_armed", "offsets"} <= O.LIVE["Dead"]
+    # never read again once Dead: the members awaiting sync are answered by no Dead row, only dropped
+    assert "awaiting_sync" not in O.LIVE["Dead"] and "awaiting_sync" in O.LIVE["CompletingRebalance"]
+
+
+def test_the_snapshot_reads_only_what_observable_declares(monkeypatch):
+    """The runtime's snapshot and member details (what the scenarios and the harness compare) read only
+    SNAPSHOT: the liveness analysis counts them as read in every held state."""
+    from groupspec.impl.coordinator import GroupCoordinator
+    from tests.test_runtime import CFG, stable_group
+    coord = GroupCoordinator(CFG)
+    stable_group(coord)
+    read, get = set(), E.get
+    monkeypatch.setattr(E, "get", lambda s, v: read.add(v) or get(s, v))
+    assert coord.snapshot("g") is not None
+    coord.member_details("g")
+    assert read and read <= O.SNAPSHOT, read - O.SNAPSHOT
+
+
+def test_a_dropped_update_nothing_reads_again_is_equivalent_only_modulo_liveness(monkeypatch):
+    i, mutant = _find("JoinTimer: the group is Dead", "drop the update of `awaiting_sync`")
+    assert Q.shown_equivalent(i, mutant)
+    # compared on the whole post-state, as before, the dropped update shows
+    monkeypatch.setattr(Q, "keeps_alike", lambda row: ["compare everything"])
+    assert Q.shown_equivalent(i, mutant) == ""
+
+
+def test_a_dropped_update_a_dead_group_still_reads_is_not_equivalent():
+    # the members a Dead group keeps are in its snapshot and DescribeGroups answer
+    i, mutant = _find("JoinTimer: the group is Dead", "drop the update of `members`")
+    assert Q.shown_equivalent(i, mutant) == ""
+    # a deleted group is created again from what Absent keeps: its offsets are read again
+    i, mutant = _find("DeleteGroup: Empty group is deleted", "drop the update of `offsets`")
+    assert Q.shown_equivalent(i, mutant) == ""
+
+
+def test_a_mutant_that_depends_on_what_is_dead_where_it_fires_is_compared_whole():
+    i, mutant = _find("JoinGroup: pending member rejoins and starts a rebalance (Empty)",
+                      "drop the update of `join_delay_ms`")
+    assert O.keeps_alike(mutant) == ["in Empty it depends on join_delay_ms, which nothing else reads there"]
