@@ -165,6 +165,20 @@ def test_a_previous_run_judged_again_counts_a_row_no_world_reaches_as_not_covere
     assert doc["equivalent"] == 0 and doc["kill_rate"] == 1.0
 
 
+def test_a_previous_run_judged_again_keeps_what_z3_showed_equivalent(tmp_path):
+    """Z3 judges a mutant before any world, so its result names no world its row fires in; judging the run
+    again must not take that for a row no world reaches."""
+    import json
+    m, i, row = _find("ListGroups: listed", "drop-conjunct", "coordinator")
+    r = M.run_one((m.index, []))
+    assert r["outcome"] == "equivalent" and r["equivalent_by"] == "z3" and r["fires_in"] == []
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps({"preset": "tiny", "results": [r]}))
+    got = _mutate_cli("--rejudge", str(f), "--jobs", "1", "--json")
+    assert got.exit_code == 0, got.stdout + got.stderr
+    assert json.loads(got.stdout)["results"][0] == r
+
+
 @pytest.mark.parametrize("text, says", [
     ("{", "not JSON"),
     ("[]", "not the output of `groupspec mutate --json`"),

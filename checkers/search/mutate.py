@@ -389,9 +389,11 @@ def rejudge(results: list[dict], preset: str, jobs: int = 2, progress=None) -> l
     """A run's results (`mutate --json`'s), judged again where the concrete checkers may now say more: a
     mutant that was equivalent because no world reaches its row is not covered, and goes to the scenarios
     and the harness; a survivor goes to the scenarios again (they may have grown; its harness run, at a
-    fixed seed, would say what it said).  Killed and equivalent ones whose row fires are kept."""
+    fixed seed, would say what it said).  Killed ones are kept, and equivalent ones whose row fires or that Z3
+    showed equivalent (judged before any world: no `fires_in`, and nothing concrete could tell them apart)."""
     todo = [(k, r, preset) for k, r in enumerate(results)
-            if r["outcome"] in ("survived", "not covered") or (r["outcome"] == "equivalent" and not r["fires_in"])]
+            if r["outcome"] in ("survived", "not covered")
+            or (r["outcome"] == "equivalent" and not r["fires_in"] and r.get("equivalent_by") != "z3")]
     out = list(results)
     for k, r in zip([k for k, _, _ in todo], _in_workers(_rejudge_one, todo, jobs, progress)):
         out[k] = r
