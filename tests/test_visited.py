@@ -224,3 +224,19 @@ def test_steps_folded_into_their_rows_as_they_pile_up_give_the_same_coverage(mon
     folded = check(WorldModel(PRESETS["small"]))
     assert folded.coverage == kept.coverage and sum(kept.coverage.values()) > 10 * len(kept.coverage)
     _same_search(folded, kept)
+
+
+@pytest.mark.parametrize("block", [1, 3, 64])
+def test_runs_merge_block_by_block_into_one_sorted_run(block, monkeypatch, tmp_path):
+    from groupspec.checkers.search import visited
+    monkeypatch.setattr(visited, "MERGE_BLOCK", block)
+    fps = [hash((i, "merged")) for i in range(300)]
+    with SpillingVisited(tmp_path, limit=7) as seen:
+        for i, fp in enumerate(fps):
+            seen[fp] = None if i == 0 else fps[i - 1]
+        assert seen.merges > 10
+        for run, _ in seen.runs:
+            assert list(run) == sorted(run)
+        on_disk = [int(f) for run, _ in seen.runs for f in run]
+        assert sorted(on_disk + list(seen.mem)) == sorted(fps)
+        assert all(seen[fp] == (None if i == 0 else fps[i - 1]) for i, fp in enumerate(fps))

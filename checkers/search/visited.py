@@ -41,6 +41,8 @@ _PREFIX = "groupspec-visited-"
 # fingerprint is one of these would be read back as the marker: a chance of one in 2**63 per state,
 # as small as two states sharing a fingerprint.
 _LOWEST = -1 << 63
+# Fingerprints of each run merged at a time: the merge's memory does not grow with the runs.
+MERGE_BLOCK = 1 << 20
 
 
 class SpillingVisited:
@@ -132,11 +134,7 @@ class SpillingVisited:
         # merge while the newest run is at least half the one before: sizes stay geometric, so a
         # miss searches O(log n) runs and each fingerprint is rewritten O(log n) times
         while len(self.runs) > 1 and 2 * len(self.runs[-1][0]) >= len(self.runs[-2][0]):
-            (fa, pa), (fb, pb) = self.runs[-2], self.runs[-1]
-            fps = np.concatenate([fa, fb])
-            parents = np.concatenate([pa, pb])
-            order = np.argsort(fps, kind="stable")
-            merged = self._write(fps[order], parents[order])
+            merged = self._merge(self.runs[-2], self.runs[-1])
             old = self.runs[-2:]
             self.runs[-2:] = [merged]
             for run in old:
@@ -144,13 +142,46 @@ class SpillingVisited:
             self.merges += 1
 
     def _write(self, fps: np.ndarray, parents: np.ndarray) -> tuple:
+        fp_out, parent_out = self._files(len(fps))
+        fp_out[:], parent_out[:] = fps, parents
+        return self._done(fp_out, parent_out)
+
+    def _merge(self, a: tuple, b: tuple) -> tuple:
+        """Two sorted runs as one, written block by block: only `MERGE_BLOCK` fingerprints of each
+        are in memory at once, however big the runs (a fingerprint is in one run only: no ties)."""
+        (fa, pa), (fb, pb) = a, b
+        fp_out, parent_out = self._files(len(fa) + len(fb))
+        i = j = k = 0
+        while i < len(fa) or j < len(fb):
+            # a block of one run up to a pivot, and what of the other sorts below it: what is left of
+            # either sorts above everything written
+            i2, j2 = min(i + MERGE_BLOCK, len(fa)), len(fb)
+            if i2 > i:
+                j2 = j + int(fb[j:].searchsorted(fa[i2 - 1]))
+            if j2 - j > MERGE_BLOCK or i2 == i:
+                j2 = min(j + MERGE_BLOCK, len(fb))
+                i2 = i + int(fa[i:].searchsorted(fb[j2 - 1]))
+            fps = np.concatenate([fa[i:i2], fb[j:j2]])
+            order = np.argsort(fps, kind="stable")
+            n = len(fps)
+            fp_out[k:k + n] = fps[order]
+            parent_out[k:k + n] = np.concatenate([pa[i:i2], pb[j:j2]])[order]
+            i, j, k = i2, j2, k + n
+        return self._done(fp_out, parent_out)
+
+    def _files(self, n: int) -> tuple:
+        """Two new int64 files of `n` entries, mapped for writing: a run's fingerprints and parents."""
         self._names += 1
-        files = []
-        for kind, arr in (("fp", fps), ("parent", parents)):
-            path = self.dir / f"run{self._names:06d}.{kind}.npy"
-            np.save(path, arr)
-            files.append(np.load(path, mmap_mode="r"))
-        return tuple(files)
+        return tuple(np.lib.format.open_memmap(self.dir / f"run{self._names:06d}.{kind}.npy", mode="w+",
+                                               dtype=np.int64, shape=(n,)) for kind in ("fp", "parent"))
+
+    def _done(self, *written) -> tuple:
+        """The run just written, flushed and mapped again read-only."""
+        out = []
+        for arr in written:
+            arr.flush()
+            out.append(np.load(arr.filename, mmap_mode="r"))
+        return tuple(out)
 
     def close(self) -> None:
         """Remove this run's files (the search is over: its result keeps no reference to them)."""
