@@ -315,7 +315,7 @@ def test_mutate_reports_kills_per_checker():
                {**base, "fires_in": [], "outcome": "not covered", "not_covered": "its row never fires", "equivalent": ""},
                {**base, "outcome": "equivalent", "equivalent": "identical state graphs"}]
     s = summary(results)
-    assert s["killed_by_checker"] == {"explicit search": 1, "liveness": 1, "generated scenarios": 0,
+    assert s["killed_by_checker"] == {"lint": 0, "explicit search": 1, "liveness": 1, "generated scenarios": 0,
                                       "scenarios": 1, "harness": 1}
     # one rate over every mutant not shown equivalent: a row no world reaches is untested, not equivalent
     assert s["kill_rate"] == round(4 / 6, 3) and s["not_covered"] == 1 and s["equivalent"] == 1
