@@ -302,6 +302,23 @@ class Group:
             snap = f"(no status: {e})"
         return "what was seen:\n" + "\n".join(d.tail() for d in self.drivers) + f"\n  server: {snap}"
 
+    def stacks(self) -> str:
+        """Every thread's stack of each Python client still running (pyclient.py dumps them on SIGUSR1): where
+        a client that went silent is stuck, in it or in its Kafka library."""
+        out = []
+        for d in self.drivers:
+            if d.kind == "java" or d.proc.poll() is not None:
+                continue
+            before = d.stderr_path.stat().st_size
+            d.proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
+            with open(d.stderr_path, "rb") as f:
+                f.seek(before)
+                text = f.read().decode(errors="replace")
+            dump = [x for x in text.splitlines() if x.startswith(("Thread", "Current thread", "  File"))]
+            out.append(f"\n  {d.name}'s threads:\n" + "\n".join("    " + x for x in dump))
+        return "".join(out)
+
     def eventually(self, look, what: str, timeout: float = SETTLE_S):
         deadline = time.monotonic() + timeout
         while True:
@@ -309,7 +326,7 @@ class Group:
             if got:
                 return got
             if time.monotonic() > deadline:
-                raise AssertionError(f"waited {timeout:g} s for {what}; {self.seen_text()}")
+                raise AssertionError(f"waited {timeout:g} s for {what}; {self.seen_text()}{self.stacks()}")
             time.sleep(0.1)
 
     def settle(self, members: list[Driver], step: str, rebalances: int | None = 1) -> dict:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import json
 import logging
 import queue
+import signal
 import struct
 import sys
 import threading
@@ -233,6 +235,8 @@ def main() -> None:
     p.add_argument("--heartbeat-ms", type=int, default=500)
     p.add_argument("--poll-ms", type=int, default=10000, help="max.poll.interval.ms (and the rebalance timeout)")
     a = p.parse_args()
+    # a test that waited in vain asks every thread's stack (SIGUSR1): a client that hangs shows where
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     started = time.monotonic()
