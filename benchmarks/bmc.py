@@ -22,7 +22,8 @@ import os
 import platform
 import time
 
-from groupspec.checkers.world.bmc import MODES, StepRelation, bmc
+from groupspec.checkers.world.bmc import StepRelation
+from groupspec.checkers.world.bmc_search import MODES, bmc
 from groupspec.checkers.world.presets import PRESETS
 
 

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import test_planted_bugs as planted  # noqa: E402
 
 from groupspec.checkers.search.explicit import check  # noqa: E402
-from groupspec.checkers.world.bmc import MODES, StepRelation, bmc  # noqa: E402
+from groupspec.checkers.world.bmc import StepRelation  # noqa: E402
+from groupspec.checkers.world.bmc_search import MODES, bmc  # noqa: E402
 
 DEFAULT = "test_leave_group_keeps_the_session_timer,test_leave_during_preparing_rebalance_does_not_recheck"
 

@@ -16,8 +16,9 @@ from functools import partial
 
 import pytest
 
-from groupspec.checkers.world import bmc as BMC
-from groupspec.checkers.world.bmc import StepRelation, bmc, reachable
+from groupspec.checkers.world import bmc_search as BMC
+from groupspec.checkers.world.bmc import StepRelation, reachable
+from groupspec.checkers.world.bmc_search import bmc
 from groupspec.checkers.world.bmc_sat import SatStep, bmc_sat
 from groupspec.checkers.search.explicit import check
 from groupspec.checkers.world.state_space import WorldModel

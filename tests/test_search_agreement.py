@@ -44,18 +44,18 @@ def test_the_search_reaches_what_it_reached(preset, symmetry):
     assert (r.distinct_states, r.generated, r.depth, r.unreduced_states, r.levels) == RECORDED[preset, symmetry]
 
 
-def _caught_as(rows, found: tuple, actions: list) -> None:
-    """The search of tiny with `rows` ends as main's did: (result, violation, distinct, generated, depth), and
-    the counterexample's actions step by step."""
+def _caught(rows) -> tuple:
+    """How the search of tiny with `rows` ends: (result, violation, distinct, generated, depth), and the
+    counterexample's actions step by step."""
     r = check(WorldModel(TINY, rows))
-    assert (r.result, r.violation, r.distinct_states, r.generated, r.depth) == found
-    assert [None if step is None else step.action for step, _ in r.path] == actions
+    return (r.result, r.violation, r.distinct_states, r.generated, r.depth), \
+        [None if step is None else step.action for step, _ in r.path]
 
 
 def test_a_row_that_breaks_an_invariant_is_caught_where_it_was():
     # checked after the row (check_after_row), whose verdict is now memoized per firing
-    _caught_as(_with("StoreGroupDone: assignment stored", target=None),
-               ("violation", "assignment-only-when-stable", 23, 34, 7), [
+    assert _caught(_with("StoreGroupDone: assignment stored", target=None)) == (
+        ("violation", "assignment-only-when-stable", 23, 34, 7), [
         None,
         "c0: client starts and joins",
         "deliver c0's join",
@@ -71,7 +71,7 @@ def test_a_broken_state_is_caught_where_it_was():
     row = T.ROW_BY_NAME["JoinTimer: join completes, next generation"]
     steps = [dataclasses.replace(st, updates={k: v for k, v in st.updates.items() if k != "generation"})
              if hasattr(st, "updates") and "generation" in st.updates else st for st in row.steps]
-    _caught_as(_with(row.name, steps=steps), ("violation", "no-shared-partition", 597, 986, 16), [
+    assert _caught(_with(row.name, steps=steps)) == (("violation", "no-shared-partition", 597, 986, 16), [
         None,
         "c0: client starts and joins",
         "c1: client starts and joins",

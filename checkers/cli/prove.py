@@ -151,7 +151,7 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
     """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation (written
     with --out in the three counterexample formats, as `check` writes one), 2 when the
     interpretations disagree or Z3 gives up (the answer cannot be trusted either way)."""
-    from groupspec.checkers.world.bmc import bmc
+    from groupspec.checkers.world.bmc_search import bmc
     from groupspec.checkers.review.counterexample import step_table, to_itf
     from groupspec.checkers.world.state_space import WorldModel
     if not 0 <= depth <= 64:

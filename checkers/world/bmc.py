@@ -19,7 +19,7 @@ a post-state and the invariants broken on the way (after every row, as the
 explicit checker checks them).  The step relation (`StepRelation`) is built
 once over template variables; depth k+1 is a fresh copy of the world's
 variables equal to the post-state of some path from depth k (a Boolean per
-path says it is taken).  `bmc(cfg, K)` asks, depth by depth (incrementally, by default with
+path says it is taken).  `bmc_search.bmc(cfg, K)` asks, depth by depth (incrementally, by default with
 push/pop), for a state that breaks a state invariant of the catalog or of the
 closed world; a model is read back into concrete states and replayed through
 the explicit checker's world model, and a trace that does not replay is
@@ -609,31 +609,13 @@ def _flat(state: dict) -> list:
     return [x for n in _VAR_NAMES for x in _leaves(state[n])]
 
 
-MODES = ("push", "assume", "fresh", "sat")
+Z3_MODES = ("push", "assume", "fresh")
 
 
-def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, timeout_ms: int = 0,
-        progress=None, mode: str = "push", budget_s: float | None = None, only: set | None = None) -> BmcResult:
-    """Search for a state breaking a state invariant within `depth` steps of the initial state,
-    depth by depth (so the first violation found is at a shortest depth).
-
-    `mode`, how the solver is asked at each depth: "sat", the step bit-blasted once and unrolled
-    in an incremental SAT solver (bmc_sat.py; `timeout_ms` does not apply, `budget_s` is looked at
-    between depths); "push", one incremental Z3 solver keeping the
-    steps so far, the violation query pushed and popped; "assume", one solver, the violation
-    query guarded by a literal that is assumed for its check only; "fresh", a new solver per
-    depth given every step again (no incremental solving, for comparison).
-    `budget_s`: stop deepening once this many seconds of solving (after the relation is built)
-    have passed (result "stopped", `depth` the last depth answered); the solver's timeout is held
-    to what is left of it.
-    `only`: ask about these invariants alone (default: every state invariant of the world).
-    `cfg` may be a step relation built before (of its world and rows); its build is not timed again."""
-    if mode not in MODES:
-        raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)}")
-    rel = cfg if isinstance(cfg, StepRelation) else StepRelation(cfg, rows)
-    if mode == "sat":
-        from .bmc_sat import bmc_sat
-        return bmc_sat(rel, depth, progress=progress, budget_s=budget_s, only=only)
+def bmc_z3(rel: StepRelation, depth: int, timeout_ms: int = 0, progress=None, mode: str = "push",
+           budget_s: float | None = None, only: set | None = None) -> BmcResult:
+    """`bmc_search.bmc` with Z3 asked at each depth, in one of `Z3_MODES` (its docstring says what each
+    option means)."""
     t0 = time.perf_counter()
     U = Unrolling(rel)
     n_paths, built = len(rel.paths), rel.build_seconds

@@ -316,7 +316,7 @@ class _Sat:
 
 def bmc_sat(rel: StepRelation, depth: int, progress=None, budget_s: float | None = None,
             only: set | None = None, sat_step: SatStep | None = None) -> BmcResult:
-    """bmc.bmc's search (shortest depth first, every model replayed concretely), over clauses.
+    """bmc_search.bmc's search (shortest depth first, every model replayed concretely), over clauses.
     `budget_s` is looked at before each depth: the depth under way when it runs out is finished.  `sat_step`: the clauses, if made before."""
     t0 = time.perf_counter()
     S = sat_step or SatStep(rel)
