@@ -56,6 +56,32 @@ def test_a_signal_that_lands_in_a_finalizer_still_stops_the_run(monkeypatch, cap
     assert err.endswith(line)
 
 
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_that_comes_while_the_unraisable_hook_runs_waits_until_it_has_returned(monkeypatch, capsys, sig,
+                                                                                        code):
+    # what a handler raises inside sys.unraisablehook is dropped for good; under load the signal the hook
+    # sends again can land there (two CI runs lost a Ctrl-C so).  It must raise only once the hook is done.
+    from groupspec.checkers.scenarios import report
+    stop = sys.modules["groupspec.checkers.cli.app"]._STOP
+    ran = []
+
+    def run_files(*a, **k):
+        stop["in_hook"] = True          # as while the hook runs
+        os.kill(os.getpid(), sig)
+        until = time.monotonic() + 0.3
+        while time.monotonic() < until:
+            pass
+        ran.append("out of the hook")
+        stop["in_hook"] = False
+        until = time.monotonic() + 5
+        while time.monotonic() < until:
+            pass
+        ran.append("to the end")
+    monkeypatch.setattr(report, "run_files", run_files)
+    got, out, err = run_cli(monkeypatch, capsys, "scenario", "run", FINDINGS)
+    assert (got, ran) == (code, ["out of the hook"]) and "Traceback" not in err, err
+
+
 # -- conform: a signal is never a divergence ------------------------------------------------------------
 
 def test_a_sigterm_anywhere_in_a_conform_run_stops_it_with_no_finding(monkeypatch, capsys, tmp_path):

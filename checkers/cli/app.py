@@ -8,6 +8,7 @@ import errno
 import os
 import signal
 import sys
+import time
 
 import typer
 
@@ -27,33 +28,69 @@ class Terminated(BaseException):
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
+# Where a stop by signal stands.  `owed`: a signal whose exception a finalizer dropped, being sent again
+# until it raises where it is not dropped; `raised`: the stop is under way (a signal sent again, or a
+# second one from `timeout` and a supervisor both, must not interrupt the cleanup or the message the
+# first one started: it would end in a traceback); `in_hook`: sys.unraisablehook runs, and what a handler
+# raised there would be dropped for good.
+_STOP = {"owed": None, "raised": False, "in_hook": False}
+
+
+def _stop(signum, exc: BaseException) -> None:
+    if _STOP["in_hook"]:
+        _owe(signum)
+        return
+    if _STOP["raised"] and _STOP["owed"] is None:
+        return
+    _STOP["owed"], _STOP["raised"] = None, True
+    raise exc
+
+
 def _on_sigterm(signum, frame):
-    # a second SIGTERM (`timeout` and a supervisor both sending one) must not interrupt the cleanup or the
-    # message the first one started: it would end in a traceback
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated()
+    _stop(signum, Terminated())
+
+
+def _on_sigint(signum, frame):
+    _stop(signum, KeyboardInterrupt())
+
+
+def _owe(signum) -> None:
+    """Send `signum` again until its handler raises outside a finalizer and the hook: from a thread of its
+    own, which runs when this one lets go of the interpreter.  Once is not enough: under load the thread
+    can run while the hook still runs, where the handler must not raise."""
+    if _STOP["owed"] == signum:         # a thread sends it already
+        return
+    _STOP["owed"] = signum
+
+    def resend():
+        while _STOP["owed"] == signum:
+            os.kill(os.getpid(), signum)
+            time.sleep(0.01)
+    _thread.start_new_thread(resend, ())      # (threading's start would wait for it)
 
 
 def _unraisable(hook_args) -> None:
     """sys.unraisablehook: a signal that came while Python ran a finalizer (a `__del__`, a weakref or gc
     callback) raised its exception there, and Python drops what a finalizer raises (printing a traceback):
-    the run would go on, with SIGTERM switched off.  The signal is sent again instead, from a thread of its
-    own: that thread runs when this one lets go of the interpreter, after the finalizer has returned, so the
-    handler raises in the code the run was in (or, in another finalizer, comes back here)."""
-    exc = hook_args.exc_value
-    if isinstance(exc, (Terminated, KeyboardInterrupt)):
-        signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
-        if signum == signal.SIGTERM:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-        _thread.start_new_thread(os.kill, (os.getpid(), signum))      # (threading's start would wait for it)
-    else:
-        sys.__unraisablehook__(hook_args)
+    the run would go on.  The signal is owed instead (`_owe`): sent again until its handler raises in the
+    code the run was in (in another finalizer, it comes back here)."""
+    _STOP["in_hook"] = True
+    try:
+        exc = hook_args.exc_value
+        if isinstance(exc, (Terminated, KeyboardInterrupt)):
+            _owe(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+        else:
+            sys.__unraisablehook__(hook_args)
+    finally:
+        _STOP["in_hook"] = False
 
 
 def main() -> None:
     """Run the CLI: usage errors are one line (exit 2); SIGTERM and SIGINT stop the run cleanly
     (the search's worker processes with it) with exit codes 143 and 130."""
+    _STOP.update(owed=None, raised=False, in_hook=False)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, _on_sigint)
     sys.unraisablehook = _unraisable
     if sys.stdout is None:      # started with the standard output closed (`>&-`): results would vanish
         say_error("groupspec: the standard output is closed; nothing could be printed (redirect it to a file or "
