@@ -337,6 +337,7 @@ class SymbolicWorld:
         reports it, though the path is no step."""
         paths: list[Path] = []
         self.cut_bad: list = []
+        self.cut_paths: list[Path] = []
         for d in disjuncts(self.cfg):
             if d.over == "client":
                 args = [c for c in range(self.cfg.clients) if takes(d, self.cfg, c)]
@@ -391,6 +392,7 @@ class SymbolicWorld:
 
     def cut(self, p: Path) -> None:
         self.cut_bad += p.bad
+        self.cut_paths.append(p)
 
     # -- states and properties ---------------------------------------------------------------
 

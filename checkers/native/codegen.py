@@ -1,0 +1,247 @@
+"""The world's step as C: spec/world_step.py's Next, as the symbolic host runs it, compiled.
+
+`bmc.StepRelation` runs the world's step over Z3 terms once (the host `SymbolicWorld`): each way a
+step may go is a path, its condition a list of tests in the order the step made them, its
+post-state one term per leaf of the flat state.  The tests of paths that branched apart share
+their prefix, so the paths form a tree; this module writes that tree out as nested `if`s over a
+state vector of 64-bit integers (one per leaf: a Boolean, a set as a bit-vector, an enumeration,
+a domain value or a plain integer), so a state pays only for the tests on the branches it takes.
+A term used in more than one place is a function that computes it once per state (or once per
+value of the row choices it depends on: `epoch`); a row's choice (a fresh element of its set) is
+a loop over its range.  Nothing here knows what a request does: the terms are the spec's, as Z3
+holds them, and the operators are the dozen the symbolic host produces (anything else is an
+error here, never a guess).
+
+What the generated code also says, from the same paths: for each path taken, the row invariants a
+row breaks on its way (the explicit checker's InvariantViolation); for a path a bound cut, only
+those (`cut`); and for a state, the state and world invariants it breaks.
+"""
+from __future__ import annotations
+
+import collections
+
+import z3
+
+from groupspec.checkers.world.bmc import BOUND_BROKEN, StepRelation, _flat
+
+_CHOICE = "choice#"
+MAX_SUCC = 4096           # successors of one state the search makes room for (more is an error, not a cut)
+_ARITH = {z3.Z3_OP_LT: "<", z3.Z3_OP_LE: "<=", z3.Z3_OP_GT: ">", z3.Z3_OP_GE: ">=", z3.Z3_OP_EQ: "==",
+          z3.Z3_OP_DISTINCT: "!="}
+_NARY = {z3.Z3_OP_AND: " && ", z3.Z3_OP_OR: " || ", z3.Z3_OP_ADD: " + ", z3.Z3_OP_SUB: " - ",
+         z3.Z3_OP_BOR: " | ", z3.Z3_OP_BAND: " & "}
+
+
+class Unsupported(Exception):
+    """A term the generator has no C for: the world cannot run natively."""
+
+
+def _is_choice(n) -> bool:
+    return n.num_args() == 0 and str(n).startswith(_CHOICE)
+
+
+class _Terms:
+    """C expressions for Z3 terms over the state vector `x` and the choices `s->ch`."""
+
+    def __init__(self, leaves: list, roots: list):
+        self.leaf = {x.get_id(): i for i, x in enumerate(leaves)}
+        self.parents: collections.Counter = collections.Counter()
+        self.choices: dict[int, frozenset] = {}      # the choices a term depends on
+        self.functions: list[str] = []
+        self._expr: dict[int, str] = {}
+        seen: set = set()
+        for r in roots:         # a term tested or written in several places is used once per place
+            self.parents[r.get_id()] += 1
+            self._walk(r, seen)
+
+    def _walk(self, root, seen: set) -> None:
+        stack = [(root, False)]
+        while stack:
+            n, done = stack.pop()
+            i = n.get_id()
+            if done:
+                if _is_choice(n):
+                    self.choices[i] = frozenset([str(n)])
+                else:
+                    deps = [self.choices[c.get_id()] for c in n.children() if self.choices[c.get_id()]]
+                    self.choices[i] = frozenset().union(*deps) if deps else frozenset()
+                continue
+            if i in seen:
+                continue
+            seen.add(i)
+            stack.append((n, True))
+            for c in n.children():
+                self.parents[c.get_id()] += 1
+                stack.append((c, False))
+
+    def expr(self, n) -> str:
+        i = n.get_id()
+        if i in self.leaf:
+            return f"x[{self.leaf[i]}]"
+        if i in self._expr:
+            return self._expr[i]
+        s = self._compose(n)
+        if self.parents[i] > 1 and n.num_args() > 0:
+            j = len(self.functions)
+            # a term of the state alone holds for the whole state; one of choices, for their values
+            valid = f"s->f[{j}] == s->choice_epoch" if self.choices[i] else f"s->f[{j}] >= s->state_epoch"
+            self.functions.append(f"static int64_t m{j}(const int64_t *x, S *s) {{ if (!({valid})) "
+                                  f"{{ s->f[{j}] = s->choice_epoch; s->t[{j}] = {s}; }} return s->t[{j}]; }}")
+            s = f"m{j}(x, s)"
+        self._expr[i] = s
+        return s
+
+    def _compose(self, n) -> str:
+        if z3.is_true(n):
+            return "1"
+        if z3.is_false(n):
+            return "0"
+        if z3.is_int_value(n) or z3.is_bv_value(n):
+            return f"((int64_t){n.as_long()})"
+        if _is_choice(n):
+            return f"s->ch[{_choice_index(str(n))}]"
+        k, a = n.decl().kind(), n.children()
+        args = [self.expr(c) for c in a]
+        if k in _NARY:
+            return "(" + _NARY[k].join(args) + ")"
+        if k in _ARITH and len(args) == 2:
+            return f"({args[0]} {_ARITH[k]} {args[1]})"
+        if k == z3.Z3_OP_NOT:
+            return f"(!{args[0]})"
+        if k == z3.Z3_OP_IMPLIES:
+            return f"(!{args[0]} || {args[1]})"
+        if k == z3.Z3_OP_ITE:
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if k == z3.Z3_OP_UMINUS:
+            return f"(-{args[0]})"
+        if k == z3.Z3_OP_BNOT:
+            return f"((~{args[0]}) & {(1 << n.size()) - 1})"
+        if k == z3.Z3_OP_EXTRACT:
+            hi, lo = n.params()
+            return f"(({args[0]} >> {lo}) & {(1 << (hi - lo + 1)) - 1})"
+        raise Unsupported(f"no C for the operator {n.decl().name()} (in {str(n)[:80]})")
+
+
+def _choice_index(name: str) -> int:
+    return int(name[len(_CHOICE):])
+
+
+def _given(cond, held: set):
+    """`cond` where the tests `held` (by id) are known true: what of it is left, None if nothing.  A
+    bad condition repeats the tests of the path it was found on (bmc.py: the path condition and what
+    is broken); at the path's end they hold, and the C need not test them again."""
+    if cond.get_id() in held:
+        return None
+    if z3.is_and(cond):
+        kept = [r for r in (_given(c, held) for c in cond.children()) if r is not None]
+        return None if not kept else (kept[0] if len(kept) == 1 else z3.And(*kept))
+    return cond
+
+
+class Generated:
+    """The C source of one world's step and invariants, and what the search needs to read it back."""
+
+    def __init__(self, rel: StepRelation):
+        W = rel.world
+        X = _flat(rel.X)
+        self.leaves = len(X)
+        state_bad = W.violations(rel.X)
+        self.invariants = [n for n, _ in state_bad]          # 0..: state invariants, then rows' on the way
+        index = {n: i for i, n in enumerate(self.invariants)}
+        cut = W.cut_paths
+        for p in [*rel.paths, *cut]:
+            for name, _ in p.bad:
+                if name not in index:
+                    index[name] = len(self.invariants)
+                    self.invariants.append(name)
+        self.bound_broken = index.get(BOUND_BROKEN, -1)
+        roots = [c for p in [*rel.paths, *cut] for c in p.pc] + [v for p in rel.paths for v in _flat(p.state)]
+        # what a row breaks on a path's way, less the tests the path made already
+        self._bad = {id(p): [(n, r) for n, c in p.bad if (r := _given(c, {t.get_id() for t in p.pc})) is not None]
+                     for p in [*rel.paths, *cut]}
+        roots += [c for bad in self._bad.values() for _, c in bad] + [c for _, c in state_bad]
+        self.terms = T = _Terms(X, roots)
+        self._X, self._W, self._index = X, W, index
+        self._bound: set = set()
+        tree: dict = {}
+        self.path_rows = [p.rows for p in rel.paths]          # what each path fires, for coverage (`hits`)
+        self._number = {id(p): i for i, p in enumerate(rel.paths)}
+        for p in rel.paths:
+            self._place(tree, p, "take")
+        for p in cut:
+            self._place(tree, p, "cut")
+        # one function per first test (an action and its process): gcc's time grows faster than a
+        # function's size, and one function of the whole step took it minutes
+        parts, body = [], []
+        for key, branch in tree.items():
+            k = len(parts)
+            parts += [f"static int step{k}(const int64_t *x, int64_t *out, int n, int *bad, int *cut, S *s) {{",
+                      *self._tree({key: branch}, "  "), "  return n;", "}"]
+            body.append(f"  n = step{k}(x, out, n, bad, cut, s); if (n < 0 || *bad >= 0) return n;")
+        invariants = [f"  if ({T.expr(c)}) return {index[n]};" for n, c in state_bad]
+        n_choices = 1 + max((_choice_index(str(c)) for c in rel.choices), default=0)
+        self.source = "\n".join([
+            "#include <stdint.h>", "#include <string.h>",
+            f"#define NL {len(X)}", f"#define NF {max(1, len(T.functions))}", f"#define MAX_SUCC {MAX_SUCC}",
+            "typedef struct { uint64_t counter, state_epoch, choice_epoch; "
+            f"int64_t ch[{n_choices}]; uint64_t f[NF]; int64_t t[NF]; }} S;",
+            f"#define NPATHS {max(1, len(rel.paths))}", "static long hits[NPATHS];    /* steps taken, per path */",
+            *T.functions, *parts,
+            "/* the successors of x into out (NL each); *bad: an invariant a row of the last one breaks on its way;",
+            "   *cut: a path a bound cut was enabled */",
+            "static int step(const int64_t *x, int64_t *out, int *bad, int *cut, S *s) {",
+            "  int n = 0; s->state_epoch = s->choice_epoch = ++s->counter;",
+            *body, "  return n;", "}",
+            "static int broken(const int64_t *x, S *s) {",
+            "  s->state_epoch = s->choice_epoch = ++s->counter;",
+            *invariants, "  return -1;", "}", '#include "search.c"', ""])
+
+    @staticmethod
+    def _place(tree: dict, p, kind: str) -> None:
+        node = tree
+        for c in p.pc:
+            node = node.setdefault(c.get_id(), (c, {}, []))[1]
+        node.setdefault(None, (None, {}, []))[2].append((kind, p))
+
+    def _loops(self, terms: list, ind: str) -> tuple[list[str], list[str], str]:
+        """Loops binding the choices `terms` read that no enclosing loop binds."""
+        T, W = self.terms, self._W
+        free = sorted(set().union(*[T.choices[t.get_id()] for t in terms]) - self._bound) if terms else []
+        opened = []
+        for ch in free:
+            v = f"s->ch[{_choice_index(ch)}]"
+            size = W.choice_size[W._choice_of[ch]]
+            opened.append(ind + f"for ({v} = -1; {v} < {size}; {v}++) {{ s->choice_epoch = ++s->counter;")
+            ind += "  "
+        self._bound |= set(free)
+        return opened, [ind[:len(ind) - 2 * (k + 1)] + "}" for k in range(len(free))], ind
+
+    def _tree(self, tree: dict, ind: str) -> list[str]:
+        T, out = self.terms, []
+        for key, (c, sub, leaves) in tree.items():
+            if key is None:
+                for kind, p in leaves:
+                    out += self._leaf(kind, p, ind)
+                continue
+            saved = set(self._bound)
+            opened, closed, inner = self._loops([c], ind)
+            out += opened + [inner + f"if ({T.expr(c)}) {{", *self._tree(sub, inner + "  "), inner + "}"] + closed
+            self._bound = saved
+        return out
+
+    def _leaf(self, kind: str, p, ind: str) -> list[str]:
+        T, X = self.terms, self._X
+        writes = [(j, v) for j, v in enumerate(_flat(p.state)) if v.get_id() != X[j].get_id()] if kind == "take" else []
+        saved = set(self._bound)
+        bad = self._bad[id(p)]
+        opened, closed, inner = self._loops([v for _, v in writes] + [c for _, c in bad], ind)
+        lines = list(opened)
+        if kind == "cut":
+            lines.append(inner + "*cut = 1;")
+        else:
+            lines += [inner + "{", inner + "  if (n >= MAX_SUCC) return -1;", inner + "  int64_t *y = out + (size_t)n * NL; memcpy(y, x, NL * sizeof(int64_t));",
+                      *[inner + f"  y[{j}] = {T.expr(v)};" for j, v in writes],
+                      inner + f"  n++; hits[{self._number[id(p)]}]++;", inner + "}"]
+        lines += [inner + f"if (*bad < 0 && {T.expr(c)}) {{ *bad = {self._index[n]}; return n; }}" for n, c in bad]
+        self._bound = saved
+        return lines + closed

@@ -1,0 +1,210 @@
+"""The native search: codegen.py's C compiled once per world (cached by its source's hash), run
+through ctypes, and every counterexample replayed through the explicit checker's world model.
+
+The C search keeps only fingerprints and parents (search.c).  A violation's path is rebuilt here:
+the parents from the violating state back to the initial one, then forward from the initial state
+through the compiled step, at each level the successor with the next fingerprint; its states are
+read back into the world's concrete states and replayed through `WorldModel` by bmc.py's replay,
+which must agree, or the result says the two interpretations disagree.  States without
+successors are judged here as the explicit checker judges them (`is_end`; otherwise a deadlock).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import z3
+
+from groupspec.checkers.world.bmc import BOUND_BROKEN, StepRelation, _flat, _replayed
+from groupspec.checkers.world.bmc_sat import _Values
+
+from .codegen import MAX_SUCC, Generated
+
+_HERE = Path(__file__).resolve().parent
+MAX_LEVELS = 4096
+MAX_ENDS = 4096
+
+
+class NativeError(Exception):
+    """The world cannot be searched natively here (no C compiler, a compile error): say so."""
+
+
+@dataclass
+class NativeResult:
+    result: str                     # ok | violation | deadlock | stopped | disagreement
+    distinct_states: int
+    transitions: int
+    depth: int
+    levels: list
+    seconds: float                  # the search alone
+    build_seconds: float            # the step relation, the C and its compilation (0 for a cached library)
+    violation: str = ""
+    path: list = field(default_factory=list)        # [(Step | None, flat state)], replayed concretely
+    detail: str = ""
+    coverage: dict = field(default_factory=dict)   # row name: the expansions that fired it
+
+    @property
+    def states_per_second(self) -> float:
+        return self.distinct_states / self.seconds if self.seconds else 0.0
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("states", ctypes.c_long), ("transitions", ctypes.c_long), ("depth", ctypes.c_int),
+                ("complete", ctypes.c_int), ("violation", ctypes.c_int), ("at", ctypes.c_uint64),
+                ("parent", ctypes.c_uint64), ("bad_step_from", ctypes.c_uint64), ("ends", ctypes.c_long)]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("GROUPSPEC_NATIVE_CACHE", Path.home() / ".cache" / "groupspec" / "native"))
+
+
+def compile_world(gen: Generated, opt: str = "-O1") -> Path:
+    """The shared library of `gen`'s C, compiled at most once for each source (the file's name is its
+    hash, written under another name and renamed, so a killed compile leaves no library)."""
+    search = (_HERE / "search.c").read_text()
+    digest = hashlib.sha256((gen.source + search + opt).encode()).hexdigest()[:24]
+    lib = cache_dir() / f"world-{digest}.so"
+    if lib.exists():
+        return lib
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
+        (Path(tmp) / "step.c").write_text(gen.source)
+        (Path(tmp) / "search.c").write_text(search)
+        try:
+            done = subprocess.run(["gcc", opt, "-shared", "-fPIC", "-o", "world.so", "step.c"], cwd=tmp,
+                                  capture_output=True, text=True)
+        except FileNotFoundError:
+            raise NativeError("no C compiler: the native search compiles the world with gcc (apt-get install gcc, "
+                              "or search with --engine python)") from None
+        if done.returncode:
+            raise NativeError(f"gcc could not compile the world's step: {done.stderr.strip().splitlines()[0]}")
+        os.replace(Path(tmp) / "world.so", lib)
+    return lib
+
+
+class NativeWorld:
+    """One world's compiled step: `search` from the initial state, `successors` of a state."""
+
+    def __init__(self, cfg, rows=None, opt: str = "-O1"):
+        t0 = time.perf_counter()
+        self.rel = StepRelation(cfg, rows)
+        self.gen = Generated(self.rel)
+        self.lib = ctypes.CDLL(str(compile_world(self.gen, opt)))
+        self.lib.gs_fp.restype = ctypes.c_uint64
+        self.lib.gs_parent.restype = ctypes.c_uint64
+        self.lib.gs_parent.argtypes = [ctypes.c_uint64]
+        self.build_seconds = time.perf_counter() - t0
+        self.X = _flat(self.rel.X)
+        self.init = np.array([_int(v) for v in _flat(self.rel.world.initial())], dtype=np.int64)
+
+    def _ptr(self, a: np.ndarray):
+        return a.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+
+    def fingerprint(self, x: np.ndarray) -> int:
+        return self.lib.gs_fp(self._ptr(x))
+
+    def successors(self, x: np.ndarray) -> tuple[np.ndarray, int, bool]:
+        """(successors, the invariant a row of the last one breaks on its way or -1, a path a bound cut)."""
+        out = np.zeros((MAX_SUCC, self.gen.leaves), dtype=np.int64)
+        bad, cut = ctypes.c_int(-1), ctypes.c_int(0)
+        k = self.lib.gs_successors(self._ptr(x), self._ptr(out), ctypes.byref(bad), ctypes.byref(cut))
+        return out[:max(k, 0)], bad.value, bool(cut.value)
+
+    def search(self, max_states: int | None = None) -> NativeResult:
+        levels = np.zeros(MAX_LEVELS, dtype=np.int64)
+        ends = np.zeros((MAX_ENDS, self.gen.leaves), dtype=np.int64)
+        r = _Result()
+        t0 = time.perf_counter()
+        self.lib.gs_search(self._ptr(self.init), ctypes.c_long(max_states or (1 << 62)),
+                           levels.ctypes.data_as(ctypes.POINTER(ctypes.c_long)), ctypes.c_int(MAX_LEVELS),
+                           self._ptr(ends), ctypes.c_long(MAX_ENDS), ctypes.byref(r))
+        seconds = time.perf_counter() - t0
+        self.lib.gs_hits.restype = ctypes.POINTER(ctypes.c_long)
+        hits = np.ctypeslib.as_array(self.lib.gs_hits(), shape=(len(self.gen.path_rows),))
+        coverage: dict = {}
+        for rows, n in zip(self.gen.path_rows, hits.tolist()):
+            for row in rows:
+                if n:
+                    coverage[row] = coverage.get(row, 0) + n
+        base = dict(coverage=coverage, distinct_states=r.states, transitions=r.transitions, depth=r.depth,
+                    levels=[int(v) for v in levels[:r.depth + 1]], seconds=seconds, build_seconds=self.build_seconds)
+        if r.violation == -2:
+            return NativeResult("stopped", **base, detail=f"a state has more than {MAX_SUCC} successors")
+        if r.violation >= 0:
+            return self._counterexample(r, base)
+        model = self.rel.world.model
+        for x in ends[:min(r.ends, MAX_ENDS)]:
+            if not model.is_end(model.unflat(self._concrete(x))):
+                return self._deadlock(x, base)
+        if r.ends > MAX_ENDS:
+            return NativeResult("stopped", **base, detail=f"more than {MAX_ENDS} states without successors: "
+                                                          f"not all were judged")
+        return NativeResult("ok" if r.complete else "stopped", **base,
+                            detail="" if r.complete else "stopped at --max-states")
+
+    # -- paths, read back and replayed -------------------------------------------------------
+
+    def _concrete(self, x: np.ndarray) -> tuple:
+        values = {}
+        for leaf, v in zip(self.X, x.tolist()):
+            if leaf.sort() == z3.BoolSort():
+                values[leaf.get_id()] = z3.BoolVal(bool(v))
+            elif z3.is_bv(leaf):
+                values[leaf.get_id()] = z3.BitVecVal(v, leaf.size())
+            else:
+                values[leaf.get_id()] = z3.IntVal(v)
+        return self.rel.world.concrete(_Values(values), self.rel.X)
+
+    def _path_to(self, h: int) -> list[np.ndarray]:
+        """The states from the initial one to the state of fingerprint `h`, by parents and the step."""
+        chain = [h]
+        while chain[-1] != self.fingerprint(self.init):
+            chain.append(self.lib.gs_parent(chain[-1]))
+            if chain[-1] == 0:
+                raise NativeError("a parent link is missing: the fingerprint table is damaged")
+        chain.reverse()
+        states = [self.init]
+        for want in chain[1:]:
+            succ, _, _ = self.successors(states[-1])
+            states.append(next(y for y in succ if self.fingerprint(y) == want))
+        return states
+
+    def _counterexample(self, r: _Result, base: dict) -> NativeResult:
+        name = self.gen.invariants[r.violation]
+        if name == BOUND_BROKEN:
+            return NativeResult("stopped", **base, detail="the symbolic step nests eager re-checks deeper than its "
+                                                          "bound here: search this world with --engine python")
+        if r.bad_step_from:
+            states = self._path_to(r.bad_step_from)
+            succ, _, _ = self.successors(states[-1])
+            states.append(succ[-1] if len(succ) else states[-1])      # a cut step has no state after it
+        else:
+            states = self._path_to(r.at)
+        replay = _replayed(self.rel.world, [self._concrete(x) for x in states], name, len(states) - 1)
+        return NativeResult(replay.result, **base, violation=name, path=replay.path, detail=replay.detail)
+
+    def _deadlock(self, x: np.ndarray, base: dict) -> NativeResult:
+        states = self._path_to(self.fingerprint(x))
+        model, path = self.rel.world.model, []
+        cur = model.init_states()[0]
+        path.append((None, model.flat(cur)))
+        for want in [self._concrete(y) for y in states[1:]]:
+            succ, _ = model.successors(cur)
+            step, cur = next((st, t) for st, t in succ if model.flat(t) == want)
+            path.append((step, model.flat(cur)))
+        ok = not model.successors(cur)[0] and not model.is_end(cur)
+        return NativeResult("deadlock" if ok else "disagreement", **base, path=path,
+                            detail="" if ok else "the compiled step has no successor where the world model has one")
+
+
+def _int(v) -> int:
+    if z3.is_true(v) or z3.is_false(v):
+        return int(z3.is_true(v))
+    return v.as_long()

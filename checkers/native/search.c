@@ -1,0 +1,120 @@
+/* Breadth-first search over the generated step (codegen.py writes step.c, which includes this file
+   after its own definitions).  The visited set holds 64-bit fingerprints and each state's parent's,
+   as TLC's does and the Python search's `seen` does: a counterexample is rebuilt by following the
+   parents back and replaying forward (engine.py).  Two levels of full states are kept, no more. */
+#include <stdlib.h>
+
+typedef struct {
+  long states, transitions;
+  int depth, complete;
+  int violation;                 /* an invariant's index, or -1 */
+  uint64_t at, parent;           /* the violating state's fingerprint (0 for a step's) and its parent's */
+  uint64_t bad_step_from;        /* a step breaking an invariant on its way: the state it leaves */
+  long ends;                     /* states without successors (engine.py asks which are deadlocks) */
+} gs_result;
+
+uint64_t gs_fp(const int64_t *x) {
+  /* four independent lanes: the words are mixed in parallel, not one multiply chain of NL links */
+  uint64_t h[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+  int i = 0;
+  for (; i + 4 <= NL; i += 4)
+    for (int k = 0; k < 4; k++) { h[k] ^= (uint64_t)x[i + k]; h[k] *= 0xff51afd7ed558ccdull; h[k] ^= h[k] >> 29; }
+  for (; i < NL; i++) { h[0] ^= (uint64_t)x[i]; h[0] *= 0xff51afd7ed558ccdull; h[0] ^= h[0] >> 29; }
+  uint64_t r = h[0] ^ (h[1] * 0xC2B2AE3D27D4EB4Full) ^ (h[2] * 0x165667B19E3779F9ull) ^ (h[3] * 0x9E3779B97F4A7C15ull);
+  r ^= r >> 31; r *= 0xbf58476d1ce4e5b9ull; r ^= r >> 27;
+  return r ? r : 1;              /* 0 marks an empty slot */
+}
+
+static uint64_t *keys, *parents;
+static size_t cap, used;
+
+static void grow(void) {
+  size_t old = cap; uint64_t *ok = keys, *op = parents;
+  cap = old ? old * 2 : 1 << 16;
+  keys = calloc(cap, 8); parents = calloc(cap, 8);
+  for (size_t i = 0; i < old; i++)
+    if (ok[i]) {
+      size_t j = ok[i] & (cap - 1);
+      while (keys[j]) j = (j + 1) & (cap - 1);
+      keys[j] = ok[i]; parents[j] = op[i];
+    }
+  free(ok); free(op);
+}
+
+static int admit(uint64_t h, uint64_t parent) {
+  if (2 * (used + 1) > cap) grow();
+  size_t j = h & (cap - 1);
+  while (keys[j]) { if (keys[j] == h) return 0; j = (j + 1) & (cap - 1); }
+  keys[j] = h; parents[j] = parent; used++;
+  return 1;
+}
+
+uint64_t gs_parent(uint64_t h) {
+  size_t j = h & (cap - 1);
+  while (keys[j]) { if (keys[j] == h) return parents[j]; j = (j + 1) & (cap - 1); }
+  return 0;
+}
+
+static S *scratch(void) { static S *s; if (!s) s = calloc(1, sizeof(S)); return s; }
+
+/* the successors of x (for rebuilding a path): their count; *bad as step() says */
+int gs_successors(const int64_t *x, int64_t *out, int *bad, int *cut) {
+  *bad = -1; *cut = 0;
+  return step(x, out, bad, cut, scratch());
+}
+
+int gs_broken(const int64_t *x) { return broken(x, scratch()); }
+
+/* how often each path was taken by the last search's expansions (and by gs_successors since) */
+long *gs_hits(void) { return hits; }
+
+/* levels[d]: the states first reached at depth d (up to max_levels); ends: up to max_ends states
+   without successors and with no step a bound cut, for engine.py to judge */
+int gs_search(const int64_t *init, long max_states, long *levels, int max_levels, int64_t *ends, long max_ends,
+              gs_result *r) {
+  S *s = scratch();
+  size_t fn = 1, fcap = 1024, nn, ncap = 1024;
+  int64_t *front = malloc(fcap * NL * 8), *next = malloc(ncap * NL * 8), *out = malloc((size_t)MAX_SUCC * NL * 8);
+  memset(r, 0, sizeof *r); r->violation = -1; r->complete = 1;
+  free(keys); free(parents); keys = parents = 0; cap = used = 0;
+  memset(hits, 0, sizeof hits);
+  memcpy(front, init, NL * 8);
+  uint64_t h0 = gs_fp(init);
+  admit(h0, 0); r->states = 1; levels[0] = 1;
+  if ((r->violation = broken(init, s)) >= 0) { r->at = h0; goto done; }
+  for (;;) {
+    nn = 0;
+    for (size_t i = 0; i < fn; i++) {
+      const int64_t *x = front + i * NL;
+      int bad = -1, cut = 0;
+      int k = step(x, out, &bad, &cut, s);
+      uint64_t hx = gs_fp(x);
+      if (k < 0) { r->violation = -2; goto done; }          /* more successors than MAX_SUCC */
+      r->transitions += k;
+      if (bad >= 0) { r->violation = bad; r->bad_step_from = hx; goto done; }
+      if (k == 0 && !cut) {
+        if (r->ends < max_ends) memcpy(ends + r->ends * NL, x, NL * 8);
+        r->ends++;
+      }
+      for (int j = 0; j < k; j++) {
+        const int64_t *y = out + (size_t)j * NL;
+        uint64_t hy = gs_fp(y);
+        if (!admit(hy, hx)) continue;
+        r->states++;
+        if (r->depth + 1 < max_levels) levels[r->depth + 1]++;
+        int v = broken(y, s);
+        if (v >= 0) { r->violation = v; r->at = hy; r->parent = hx; r->depth++; goto done; }
+        if (nn == ncap) { ncap *= 2; next = realloc(next, ncap * NL * 8); }
+        memcpy(next + nn * NL, y, NL * 8); nn++;
+      }
+      if (r->states >= max_states) { r->complete = 0; if (nn) r->depth++; goto done; }
+    }
+    if (!nn) break;
+    int64_t *t = front; front = next; next = t;
+    size_t tc = fcap; fcap = ncap; ncap = tc; fn = nn;
+    r->depth++;
+  }
+done:
+  free(front); free(next); free(out);
+  return 0;
+}

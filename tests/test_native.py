@@ -1,0 +1,56 @@
+"""The native search (checkers/native): the world's symbolic step compiled to C agrees with the Python
+search state for state, finds a planted bug at the same depth, and its counterexample replays through
+the world model.  Compiled at -O0 (speed is the benchmark's business: benchmarks/native.py)."""
+from __future__ import annotations
+
+import pytest
+
+from test_planted_bugs import LEADER_SYNCS, TINY, plant, propagate_without_storing
+
+from groupspec.checkers.native import codegen
+from groupspec.checkers.native.engine import NativeError, NativeWorld, compile_world
+from groupspec.checkers.search.explicit import check
+from groupspec.checkers.world.state_space import WorldModel
+
+
+@pytest.fixture(scope="module")
+def native_cache(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GROUPSPEC_NATIVE_CACHE", str(tmp_path_factory.mktemp("native")))
+        yield
+
+
+def test_the_compiled_tiny_world_reaches_the_states_the_python_search_reaches_level_by_level(native_cache):
+    native = NativeWorld(TINY, opt="-O0").search()
+    python = check(WorldModel(TINY), symmetry=False)
+    assert (native.result, python.result) == ("ok", "ok")
+    assert native.distinct_states == python.distinct_states and native.levels == python.levels
+    assert native.depth == python.depth
+    assert set(native.coverage) == set(python.coverage)        # the same rows fire
+
+
+def test_a_planted_bug_is_found_at_the_python_search_s_depth_and_replays(native_cache):
+    # KAFKA-2017's class: the leader's assignment propagated without storing the group
+    rows = plant(propagate_without_storing, LEADER_SYNCS.__eq__)
+    native = NativeWorld(TINY, rows, opt="-O0").search()
+    python = check(WorldModel(TINY, rows))
+    assert native.result == "violation", native.detail       # replayed through the world model
+    assert (native.violation, native.depth) == (python.violation, python.depth) == ("membership-durable",
+                                                                                       python.depth)
+    assert len(native.path) == len(python.path)
+    assert any(LEADER_SYNCS in step.rows for step, _ in native.path[1:])
+
+
+def test_a_compile_error_is_one_line_naming_gcc(native_cache, monkeypatch):
+    class Broken:
+        source = "this is not C"
+    with pytest.raises(NativeError, match="gcc could not compile the world's step: .*error"):
+        compile_world(Broken(), "-O0")
+
+
+def test_an_operator_with_no_c_is_refused_not_guessed():
+    import z3
+    x = z3.Int("x")
+    terms = codegen._Terms([x], [x / 2 > 0])
+    with pytest.raises(codegen.Unsupported, match="no C for the operator div"):
+        terms.expr(x / 2 > 0)
