@@ -54,3 +54,27 @@ def test_an_operator_with_no_c_is_refused_not_guessed():
     terms = codegen._Terms([x], [x / 2 > 0])
     with pytest.raises(codegen.Unsupported, match="no C for the operator div"):
         terms.expr(x / 2 > 0)
+
+
+def test_check_with_the_native_engine_says_what_it_found_and_what_it_did_not_check(native_cache, monkeypatch,
+                                                                                   capsys):
+    from test_cli_input import run_cli
+    from groupspec.checkers.native import engine
+    monkeypatch.setattr(engine, "OPT", "-O0")         # the library the tests above compiled
+    code, out, err = run_cli(monkeypatch, capsys, "check", "--preset", "tiny", "--engine", "native")
+    assert code == 0, err
+    assert out.startswith("ok — 748 distinct states")
+    assert ("not checked by --engine native: one-leader-per-generation, assignment-only-when-stable, "
+            "generation-monotone, max-size-after-join, commit-fenced (step and output invariants") in out
+    assert "symmetry reduction" not in out
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--engine", "rust"], "--engine 'rust': use python or native"),
+    (["--engine", "native", "--liveness"], "--liveness with --engine native: the native search is a breadth-first"),
+    (["--engine", "native", "--workers", "2"], "--workers 2 with --engine native"),
+    (["--engine", "native", "--memory", "1"], "--visited, --visited-dir and --memory with --engine native"),
+])
+def test_check_refuses_what_the_native_engine_does_not_do(monkeypatch, capsys, args, says):
+    from test_cli_input import refused
+    assert says in refused(monkeypatch, capsys, "check", "--preset", "tiny", *args)

@@ -40,6 +40,9 @@ def check_cmd(
                                                                   "default 2)"),
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
+    engine: str = typer.Option("python", "--engine", help="python, or native: the world's step compiled to C by gcc "
+                                                          "(one process, no symmetry reduction; compiled once per "
+                                                          "world and cached in ~/.cache/groupspec/native)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     world: Optional[dict] = None,
 ) -> None:
@@ -61,6 +64,11 @@ def check_cmd(
     if reduction and workers is not None and workers != 1:
         fail_input(f"--workers {workers} with --reduction: the reduced search runs in one process (its cycle "
                    f"proviso asks the whole visited set); leave out --workers")
+    if engine not in ("python", "native"):
+        fail_input(f"--engine {engine!r}: use python or native")
+    if engine == "native":
+        _native_options(liveness, reduction, workers, visited, visited_dir, memory)
+        symmetry, workers = False, 1
     workers = 1 if liveness or reduction else bounded_workers("--workers", 2 if workers is None else workers)
     on_disk, memo_limit = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
     if max_states is not None and max_states < 1:
@@ -82,7 +90,9 @@ def check_cmd(
     model = WorldModel(cfg) if memo_limit is None else WorldModel(cfg, cache_limit=memo_limit)
     spilled = None
     try:
-        if workers > 1:
+        if engine == "native":
+            res = _native_search(cfg, max_states, live)
+        elif workers > 1:
             res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
                                  visited=on_disk)
             if on_disk:
@@ -133,6 +143,10 @@ def check_cmd(
            "coordinator": coordinator_name({NEW_COORDINATOR: WORLD_COORDINATOR}),
            "coverage": {"fired": fired, "never_fired": never,
                         "table_rows": len(rows), "table_rows_fired": len(rows) - len(never)}}
+    unchecked = [n for n in model.invariants() if n not in res.invariants]
+    if unchecked:
+        doc["not_checked"] = unchecked
+    doc["engine"] = engine
     if res.path:
         doc["counterexample"] = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation)}
         if res.loop_start >= 0:
@@ -161,11 +175,46 @@ def check_cmd(
                       + ("; the counterexample may be longer than the shortest" if res.path else ""), markup=False)
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
+        if engine == "native":
+            out.print("engine: native (the world's step compiled to C), without symmetry reduction", markup=False)
+        if unchecked:
+            out.print(f"not checked by --engine native: {', '.join(unchecked)} (step and output invariants: the "
+                      f"compiled step has no row's before and after; --engine python checks them)", markup=False)
     if res.path and out_path:
         write_counterexample(out_path, doc["counterexample"], res.path, model, res.violation, as_json,
                              res.loop_start)
     if res.result in ("violation", "deadlock", "lasso", "no-progress"):
         raise typer.Exit(1)
+
+
+def _native_options(liveness: bool, reduction: bool, workers: Optional[int], visited: str, visited_dir, memory) -> None:
+    """What --engine native does not do, refused by name (it would be silently ignored otherwise)."""
+    for given, what in ((liveness, "--liveness"), (reduction, "--reduction"),
+                        (workers is not None and workers != 1, f"--workers {workers}"),
+                        (visited != "memory" or visited_dir is not None or memory is not None,
+                         "--visited, --visited-dir and --memory")):
+        if given:
+            fail_input(f"{what} with --engine native: the native search is a breadth-first safety search in one "
+                       f"process with its fingerprints in memory; leave out {what} or use --engine python")
+
+
+def _native_search(cfg, max_states: Optional[int], live):
+    """The native engine's search, as the Python search reports one (its path replayed concretely)."""
+    from rich.text import Text
+    from groupspec.checkers.native.engine import NativeError, NativeWorld
+    if live:
+        live.update(Text("compiling the world's step (once per world) ..."))
+    try:
+        native = NativeWorld(cfg)
+    except NativeError as e:
+        fail_input(f"--engine native: {e}")
+    if live:
+        live.update(Text("searching ..."))
+    res = native.search(max_states)
+    if res.result == "disagreement":
+        fail_input(f"--engine native: {res.detail}; the compiled step and the world model disagree, which is a "
+                   f"bug in groupspec: report it, and search with --engine python meanwhile")
+    return res.as_result(native.checked())
 
 
 def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float], workers: int, liveness: bool):

@@ -16,11 +16,14 @@ import os
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import z3
+
+from groupspec.checkers.search.explicit import Result
 
 from groupspec.checkers.world.bmc import BOUND_BROKEN, StepRelation, _flat, _replayed
 from groupspec.checkers.world.bmc_sat import _Values
@@ -28,6 +31,7 @@ from groupspec.checkers.world.bmc_sat import _Values
 from .codegen import MAX_SUCC, Generated
 
 _HERE = Path(__file__).resolve().parent
+OPT = "-O1"          # gcc's optimisation: what the compile costs against what the search gains (benchmarks/native.py)
 MAX_LEVELS = 4096
 MAX_ENDS = 4096
 
@@ -54,6 +58,13 @@ class NativeResult:
     def states_per_second(self) -> float:
         return self.distinct_states / self.seconds if self.seconds else 0.0
 
+    def as_result(self, invariants: list[str]) -> Result:
+        """The search as the Python search reports one (what `groupspec check` prints); `invariants`: those
+        it checked."""
+        return Result(self.result, self.distinct_states, self.transitions, self.seconds, self.depth, False,
+                      invariants, Counter(self.coverage), self.violation, self.path,
+                      complete=self.result != "stopped", unreduced_states=self.distinct_states, levels=self.levels)
+
 
 class _Result(ctypes.Structure):
     _fields_ = [("states", ctypes.c_long), ("transitions", ctypes.c_long), ("depth", ctypes.c_int),
@@ -65,9 +76,10 @@ def cache_dir() -> Path:
     return Path(os.environ.get("GROUPSPEC_NATIVE_CACHE", Path.home() / ".cache" / "groupspec" / "native"))
 
 
-def compile_world(gen: Generated, opt: str = "-O1") -> Path:
+def compile_world(gen: Generated, opt: str | None = None) -> Path:
     """The shared library of `gen`'s C, compiled at most once for each source (the file's name is its
     hash, written under another name and renamed, so a killed compile leaves no library)."""
+    opt = opt or OPT
     search = (_HERE / "search.c").read_text()
     digest = hashlib.sha256((gen.source + search + opt).encode()).hexdigest()[:24]
     lib = cache_dir() / f"world-{digest}.so"
@@ -92,7 +104,7 @@ def compile_world(gen: Generated, opt: str = "-O1") -> Path:
 class NativeWorld:
     """One world's compiled step: `search` from the initial state, `successors` of a state."""
 
-    def __init__(self, cfg, rows=None, opt: str = "-O1"):
+    def __init__(self, cfg, rows=None, opt: str | None = None):
         t0 = time.perf_counter()
         self.rel = StepRelation(cfg, rows)
         self.gen = Generated(self.rel)
@@ -106,6 +118,12 @@ class NativeWorld:
 
     def _ptr(self, a: np.ndarray):
         return a.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+
+    def checked(self) -> list[str]:
+        """The invariants the compiled step checks: the state and world invariants at every state and the
+        state invariants after every row (the symbolic host's, as BMC's); not the step and output
+        invariants, which the symbolic host does not state."""
+        return [n for n in self.gen.invariants if n != BOUND_BROKEN]
 
     def fingerprint(self, x: np.ndarray) -> int:
         return self.lib.gs_fp(self._ptr(x))
