@@ -5,8 +5,9 @@ The engine fires the first row of a trigger whose states include the group's and
 does, it is equivalent if the mutated row is selected exactly where the table's is, and there gives the same
 post-state and the same outputs for the same choices (the same choice sets, too).  "The same post-state" is
 the same group state and the same value of each variable some later step or snapshot may read in it
-(spec/observable.py LIVE: a Dead group's `awaiting_sync` is never read again, so a mutant that leaves it is
-not told apart by it); the induction there needs the mutated row itself to depend on nothing else
+(spec/observable.py LIVE_BY_MODE, per group state and armed delayed join: a Dead group's `awaiting_sync` is never
+read again, nor `join_delay_ms` unless the initial delay is armed, so a mutant that leaves them is not told apart
+by them); the induction there needs the mutated row itself to depend on nothing else
 (observable.keeps_alike), and where it may, the whole post-state is compared.  Asked of Z3 over every
 well-formed state that keeps the structural invariants and every request the drivers can send (what `groupspec
 lint` assumes: checkers/proofs/lint.py PARAM_FACTS), for the sizes of spec/schema.py's Bounds, with the rows'
@@ -20,7 +21,7 @@ import dataclasses
 import z3
 
 from groupspec.spec.lang import TRUE, And, Not
-from groupspec.spec.observable import LIVE, keeps_alike
+from groupspec.spec.observable import LIVE_BY_MODE, MODES, keeps_alike
 from groupspec.spec.schema import STATES
 from groupspec.spec.rows import ECHO, Row
 from groupspec.spec.symbolic import SymEnv, _eq, default_sizes, in_states, row_relation, to_z3
@@ -72,17 +73,18 @@ def _same_outputs(xs: list, ys: list):
 
 
 def _same_post(post: dict, post2: dict, whole: bool):
-    """The two post-states alike: the same state and, unless `whole`, each other variable only where the
-    state reads it again."""
-    same = [_eq(post["state"], post2["state"])]
+    """The two post-states alike: the same state and `join_timer` and, unless `whole`, each other variable
+    only in the modes (spec/observable.py) that read it again."""
+    same = [_eq(post["state"], post2["state"]), _eq(post["join_timer"], post2["join_timer"])]
     for k in post:
-        if k == "state":
+        if k in ("state", "join_timer"):
             continue
-        live_in = [i for i, s in enumerate(STATES) if k in LIVE[s]]
-        if whole or len(live_in) == len(STATES):
+        live_in = [(STATES.index(s), j) for s, j in MODES if k in LIVE_BY_MODE[(s, j)]]
+        if whole or len(live_in) == len(MODES):
             same.append(_eq(post[k], post2[k]))
         elif live_in:
-            same.append(z3.Implies(z3.Or([post["state"] == i for i in live_in]), _eq(post[k], post2[k])))
+            same.append(z3.Implies(z3.Or([z3.And(post["state"] == i, post["join_timer"] == j) for i, j in live_in]),
+                                   _eq(post[k], post2[k])))
     return z3.And(same)
 
 
