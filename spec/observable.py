@@ -13,17 +13,25 @@ S by:
   only its own later reader needs, as a Dead group dropping members from `awaiting_sync`, reads nothing);
 - and, through a row that moves S to T, whatever is read in T and the row does not write.
 
-`LIVE[S]` is the least solution (a fixpoint over the rows).  `fill(m, v)` reads nothing of `m` (the map
-with every entry `v`), so `reset` reads none of what it clears.  The reading is per variable (a map read at
-one key counts as read whole) and a row counts wherever its states say it may fire: an over-approximation,
-so a variable outside `LIVE[S]` is read by nothing from S on.
+The analysis is per *mode*: the group state and which delayed join is armed (`join_timer`: none, the initial
+delay's InitialDelayedJoin, or a DelayedJoin).  A row fires in a mode unless a conjunct of its guard or own
+condition names another `join_timer` (the initial delay's extension fires only with `initial`), and leads to
+the mode of its target state and the `join_timer` it writes (a literal; any, if it writes something else).
+This is what makes `join_delay_ms` dead wherever the initial delay is not armed: only the extension reads
+it, and every move into `initial` (prepareRebalance from Empty) writes it first.  `LIVE_BY_MODE[(S, j)]` is
+the least solution (a fixpoint over the rows); `LIVE[S]` is its union over the modes of S.  `fill(m, v)`
+reads nothing of `m` (the map with every entry `v`), so `reset` reads none of what it clears.  The reading is
+per variable (a map read at one key counts as read whole) and a row counts in every mode its guard does not
+exclude: an over-approximation, so a variable outside `LIVE_BY_MODE[(S, j)]` is read by nothing from there on.
 
-Why comparing only `LIVE` is enough (checkers/search/equivalence.py): call two states alike if they have the
-same group state S and agree on `LIVE[S]`.  From alike states every row selects alike, outputs alike and leads
-to alike states (what it depends on, `needs(row, LIVE[T])`, is in `LIVE[S]`).  By induction, alike states give
+Why comparing only `LIVE` is enough (checkers/search/equivalence.py): call two states alike if they are in the
+same mode M (group state and `join_timer`) and agree on `LIVE_BY_MODE[M]`.  From alike states every row selects
+alike (its guard reads only what is live in M, and one that cannot hold in M selects in neither), outputs
+alike and leads to alike states (what it depends on, `needs(row, LIVE_BY_MODE[M'])`, is in
+`LIVE_BY_MODE[M]`).  By induction, alike states give
 the same outputs and snapshots after any sequence of steps.  A mutated row joins that induction only if it too
-depends on nothing outside `LIVE[S]` (`keeps_alike`: a dropped update whose variable is read in T and not in S
-does not).  Not counted as reads: the invariants (claims about the table, not behaviour; `groupspec lint` and
+depends on nothing outside `LIVE_BY_MODE[M]` (`keeps_alike`: a dropped update whose variable is read in the
+mode it leads to and not in the one it fired in does not).  Not counted as reads: the invariants (claims about the table, not behaviour; `groupspec lint` and
 the searches check them, and judge a mutant by them before this argument is used), and the runtime's own
 bookkeeping of member slots and parked callbacks (impl/coordinator.py `_slots_in_use`, `_drop_orphans`), which
 decides no answer: a parked request is answered only by a row's output.
@@ -32,7 +40,7 @@ from __future__ import annotations
 
 from .lang import Term
 from .rows import Out, Row, Set_
-from .schema import STATES
+from .schema import STATES, JoinTimer
 from .table import ENABLED, ROWS
 
 # what a snapshot of a held group shows (impl/coordinator.py `snapshot` and `member_details`, which
@@ -81,35 +89,80 @@ def targets(r: Row, state: str) -> str:
     return r.target or state
 
 
-def live_sets(rows: list[Row]) -> dict[str, frozenset]:
-    """The least fixpoint: for each state, the variables some step from there on may read."""
+TIMERS = range(len(JoinTimer.values))     # the values of `join_timer`, as the terms hold them
+MODES = [(s, j) for s in STATES for j in TIMERS]
+
+
+def _conjuncts(t) -> list:
+    return [c for a in t.args for c in _conjuncts(a)] if t.op == "and" else [t]
+
+
+def _names_timer(t):
+    """(value, equal) if `t` says `join_timer = value` (equal) or `join_timer ≠ value`, else None."""
+    if t.op == "not":
+        inner = _names_timer(t.args[0])
+        return (inner[0], not inner[1]) if inner else None
+    if t.op == "eq":
+        var, const = sorted(t.args, key=lambda a: a.op != "var")
+        if var.op == "var" and var.data == "join_timer" and const.op == "const":
+            return const.data, True
+    return None
+
+
+def fires_with(r: Row, timer: int) -> bool:
+    """Whether the row's guard and own condition may hold while `join_timer` is `timer` (no conjunct
+    names another)."""
+    for t in (r.guard, r.own):
+        for c in (_conjuncts(t) if t is not None else []):
+            named = _names_timer(c)
+            if named and (named[0] == timer) != named[1]:
+                return False
+    return True
+
+
+def timers_after(r: Row, timer: int) -> list[int]:
+    """The `join_timer` values the row may leave, fired with `timer` (the last update of it decides)."""
+    for st in reversed(r.steps):
+        if isinstance(st, Set_) and "join_timer" in st.updates:
+            t = st.updates["join_timer"]
+            return [t.data] if t.op == "const" else list(TIMERS)
+    return [timer]
+
+
+def moves(r: Row):
+    """(mode it fires in, mode it leads to) for every mode the row may fire in."""
+    return [((s, j), (targets(r, s), j2)) for s in r.states for j in TIMERS if fires_with(r, j)
+            for j2 in timers_after(r, j)]
+
+
+def live_modes(rows: list[Row]) -> dict[tuple, frozenset]:
+    """The least fixpoint: for each mode, the variables some step from there on may read."""
     always = {"state"}
     for t in ENABLED.values():
         reads(t, always)
-    live = {s: set(always) | (set(SNAPSHOT) if s != "Absent" else set()) for s in STATES}
-    fires = [(r, list(r.states)) for r in rows]
+    live = {m: set(always) | (set(SNAPSHOT) if m[0] != "Absent" else set()) for m in MODES}
+    steps = [(r, m, to) for r in rows for m, to in moves(r)]
     changed = True
     while changed:
         changed = False
-        for r, states in fires:
-            for s in states:
-                new = needs(r, live[targets(r, s)])
-                if not new <= live[s]:
-                    live[s] |= new
-                    changed = True
-    return {s: frozenset(v) for s, v in live.items()}
+        for r, m, to in steps:
+            new = needs(r, live[to])
+            if not new <= live[m]:
+                live[m] |= new
+                changed = True
+    return {m: frozenset(v) for m, v in live.items()}
 
 
-LIVE: dict[str, frozenset] = live_sets(ROWS)
+LIVE_BY_MODE: dict[tuple, frozenset] = live_modes(ROWS)
+LIVE: dict[str, frozenset] = {s: frozenset().union(*(LIVE_BY_MODE[(s, j)] for j in TIMERS)) for s in STATES}
 
 
 def keeps_alike(row: Row) -> list[str]:
     """Why a replacement `row` (of a row of the table) may break the induction above, or [] if it cannot:
     it reads what is not live where it fires, or leaves unwritten what is live where it leads and not where
     it fired (a dropped update)."""
-    why = []
-    for s in row.states:
-        extra = needs(row, LIVE[targets(row, s)]) - LIVE[s]
-        if extra:
-            why.append(f"in {s} it depends on {', '.join(sorted(extra))}, which nothing else reads there")
-    return why
+    extra: dict[str, set] = {}
+    for m, to in moves(row):
+        extra.setdefault(m[0], set()).update(needs(row, LIVE_BY_MODE[to]) - LIVE_BY_MODE[m])
+    return [f"in {s} it depends on {', '.join(sorted(x))}, which nothing else reads there"
+            for s, x in extra.items() if x]

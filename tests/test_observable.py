@@ -19,8 +19,8 @@ def test_every_row_depends_only_on_what_is_live_where_it_fires():
     """The fixpoint: what each row reads from a state, and keeps of what its target reads, is live there
     (for the rows a Dead group fires, what they read is what LIVE['Dead'] holds)."""
     for r in ROWS:
-        for s in r.states:
-            assert O.needs(r, O.LIVE[O.targets(r, s)]) <= O.LIVE[s], (r.name, s)
+        for mode, to in O.moves(r):
+            assert O.needs(r, O.LIVE_BY_MODE[to]) <= O.LIVE_BY_MODE[mode], (r.name, mode)
         assert not O.keeps_alike(r), r.name
     dead = [r for r in ROWS if "Dead" in r.states]
     assert any(r.name == "DescribeGroup: summary" for r in dead)
@@ -64,3 +64,25 @@ def test_a_mutant_that_depends_on_what_is_dead_where_it_fires_is_compared_whole(
     i, mutant = _find("JoinGroup: pending member rejoins and starts a rebalance (Empty)",
                       "drop the update of `join_delay_ms`")
     assert O.keeps_alike(mutant) == ["in Empty it depends on join_delay_ms, which nothing else reads there"]
+
+
+def test_the_delay_of_a_delayed_join_is_read_only_while_the_initial_delay_runs():
+    """`join_delay_ms` is read only by the initial delay's extension (join_timer = initial), and every move
+    into the initial delay writes it: a rebalance of a group with members that leaves it stale (the
+    DelayedJoin is armed with the rebalance timeout itself) is equivalent, which a liveness per group state
+    alone does not show (PreparingRebalance reads it)."""
+    initial, delayed = O.TIMERS[1], O.TIMERS[2]
+    assert "join_delay_ms" in O.LIVE_BY_MODE[("PreparingRebalance", initial)]
+    assert "join_delay_ms" not in O.LIVE_BY_MODE[("PreparingRebalance", delayed)]
+    for row in ("JoinGroup: pending member rejoins and starts a rebalance (Stable)",
+                "LeaveMember: member leaves during CompletingRebalance", "HeartbeatExpiry: member expires during Stable"):
+        i, mutant = _find(row, "drop the update of `join_delay_ms`")
+        assert Q.shown_equivalent(i, mutant), row
+
+
+def test_the_initial_delay_still_tells_a_stale_delay_apart():
+    # the initial delay is armed with join_delay_ms: leaving it stale changes when the join completes
+    for row in ("JoinGroup: new member joins and starts a rebalance (Empty)",
+                "JoinTimer: initial delay extended for new members"):
+        i, mutant = _find(row, "drop the update of `join_delay_ms`")
+        assert Q.shown_equivalent(i, mutant) == "", row

@@ -5,13 +5,26 @@ The engine fires the first row of a trigger whose states include the group's and
 does, it is equivalent if the mutated row is selected exactly where the table's is, and there gives the same
 post-state and the same outputs for the same choices (the same choice sets, too).  "The same post-state" is
 the same group state and the same value of each variable some later step or snapshot may read in it
-(spec/observable.py LIVE: a Dead group's `awaiting_sync` is never read again, so a mutant that leaves it is
-not told apart by it); the induction there needs the mutated row itself to depend on nothing else
+(spec/observable.py LIVE_BY_MODE, per group state and armed delayed join: a Dead group's `awaiting_sync` is never
+read again, nor `join_delay_ms` unless the initial delay is armed, so a mutant that leaves them is not told apart
+by them); the induction there needs the mutated row itself to depend on nothing else
 (observable.keeps_alike), and where it may, the whole post-state is compared.  Asked of Z3 over every
 well-formed state that keeps the structural invariants and every request the drivers can send (what `groupspec
 lint` assumes: checkers/proofs/lint.py PARAM_FACTS), for the sizes of spec/schema.py's Bounds, with the rows'
 own symbolic reading (spec/symbolic.py row_relation): unsat is a proof; sat or unknown leaves the mutant to the
 checkers.
+
+The pre-state may also be assumed to keep the catalog invariants proved inductive for the table in this run
+(checkers/search/assumed.py: I, with the structural ones S).  Why that is sound: every state the table reaches
+keeps S ∧ I.  Compared whole, the mutated row acts as the table's on every such state, so by induction on the
+length of a run the mutant reaches exactly the table's states, each keeping S ∧ I, and does there what the
+table does.  Compared modulo liveness, the mutant's states are only *alike* the table's (equal on what is live
+in their mode), so I may not hold of them: a conjunct is assumed only in the modes where, the mode fixed, it
+reads nothing but what is live there (`_assumed`: the conjunct with the state and `join_timer` substituted,
+simplified, reads only live variables' constants).  Then it holds of a mutant state alike a table state, which
+keeps it; S holds of the mutant's states because lint has checked the mutated row keeps it (`lint_breaks`,
+asked first); and the record forms of I speak only of the records appended, which alike states append alike
+(outputs are compared whole), so the mutant's log is the table's.
 """
 from __future__ import annotations
 
@@ -20,11 +33,13 @@ import dataclasses
 import z3
 
 from groupspec.spec.lang import TRUE, And, Not
-from groupspec.spec.observable import LIVE, keeps_alike
+from groupspec.spec.observable import LIVE_BY_MODE, MODES, keeps_alike
 from groupspec.spec.schema import STATES
 from groupspec.spec.rows import ECHO, Row
 from groupspec.spec.symbolic import SymEnv, _eq, default_sizes, in_states, row_relation, to_z3
 from groupspec.spec.table import ROWS, enabled
+
+from . import assumed
 
 TIMEOUT_MS = 10_000
 _RELATIONS: list = []     # the shared symbolic state and parameters, made once per process
@@ -37,6 +52,38 @@ def _relations():
         env = SymEnv(rel.sizes, rel.state, rel.params)
         _RELATIONS.append((rel, [*rel.assumed(), *[to_z3(f, env) for f, _ in PARAM_FACTS]]))
     return _RELATIONS[0]
+
+
+def _assumed(rel, env: SymEnv, whole: bool) -> list:
+    """The proved invariants (checkers/search/assumed.py) as facts of the pre-state: all of them when the
+    post-states are compared whole; else each only in the modes where what it reads there is live."""
+    facts = []
+    for _, t in assumed.proved(rel, _relations()[1]):
+        f = to_z3(t, env)
+        if whole:
+            facts.append(f)
+            continue
+        for (s, j), live in LIVE_BY_MODE.items():
+            at = [(rel.state["state"], z3.IntVal(STATES.index(s))), (rel.state["join_timer"], z3.IntVal(j))]
+            part = z3.simplify(z3.substitute(f, *at))
+            if not z3.is_true(part) and _state_vars(part) <= live:
+                facts.append(z3.Implies(z3.And([a == b for a, b in at]), part))
+    return facts
+
+
+def _state_vars(e) -> set:
+    """The state variables a Z3 term reads (its constants named `s.<variable>...`, as symbolic.fresh_state
+    names them)."""
+    seen, todo, out = set(), [e], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.decl().name().startswith("s."):
+            out.add(t.decl().name()[2:].split("[")[0].split(".")[0])
+        todo += t.children()
+    return out
 
 
 def _selected(row: Row, state: dict, env: SymEnv):
@@ -72,35 +119,37 @@ def _same_outputs(xs: list, ys: list):
 
 
 def _same_post(post: dict, post2: dict, whole: bool):
-    """The two post-states alike: the same state and, unless `whole`, each other variable only where the
-    state reads it again."""
-    same = [_eq(post["state"], post2["state"])]
+    """The two post-states alike: the same state and `join_timer` and, unless `whole`, each other variable
+    only in the modes (spec/observable.py) that read it again."""
+    same = [_eq(post["state"], post2["state"]), _eq(post["join_timer"], post2["join_timer"])]
     for k in post:
-        if k == "state":
+        if k in ("state", "join_timer"):
             continue
-        live_in = [i for i, s in enumerate(STATES) if k in LIVE[s]]
-        if whole or len(live_in) == len(STATES):
+        live_in = [(STATES.index(s), j) for s, j in MODES if k in LIVE_BY_MODE[(s, j)]]
+        if whole or len(live_in) == len(MODES):
             same.append(_eq(post[k], post2[k]))
         elif live_in:
-            same.append(z3.Implies(z3.Or([post["state"] == i for i in live_in]), _eq(post[k], post2[k])))
+            same.append(z3.Implies(z3.Or([z3.And(post["state"] == i, post["join_timer"] == j) for i, j in live_in]),
+                                   _eq(post[k], post2[k])))
     return z3.And(same)
 
 
 def shown_equivalent(index: int, mutant: Row, timeout_ms: int = TIMEOUT_MS) -> str:
     """Why the table with row `index` replaced by `mutant` behaves as the table on every step, or '' if Z3
     does not show it (it finds a difference, or gives up)."""
-    rel, assumed = _relations()
+    rel, assumed_ = _relations()
     env = SymEnv(rel.sizes, rel.state, rel.params)
     original = ROWS[index]
     earlier = [_selected(r, rel.state, env) for r in ROWS[:index] if r.trigger == original.trigger]
     sel, sel2 = _selected(original, rel.state, env), _selected(mutant, rel.state, env)
     (c, post, outs), (c2, post2, outs2) = _effect(original, rel), _effect(mutant, rel)
-    same_post = _same_post(post, post2, whole=bool(keeps_alike(mutant)))
+    whole = bool(keeps_alike(mutant))
+    same_post = _same_post(post, post2, whole)
     same = z3.And(sel == sel2, z3.Implies(sel, z3.And(c == c2, z3.Implies(c, z3.And(same_post,
                                                                                      _same_outputs(outs, outs2))))))
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
-    solver.add(*assumed, to_z3(enabled(original.trigger), env), z3.Not(z3.Or(earlier)) if earlier else True)
+    solver.add(*assumed_, *_assumed(rel, env, whole), to_z3(enabled(original.trigger), env), z3.Not(z3.Or(earlier)) if earlier else True)
     solver.add(z3.Not(same))
     if solver.check() != z3.unsat:
         return ""
