@@ -4,11 +4,13 @@ relation's lemmas are checked against the states the explicit checker reaches, a
 one is caught; the table's functions become values Spacer accepts."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import z3
 
 from groupspec.checkers.proofs import chc
@@ -67,3 +69,50 @@ def test_the_command_takes_an_engine_and_world_flags_only_for_bmc():
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["result"] == "ok"
+
+
+def _planted(name: str, **change) -> list:
+    from groupspec.spec.table import ROWS
+    return [dataclasses.replace(r, **change) if r.name == name else r for r in ROWS]
+
+
+# a planted bug: the assignment is stored and the group stays in CompletingRebalance, so every
+# SyncGroup after it is answered with the assignment outside Stable
+PLANTED = "StoreGroupDone: assignment stored"
+
+
+def test_a_path_replays_on_the_table_it_was_found_in_and_not_on_another():
+    """The path Spacer's derivation gives (its clauses unrolled, Z3's model read back) runs row by row
+    through the concrete engine: on the planted table it breaks the invariant at the planted row; on
+    the table itself the planted row's step ends elsewhere (Stable), so it does not replay."""
+    from groupspec.checkers.proofs import paths
+    from groupspec.spec.table import ROWS
+    rows = _planted(PLANTED, target=None)
+    system = Prover(rows=rows, presets=()).system("coordinator", fixed_sizes(2))
+    r = chc.spacer(system, BY_NAME["assignment-only-when-stable"], budget_s=600, start=chc.ALL)
+    assert r.status == "counterexample", r.reason
+    rules = paths.derivation(r.horn, 600)
+    assert rules[0].name == "init" and rules[-1].name.startswith("query")
+    models = paths.unroll(r.horn, rules, 600 * 7_000_000)
+    assert not isinstance(models, str), models
+    got = paths.Replay(r.horn, rows)(rules, models)
+    assert got.replayed and got.broken == "assignment-only-when-stable", got.detail
+    assert PLANTED in got.steps[-1].row
+    other = paths.Replay(r.horn, ROWS)(rules, models)
+    assert not other.replayed and other.broken is None and "state" in other.detail, other.detail
+
+
+@pytest.mark.slow
+def test_spacers_counterexample_is_a_path_that_replays_and_breaks_the_invariant():
+    """Spacer's derivation of false on a planted bug, as a path of rows from the blank group, run by the
+    concrete engine: it breaks the invariant Spacer was asked about, at the planted row."""
+    import functools
+    from groupspec.checkers.proofs.command import _isolated
+    rows = _planted(PLANTED, target=None)
+    make = functools.partial(Prover, rows=rows, presets=(), engine="spacer", spacer_budget_s=600)
+    (p,) = _isolated(make, [BY_NAME["assignment-only-when-stable"]], 1, None)
+    assert p.status == "violated" and p.path is not None, p.reason
+    assert p.path.replayed and p.path.broken == "assignment-only-when-stable", p.path.detail
+    assert PLANTED in p.path.steps[-1].row and "replayed concretely" in p.reason
+    assert p.path.steps[0].row.startswith("JoinGroup") and "- send: SyncGroup" in p.path.scenario()
+    assert json.loads(json.dumps(p.as_json()))["path"]["broken"] == "assignment-only-when-stable"
