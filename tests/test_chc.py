@@ -89,17 +89,24 @@ def test_a_path_replays_on_the_table_it_was_found_in_and_not_on_another():
     from groupspec.spec.table import ROWS
     rows = _planted(PLANTED, target=None)
     system = Prover(rows=rows, presets=()).system("coordinator", fixed_sizes(2))
-    r = chc.spacer(system, BY_NAME["assignment-only-when-stable"], budget_s=600, start=chc.ALL)
-    assert r.status == "counterexample", r.reason
-    rules = paths.derivation(r.horn, 600)
+    h = chc.clauses(system, BY_NAME["assignment-only-when-stable"], chc.ALL, ())
+    rules = paths.derivation(h, 600)
     assert rules[0].name == "init" and rules[-1].name.startswith("query")
-    models = paths.unroll(r.horn, rules, 600 * 7_000_000)
+    models = paths.unroll(h, rules, 600 * 7_000_000)
     assert not isinstance(models, str), models
-    got = paths.Replay(r.horn, rows)(rules, models)
+    got = paths.Replay(h, rows)(rules, models)
     assert got.replayed and got.broken == "assignment-only-when-stable", got.detail
     assert PLANTED in got.steps[-1].row
-    other = paths.Replay(r.horn, ROWS)(rules, models)
+    other = paths.Replay(h, ROWS)(rules, models)
     assert not other.replayed and other.broken is None and "state" in other.detail, other.detail
+    # printed as the command prints it: the rows in order, and the path as a scenario
+    from rich.console import Console
+    from groupspec.checkers.proofs.command import print_table
+    from groupspec.checkers.proofs.results import Proof
+    console = Console(record=True, width=200)
+    print_table(console, [Proof("assignment-only-when-stable", "violated", "spacer", path=got)], Prover(presets=()))
+    text = console.export_text()
+    assert "Spacer's path: 1. JoinGroup" in text and "- send: SyncGroup" in text and "- storage: {complete: NONE}" in text
 
 
 @pytest.mark.slow

@@ -271,6 +271,18 @@ ALL = {v.name for v in STATE_VARS} | {RECORD}
 CONFIG = tuple(n for n in PARAM_TYPES if n.startswith("cfg_"))
 
 
+def clauses(system, inv: Invariant, keep: set[str], rigid: tuple[str, ...]) -> Horn:
+    """The Horn clauses of every step of `system` and of what breaks `inv`, Inv over `keep` (and the
+    configuration `rigid`).  Over every variable a path is believed: then every step has the one
+    configuration (a path that changes it is no broker's), though the invariant may not read it."""
+    h = Horn(system, keep, CONFIG if keep >= ALL else rigid)
+    for i in range(len(system.specs)):
+        h.step(system.row(i))
+    for body, step in queries(system, inv)(h):
+        h.query(body, step)
+    return h
+
+
 def spacer(system, inv: Invariant, budget_s: float = 30.0,
            start: set[str] | None = None, seed: int = 0) -> SpacerResult:
     """Spacer on the table's Horn clauses in `system` (a fixed-size reading), localized: Inv
@@ -286,13 +298,7 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
         if budget.spent():
             return SpacerResult("unknown", sorted(keep), reason=f"its budget ({budget_s:g} s of Z3 work) spent",
                                 seconds=time.perf_counter() - t0, attempts=attempts)
-        # over every variable, a path is believed: then every step has the one configuration (a path
-        # that changes it is no broker's), though the invariant may not read it
-        h = Horn(system, keep, CONFIG if keep >= ALL else rigid)
-        for i in range(len(system.specs)):
-            h.step(system.row(i))
-        for body, step in queries(system, inv)(h):
-            h.query(body, step)
+        h = clauses(system, inv, keep, rigid)
         a0 = time.perf_counter()
         res, solver = h.solve(budget.left(), seed)
         attempts.append({"variables": sorted(keep), "result": str(res), "seconds": round(time.perf_counter() - a0, 3)})
