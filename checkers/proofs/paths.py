@@ -11,7 +11,9 @@ parameters.  Each row is then run by the concrete engine (`engine.run_row`, the 
 checker's compiled rows) from the state the replay reached: the row must be the one of its
 trigger whose guard holds there, must reach the state the model says, and the invariants are
 checked after every row as the explicit checker checks them (`invariants.check_after_row`).
-A Load reads the record the path's last stored append captured, as the log keeps it.
+Where the coordinator's step ends in the eager re-check of a pending join (`handling.settle`)
+and that re-check changes the group, the path's next step must be it.  A Load reads the
+record the path's last stored append captured, as the log keeps it.
 
 A path that does not replay is the clauses' over-approximation (a request the environment's
 assumptions allow but the table's functions or the configuration change along the way, a
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 import z3
 
 from groupspec.spec import engine as E
-from groupspec.spec.handling import RECORD_FIELDS, record_of
+from groupspec.spec.handling import EAGER, RECORD_FIELDS, record_of, recheck_params
 from groupspec.spec.invariants import InvariantViolation, check_after_row
 from groupspec.spec.lang import Type
 from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, STATE_VARS, TRIGGER_BY_NAME, GroupRecord
@@ -164,10 +166,14 @@ class Replay:
         state = tuple(concrete(m0, self.system.rd.blank_state()[v.name], v.type, self.sizes) for v in STATE_VARS)
         self.record = concrete(m0, self.system.rd.blank_record(), GroupRecord, self.sizes)
         steps: list[PathStep] = []
+        self.due = None
         for r, m in zip(rules, models):
             if r.step is None:
                 continue
             c = self.system.row(r.step)
+            if self.due is not None and not self.eager_taken(c, m):
+                return SpacerPath(False, None, f"after step {len(steps)} the coordinator's eager re-check fires "
+                                  f"{self.due[0]!r} (handling.settle); the path takes {c.name!r} instead", steps)
             try:
                 state, why = self.step(r, c, m, state)
             except InvariantViolation as e:
@@ -189,7 +195,10 @@ class Replay:
         after, outs, why = self.fire(first, f"@{c.i}", m, state, values)
         if why:
             return state, why
+        self.due = self.eager(first, after, values)
         if len(c.spec) == 3:
+            if self.due is not None:
+                return state, f"the eager re-check fires {self.due[0]!r} before the append completes"
             _, k, done = c.spec
             o = [x for x in outs if x.kind == "append"][k]
             trig, mapped = completion(o.api, o.fields)
@@ -197,6 +206,7 @@ class Replay:
             after, _, why = self.fire(done, f"@{c.i}b", m, after, values)
             if why:
                 return state, why
+            self.due = self.eager(done, after, values)
         want = tuple(concrete(m, c.post[v.name], v.type, self.sizes) for v in STATE_VARS)
         if after != want:
             diff = [v.name for v, a, b in zip(STATE_VARS, after, want) if a != b]
@@ -204,6 +214,24 @@ class Replay:
         if r.stores is not None:
             self.stored(c, m, outs, r.stores)
         return after, ""
+
+    def eager(self, after, state: tuple, values: dict) -> tuple[str, dict] | None:
+        """The row of the eager rule (handling.settle: in PreparingRebalance, CompleteJoin with
+        `recheck_params`) that changes the group after row `after`, with its parameters; None when
+        it changes nothing there (a path's next step must be it, as the coordinator's step ends in it)."""
+        if state[E.STATE_I] != EAGER.state or after.name in EAGER.skip_after or after.trigger == EAGER.trigger:
+            return None
+        params = {**values, **recheck_params(after)}
+        cr = self.engine.select(state, EAGER.trigger, E.make_params(params))
+        if cr is None or all(o.state == state for o in E.run_row(cr, state, E.make_params(params))):
+            return None
+        return cr.row.name, recheck_params(after)
+
+    def eager_taken(self, c, m: StepModel) -> bool:
+        """Step `c` is the eager re-check that was due, with its parameters."""
+        name, params = self.due
+        return c.spec[0].name == name and all(
+            concrete(m, c.params[k], PARAM_TYPES[k], self.sizes) == v for k, v in params.items())
 
     def fire(self, row, tag: str, m: StepModel, state: tuple, values: dict) -> tuple[tuple, list, str]:
         applies = self.engine.enabled(state, row.trigger, E.make_params(values))
