@@ -17,14 +17,14 @@ import pytest
 import z3
 
 from groupspec.checkers.proofs.houdini import System
+from groupspec.checkers.proofs.paths import concrete, functions, run
 from groupspec.checkers.proofs.obligations import ENVIRONMENT, QUERY_WORK, STATUSES
 from groupspec.checkers.proofs.prover import Prover, fixed_sizes
 from groupspec.checkers.proofs.reached import refuted_by
 from groupspec.checkers.proofs.readings import Reading, RowCtx, Shared, steps_of
 from groupspec.checkers.proofs.results import model_value
-from groupspec.spec import engine as E
 from groupspec.spec.invariants import INVARIANTS, structural
-from groupspec.spec.schema import PARAM_TYPES, PROTOCOL, STATE_VARS
+from groupspec.spec.schema import PARAM_TYPES, STATE_VARS
 from groupspec.spec.table import ROW_BY_NAME, ROWS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,16 +144,6 @@ def test_every_step_keeps_the_unbounded_values_well_formed():
         assert s.check() == z3.unsat, c.name
 
 
-def _concrete(m, v, t, sizes):
-    if t.kind == "record":
-        return tuple(_concrete(m, x, ft, sizes) for x, ft in zip(v, t.args))
-    if t.kind == "map":
-        return tuple(_concrete(m, x, t.value, sizes) for x in v)
-    if t.kind == "bool":
-        return z3.is_true(m.eval(v, model_completion=True))
-    return m.eval(v, model_completion=True).as_long()
-
-
 @pytest.mark.parametrize("row", ["JoinGroup: new member joins and starts a rebalance (no group yet)",
                                  "CompleteJoin: join completes, next generation",
                                  "SyncGroup: leader sends the assignment",
@@ -168,27 +158,20 @@ def test_a_z3_model_of_a_row_step_runs_concretely_to_the_same_state(row):
     s.add(*c.facts(), *[c.pre(inv.formula) for inv in structural()])
     assert s.check() == z3.sat
     m = s.model()
-    post = tuple(_concrete(m, c.post[v.name], v.type, sizes) for v in STATE_VARS)
+    post = tuple(concrete(m, c.post[v.name], v.type, sizes) for v in STATE_VARS)
     assert _run_concretely(m, c, sizes)[1] == post
 
 
 def _run_concretely(m, c, sizes) -> tuple:
     """(state before, state after) of the row of fixed-size step `c` run by the concrete engine
     from the state, parameters and choices of model `m`."""
-    state = tuple(_concrete(m, c.state[v.name], v.type, sizes) for v in STATE_VARS)
-    values = {n: _concrete(m, c.params[n], t, sizes) for n, t in PARAM_TYPES.items() if t.kind != "fun"}
-    w = sizes[PROTOCOL]
-    names, vote = c.params["proto_names"], c.params["vote"]
-    values["proto_names"] = lambda pl: m.eval(names(z3.IntVal(pl)), model_completion=True).as_long()
-    values["vote"] = lambda pl, cands: m.eval(vote(z3.IntVal(pl), z3.BitVecVal(cands, w)),
-                                              model_completion=True).as_long()
+    state = tuple(concrete(m, c.state[v.name], v.type, sizes) for v in STATE_VARS)
+    values = {n: concrete(m, c.params[n], t, sizes) for n, t in PARAM_TYPES.items() if t.kind != "fun"}
+    values.update(functions(m, c.params, sizes))
     # every choice made, read or not: the model names a value for each
-    outcomes = E.run_row(E.CompiledRow(c.row, lazy=False), state, E.make_params(values))
-    chosen = {name: m.eval(z3.Int(f"choice_{name}@{c.i}"), model_completion=True).as_long()
-              for o in outcomes for name in o.choices}
-    match = [o for o in outcomes if all(chosen[k] == v for k, v in o.choices.items())]
-    assert match
-    return state, match[0].state
+    o = run(m, c.row, f"@{c.i}", state, values)
+    assert o is not None
+    return state, o.state
 
 
 def _mutant(name: str, **change):

@@ -39,7 +39,7 @@ import z3
 
 from groupspec.spec.invariants import Invariant
 from groupspec.spec.lang import walk
-from groupspec.spec.schema import STATE_VARS, GroupRecord
+from groupspec.spec.schema import PARAM_TYPES, STATE_VARS, GroupRecord
 from .obligations import RECORD_VARS, Work, params_of, is_config, rlimit
 from .reached import reached_with_record, world_config
 from .readings import appends_group_record, kind_goal, written
@@ -60,6 +60,8 @@ class SpacerResult:
     attempts: list[dict] = field(default_factory=list)
     formulas: list = field(default_factory=list)    # the lemmas as Z3 terms over `names`
     names: dict = field(default_factory=dict)        # flattened position -> named constant
+    horn: "Horn | None" = None      # a counterexample's clauses, for its path (paths.py)
+    left: int = 0                   # the work its budget had left
 
 
 def _flat(value, name: str) -> list[tuple[str, object]]:
@@ -73,9 +75,10 @@ def _record_fields(rec) -> dict:
     return {f: rec[i] for i, f in enumerate(GroupRecord.values)}
 
 
-def _uninterpreted(exprs: list, keep: str) -> tuple[list, list]:
+def _uninterpreted(exprs: list, keep: str | tuple) -> tuple[list, list]:
     """The free constants and the applications of uninterpreted functions in `exprs` (but not
-    of the relation named `keep`)."""
+    of the relations named `keep`)."""
+    keep = (keep,) if isinstance(keep, str) else keep
     consts, apps, seen = {}, {}, set()
     todo = list(exprs)
     while todo:
@@ -88,13 +91,13 @@ def _uninterpreted(exprs: list, keep: str) -> tuple[list, list]:
             continue
         if z3.is_app(e):
             d = e.decl()
-            if d.kind() == z3.Z3_OP_UNINTERPRETED and d.name() != keep:
+            if d.kind() == z3.Z3_OP_UNINTERPRETED and d.name() not in keep:
                 (consts if d.arity() == 0 else apps)[e.get_id()] = e
             todo.extend(e.children())
     return list(consts.values()), list(apps.values())
 
 
-def ackermannize(exprs: list, keep: str) -> tuple[list, list]:
+def ackermannize(exprs: list, keep: str | tuple) -> tuple[list, list]:
     """`exprs` with every application of an uninterpreted function (but `keep`) replaced by a
     fresh value, and the constraints that make those values a function (equal arguments,
     equal values)."""
@@ -117,6 +120,19 @@ def ackermannize(exprs: list, keep: str) -> tuple[list, list]:
     return out, same_fn
 
 
+@dataclass
+class Rule:
+    """One Horn clause by its parts: Inv of `pre` (None: the initial clause) and `facts` imply Inv
+    of `post` (None: false, a query).  `step`: the index of the step (system.specs) it is; `stores`:
+    which of the step's group-record appends the log keeps after it (None: the record stays)."""
+    name: str
+    pre: list | None
+    facts: list
+    post: list | None
+    step: int | None = None
+    stores: int | None = None
+
+
 class Horn:
     """The table's steps as Horn clauses over Inv(kept variables) in one fixed-size system."""
 
@@ -130,11 +146,10 @@ class Horn:
         self.pre = self._leaves(sh.state, self.rec)
         self.names = {n: z3.Const(n, e.sort()) for n, e in self.pre}
         self.inv = z3.Function("Inv", *[e.sort() for _, e in self.pre], z3.BoolSort())
-        self.clauses: list = []
+        self.rules: list[Rule] = []
         config = [sh.pre(a.formula)[0] for a in system.assumptions
                   if is_config(a) and params_of(a.formula) <= set(rigid)]
-        self.clauses.append(self._clause(config, self.inv(*[e for _, e in self._leaves(rd.blank_state(),
-                                                                                           rd.blank_record())])))
+        self.rules.append(Rule("init", None, config, self.args(rd.blank_state(), rd.blank_record())))
 
     def _leaves(self, state: dict, rec) -> list[tuple[str, object]]:
         out = [leaf for v in STATE_VARS if v.name in self.keep for leaf in _flat(state[v.name], v.name)]
@@ -146,34 +161,47 @@ class Horn:
                     for leaf in _flat(fields[f], f"{RECORD}.{f}")]
         return out + [(n, self.system.shared.params[n]) for n in self.rigid]
 
-    def inv_of(self, state: dict, rec):
-        return self.inv(*[e for _, e in self._leaves(state, rec)])
+    def args(self, state: dict, rec) -> list:
+        """Inv's arguments for this state and record."""
+        return [e for _, e in self._leaves(state, rec)]
 
-    def _clause(self, body: list, head):
-        """∀ free constants: body ⇒ head, with the table's functions made values."""
-        name = self.inv.name()
+    def inv_of(self, state: dict, rec):
+        return self.inv(*self.args(state, rec))
+
+    def clause(self, rule: "Rule", false=None):
+        """∀ free constants: the rule's body ⇒ its head (`false` for a query: z3's False, or a
+        relation of no arguments that stands for it), with the table's functions made values."""
+        name = (self.inv.name(),) + ((false.decl().name(),) if false is not None else ())
+        body = ([self.inv(*rule.pre)] if rule.pre is not None else []) + rule.facts
+        head = self.inv(*rule.post) if rule.post is not None else z3.BoolVal(False) if false is None else false
         (*body, head), same_fn = ackermannize([*body, head], name)
         consts, _ = _uninterpreted([*body, *same_fn, head], name)
         matrix = z3.Implies(z3.And(*body, *same_fn), head)
         return z3.ForAll(consts, matrix) if consts else matrix
 
+    @property
+    def clauses(self) -> list:
+        return [self.clause(r) for r in self.rules]
+
     def step(self, c) -> None:
         """The clauses of one step (RowCtx `c`): from Inv before to Inv after.  A step that
         appends a group record leaves the log's record as it was (the append fails, or is not
         the last) or, once stored, replaces it with what the log keeps of the record it captured."""
-        after = self.inv_of(c.post, self.rec)
-        body = [self.inv_of(c.shared.state, self.rec), *c.facts()]
-        self.clauses.append(self._clause(body, after))
+        before = self.args(c.shared.state, self.rec)
+        after = self.args(c.post, self.rec)      # (read first: reading it may add facts)
+        self.rules.append(Rule(f"step {c.i}", before, c.facts(), after, c.i))
         if RECORD not in self.keep:
             return
-        for cond, fields in c.appends:
+        for k, (cond, fields) in enumerate(c.appends):
             rec, side, _ = c.shared.logged(fields)
-            self.clauses.append(self._clause(body + side + [cond], self.inv_of(c.post, rec)))
+            self.rules.append(Rule(f"step {c.i} stores {k}", before, c.facts() + side + [cond],
+                                   self.args(c.post, rec), c.i, k))
 
-    def query(self, body: list) -> None:
-        """Inv ∧ body ⇒ false (body: what breaks the invariant)."""
-        self.clauses.append(self._clause([self.inv_of(self.system.shared.state, self.rec), *body],
-                                         z3.BoolVal(False)))
+    def query(self, body: list, step: int | None = None) -> None:
+        """Inv ∧ body ⇒ false (body: what breaks the invariant; `step`: the step it is about, for a
+        step or output invariant)."""
+        self.rules.append(Rule(f"query {len(self.rules)}", self.args(self.system.shared.state, self.rec),
+                               body, None, step))
 
     def solve(self, work: int, seed: int = 0):
         """sat: an Inv exists (safe); unsat: a derivation of false (a path to a violation).
@@ -240,6 +268,19 @@ def widen(keep: set[str], specs: list, by: int = 3) -> set[str]:
 
 
 ALL = {v.name for v in STATE_VARS} | {RECORD}
+CONFIG = tuple(n for n in PARAM_TYPES if n.startswith("cfg_"))
+
+
+def clauses(system, inv: Invariant, keep: set[str], rigid: tuple[str, ...]) -> Horn:
+    """The Horn clauses of every step of `system` and of what breaks `inv`, Inv over `keep` (and the
+    configuration `rigid`).  Over every variable a path is believed: then every step has the one
+    configuration (a path that changes it is no broker's), though the invariant may not read it."""
+    h = Horn(system, keep, CONFIG if keep >= ALL else rigid)
+    for i in range(len(system.specs)):
+        h.step(system.row(i))
+    for body, step in queries(system, inv)(h):
+        h.query(body, step)
+    return h
 
 
 def spacer(system, inv: Invariant, budget_s: float = 30.0,
@@ -257,11 +298,7 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
         if budget.spent():
             return SpacerResult("unknown", sorted(keep), reason=f"its budget ({budget_s:g} s of Z3 work) spent",
                                 seconds=time.perf_counter() - t0, attempts=attempts)
-        h = Horn(system, keep, rigid)
-        for i in range(len(system.specs)):
-            h.step(system.row(i))
-        for body in queries(system, inv)(h):
-            h.query(body)
+        h = clauses(system, inv, keep, rigid)
         a0 = time.perf_counter()
         res, solver = h.solve(budget.left(), seed)
         attempts.append({"variables": sorted(keep), "result": str(res), "seconds": round(time.perf_counter() - a0, 3)})
@@ -278,9 +315,9 @@ def spacer(system, inv: Invariant, budget_s: float = 30.0,
                                 "group to a state that breaks it in the clauses' over-approximation (requests "
                                 "are any the environment's assumptions allow; a Load reads any offsets, and "
                                 "members' protocols cut to one by a function the clauses know nothing of); not a "
-                                "violation unless a world of the explicit checker shows it",
+                                "violation unless its path replays concretely",
                                 seconds=time.perf_counter() - t0,
-                                attempts=attempts)
+                                attempts=attempts, horn=h, left=budget.left())
         wider = widen(keep, system.specs)
         keep = wider if wider != keep else ALL
 
@@ -346,18 +383,18 @@ def _flat_named(state: dict, rec) -> list[tuple[str, object]]:
 
 
 def queries(system, inv: Invariant):
-    """What breaks `inv`, as the bodies of Horn queries: a state invariant false of a
-    well-formed state; a step or output invariant false of some step."""
+    """What breaks `inv`, as the bodies of Horn queries with the step each is about (None for a
+    state invariant: false of a well-formed state; a step or output invariant: false of a step)."""
 
     def of(h: Horn) -> list[list]:
         if inv.kind == "state":
             v, side, _ = system.shared.pre(inv.formula)
-            return [system.rd.well_formed(system.shared.state, {}) + side + [z3.Not(v)]]
+            return [(system.rd.well_formed(system.shared.state, {}) + side + [z3.Not(v)], None)]
         out = []
         for i in range(len(system.specs)):
             c = system.row(i)
             g = kind_goal(inv, c)
             if g is not None:
-                out.append([*c.facts(), z3.Not(g)])
+                out.append(([*c.facts(), z3.Not(g)], i))
         return out
     return of

@@ -161,6 +161,9 @@ def print_table(console, proofs, prover) -> None:
         if p.cti and p.status != "proved":
             console.print("  " + p.cti.words, markup=False, highlight=False)
             console.print("  " + p.cti.scenario.replace("\n", "\n  "), markup=False, highlight=False)
+        if p.path is not None:
+            console.print("  Spacer's path: " + p.path.words(), markup=False, highlight=False)
+            console.print("  " + p.path.scenario().replace("\n", "\n  "), markup=False, highlight=False)
     pool = _named(prover)
     used = sorted({n for p in proofs for n in p.lemmas})
     if used:

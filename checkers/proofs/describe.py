@@ -103,11 +103,7 @@ def describe_cti(inv, c, model, reading: str):
     post = {v.name: mv.value(c.post[v.name], v.type) for v in STATE_VARS}
     first = c.spec[0]
     trig = TRIGGER_BY_NAME[first.trigger]
-    params = {}
-    for n in trig.params:
-        t = PARAM_TYPES[n]
-        if t.kind != "fun" and not n.startswith("cfg_"):
-            params[n] = mv.value(c.params[n], t)
+    params = shown_params(mv, c)
     shown_pre = {k: v for k, v in pre.items() if v != _initial(_var(k)) or k in ("state", "generation")}
     changed = {k: v for k, v in post.items() if v != pre[k]}
     then = f", then its append completes: row {c.row.name!r}" if len(c.spec) == 3 else ""
@@ -115,6 +111,13 @@ def describe_cti(inv, c, model, reading: str):
              f"After: {_kv(changed) or 'nothing changes'}. Then {inv.name} fails: {inv.meaning}")
     return CTI(c.name, reading, pre, params, post, words, scenario_fragment(first, pre, params, post),
                sorted(c.approx))
+
+
+def shown_params(mv: ModelValues, c) -> dict:
+    """The parameters of step `c`'s trigger a reader sees (not the functions, nor the configuration)."""
+    trig = TRIGGER_BY_NAME[c.spec[0].trigger]
+    return {n: mv.value(c.params[n], PARAM_TYPES[n]) for n in trig.params
+            if PARAM_TYPES[n].kind != "fun" and not n.startswith("cfg_")}
 
 
 def _var(name: str):
@@ -137,7 +140,7 @@ _SNAPSHOT = {"state": "state", "generation": "generation", "leader": "leader", "
              "protocol_type": "protocol_type", "members": "members", "pending": "pending_members"}
 
 
-def _snapshot(state: dict) -> list[str]:
+def snapshot(state: dict) -> list[str]:
     lines = ["- snapshot: g"]
     st = state["state"]
     lines.append(f"  state: {'null' if st == 'Absent' else st}")
@@ -169,7 +172,12 @@ def scenario_fragment(row, pre: dict, params: dict, post: dict) -> str:
     (a fragment: no path to that state is claimed), the event that fires the row, the state after."""
     lines = [f"# counterexample to induction: row {row.name!r}",
              "# a fragment: the state before is a snapshot, no path to it is claimed"]
-    lines += _snapshot(pre)
+    return "\n".join(lines + snapshot(pre) + event_lines(row, params) + snapshot(post))
+
+
+def event_lines(row, params: dict) -> list[str]:
+    """The scenario step that fires `row` with these parameters."""
+    lines = []
     trig = row.trigger
     if trig in _API or trig == "LeaveMember":
         lines.append(f"- send: {_API.get(trig, 'LeaveGroup')}")
@@ -194,5 +202,4 @@ def scenario_fragment(row, pre: dict, params: dict, post: dict) -> str:
     else:
         lines.append(f"- advance_ms: 0   # the {trig} timer fires"
                      + (f" for {params['timer_member']}" if params.get("timer_member") else ""))
-    lines += _snapshot(post)
-    return "\n".join(lines)
+    return lines

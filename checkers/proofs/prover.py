@@ -14,11 +14,12 @@ from groupspec.spec.schema import MEMBER, Bounds
 from groupspec.spec.table import ROWS
 
 from .chc import refuted, spacer
+from .paths import spacer_path
 from .describe import describe_cti
 from .houdini import System
 from .joint import jointly, part_lemmas, whole
 from .obligations import (as_lemma, assumed_for, catalog_lemmas, CLOSED_WORLD, ENVIRONMENT, Lemma, QUERY_WORK,
-                          QUICK_WORK, record_lemmas, templates, vars_of, vocabulary, Work)
+                          QUICK_WORK, record_lemmas, templates, vars_of, vocabulary, Work, WORK_PER_SECOND)
 from .reached import reachable, refuted_by, world_config
 from .readings import Reading, RowCtx, kind_goal
 from .results import CTI, Proof, model_value
@@ -141,7 +142,7 @@ class Prover:
         p = self._houdini(inv, asm)
         if self.engine == "both" and p.status == "unknown":
             sp = self._spacer(inv)
-            if sp.status == "proved up to N":
+            if sp.status in ("proved up to N", "violated"):
                 sp.assumptions, sp.reason = asm, f"Houdini: {p.reason}; {sp.reason}"
                 return sp
             p.reason += f"; Spacer (N={self.bound}): {sp.reason}"
@@ -154,6 +155,8 @@ class Prover:
         system = self.system(inv.scope, sizes)
         r = spacer(system, inv, budget_s=self.spacer_budget_s, seed=self.spacer_seed)
         method = f"Spacer, constrained Horn clauses (fixed sizes, N={self.bound}; Inv over {len(r.keep)} variables)"
+        if r.status == "counterexample":
+            return self._spacer_path(inv, r, method)
         if r.status != "proved":
             return Proof(inv.name, "unknown", method, reason=r.reason, engine="spacer")
         p = Proof(inv.name, "proved up to N", method, [f"spacer N={self.bound}: {t}" for t in r.lemmas],
@@ -169,6 +172,16 @@ class Prover:
                 p.reason += f"; its {len(r.lemmas)} lemmas hold in the {checked:,} reachable states with at " \
                             f"most {self.bound} member ids"
         return p
+
+    def _spacer_path(self, inv: Invariant, r, method: str) -> Proof:
+        """Spacer's derivation of false as a path of rows, replayed concretely (`paths.py`): violated
+        when the replay breaks the invariant, otherwise unknown with what the replay found."""
+        path = spacer_path(r.horn, self.rows, r.left / WORK_PER_SECOND, self.spacer_seed)
+        if path.replayed and path.broken == inv.name:
+            return Proof(inv.name, "violated", method, engine="spacer", bound=self.bound, path=path,
+                         reason=f"Spacer's path to it replayed concretely: {path.detail}")
+        return Proof(inv.name, "unknown", method, engine="spacer", path=path if path.steps else None,
+                     reason=f"{r.reason}; its path: {path.detail}")
 
     def _houdini(self, inv: Invariant, asm: list[str]) -> Proof:
         """The first engine: induction, then Houdini's strengthening, for every size; where

@@ -40,6 +40,7 @@ class Proof:
     approximated: list = field(default_factory=list)
     engine: str = "houdini"     # houdini: lemmas are the candidates' names; spacer: Spacer's conjuncts
     together: list = field(default_factory=list)     # the catalog invariants it was proved together with
+    path: object = None     # Spacer's counterexample as a path of rows, and its concrete replay (paths.SpacerPath)
 
     def as_json(self) -> dict:
         d = {"name": self.name, "status": self.status, "method": self.method, "lemmas": self.lemmas,
@@ -53,6 +54,8 @@ class Proof:
             d["approximated"] = self.approximated
         if self.together:
             d["together_with"] = self.together
+        if self.path is not None:
+            d["path"] = self.path.as_json()
         return d
 
 
