@@ -31,13 +31,15 @@ alike and leads to alike states (what it depends on, `needs(row, LIVE_BY_MODE[M'
 `LIVE_BY_MODE[M]`).  By induction, alike states give
 the same outputs and snapshots after any sequence of steps.  A mutated row joins that induction only if it too
 depends on nothing outside `LIVE_BY_MODE[M]` (`keeps_alike`: a dropped update whose variable is read in the
-mode it leads to and not in the one it fired in does not).  Not counted as reads: the invariants (claims about the table, not behaviour; `groupspec lint` and
-the searches check them, and judge a mutant by them before this argument is used), and the runtime's own
+mode it leads to and not in the one it fired in does not).  The catalog's invariants count as reads
+(`judged`): `mutate` asks this before any search, and a mutant that leaves what an invariant reads where it
+reads it would be killed by the search, so it is not equivalent.  Not counted: the runtime's own
 bookkeeping of member slots and parked callbacks (impl/coordinator.py `_slots_in_use`, `_drop_orphans`), which
 decides no answer: a parked request is answered only by a row's output.
 """
 from __future__ import annotations
 
+from .invariants import INVARIANTS
 from .lang import Term
 from .rows import Out, Row, Set_
 from .schema import STATES, JoinTimer
@@ -135,12 +137,43 @@ def moves(r: Row):
             for j2 in timers_after(r, j)]
 
 
+def _states_tested(t) -> set[str] | None:
+    """The states `t` holds in if it only tests the group state (`state = S`, or a disjunction of those)."""
+    if t.op == "eq":
+        var, const = sorted(t.args, key=lambda a: a.op != "var")
+        if var.op == "var" and var.data == "state" and const.op == "const":
+            return {STATES[const.data]}
+    if t.op == "or":
+        parts = [_states_tested(a) for a in t.args]
+        if all(x is not None for x in parts):
+            return set().union(*parts)
+    return None
+
+
+def judged(state: str) -> set[str]:
+    """What the catalog's invariants read of a group in `state` (the checkers judge a mutant by them, so
+    they observe what they read): a state invariant of the form `state in X ⇒ φ` reads φ only in X (as
+    `absent-holds-nothing` reads every variable, but only in Absent); any other, everywhere."""
+    out: set = set()
+    for inv in INVARIANTS:
+        f = inv.formula
+        if f.op == "or":
+            guards = [_states_tested(a.args[0]) if a.op == "not" else None for a in f.args]
+            held = next((g for g in guards if g is not None), None)
+            if inv.kind == "state" and held is not None:
+                if state in held:
+                    reads(f, out)
+                continue
+        reads(f, out)
+    return {v.split(":", 1)[-1] for v in out}        # a step invariant's `prev:x` is x before the step
+
+
 def live_modes(rows: list[Row]) -> dict[tuple, frozenset]:
     """The least fixpoint: for each mode, the variables some step from there on may read."""
     always = {"state"}
     for t in ENABLED.values():
         reads(t, always)
-    live = {m: set(always) | (set(SNAPSHOT) if m[0] != "Absent" else set()) for m in MODES}
+    live = {m: set(always) | (set(SNAPSHOT) if m[0] != "Absent" else set()) | judged(m[0]) for m in MODES}
     steps = [(r, m, to) for r in rows for m, to in moves(r)]
     changed = True
     while changed:

@@ -25,8 +25,17 @@ def test_every_row_depends_only_on_what_is_live_where_it_fires():
     dead = [r for r in ROWS if "Dead" in r.states]
     assert any(r.name == "DescribeGroup: summary" for r in dead)
     assert {"members", "protocol_type", "hb_armed", "offsets"} <= O.LIVE["Dead"]
-    # never read again once Dead: the members awaiting sync are answered by no Dead row, only dropped
-    assert "awaiting_sync" not in O.LIVE["Dead"] and "awaiting_sync" in O.LIVE["CompletingRebalance"]
+    # never read again once Dead: whether a new member joined the initial delay (only its extension reads it)
+    assert "new_member_added" not in O.LIVE["Dead"] and "new_member_added" in O.LIVE["PreparingRebalance"]
+    # the invariants are observers: no Dead row answers the members awaiting sync, but
+    # awaiting-sync-only-completing reads them in every state
+    assert "awaiting_sync" in O.LIVE["Dead"] and "awaiting_sync" in O.judged("Dead")
+
+
+def test_a_state_invariant_reads_only_where_its_states_say():
+    # absent-holds-nothing reads every variable, in Absent only
+    assert "join_remaining_ms" in O.judged("Absent") and "join_remaining_ms" not in O.judged("Empty")
+    assert "join_remaining_ms" in O.LIVE["Absent"] and "join_remaining_ms" not in O.LIVE["Dead"]
 
 
 def test_the_snapshot_reads_only_what_observable_declares(monkeypatch):
@@ -43,8 +52,18 @@ def test_the_snapshot_reads_only_what_observable_declares(monkeypatch):
     assert read and read <= O.SNAPSHOT, read - O.SNAPSHOT
 
 
-def test_a_dropped_update_nothing_reads_again_is_equivalent_only_modulo_liveness(monkeypatch):
+def test_a_dropped_update_an_invariant_reads_is_not_equivalent():
+    # a Dead group left with members awaiting sync answers no one differently, but breaks
+    # awaiting-sync-only-completing: the search would kill it, so it is not called equivalent
     i, mutant = _find("JoinTimer: the group is Dead", "drop the update of `awaiting_sync`")
+    assert Q.shown_equivalent(i, mutant) == ""
+    # a deleted group left with a delay breaks absent-holds-nothing
+    i, mutant = _find("DeleteGroup: Empty group is deleted", "drop the update of `join_delay_ms`")
+    assert Q.shown_equivalent(i, mutant) == ""
+
+
+def test_a_dropped_update_nothing_reads_again_is_equivalent_only_modulo_liveness(monkeypatch):
+    i, mutant = _find("HeartbeatExpiry: member expires during Stable", "drop the update of `join_delay_ms`")
     assert Q.shown_equivalent(i, mutant)
     # compared on the whole post-state, as before, the dropped update shows
     monkeypatch.setattr(Q, "keeps_alike", lambda row: ["compare everything"])
