@@ -32,9 +32,14 @@ class _SignalInFinalizer:
 
     def __del__(self):
         os.kill(os.getpid(), self.sig)
-        until = time.monotonic() + 0.2
-        while time.monotonic() < until:
-            pass
+        _busy(0.2)
+
+
+def _busy(seconds: float) -> None:
+    """Run Python code (where a signal's handler runs) for `seconds`."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        pass
 
 
 @pytest.mark.parametrize("sig,code,line", [(signal.SIGTERM, 143, "groupspec: terminated (SIGTERM); the run was "
@@ -46,9 +51,7 @@ def test_a_signal_that_lands_in_a_finalizer_still_stops_the_run(monkeypatch, cap
 
     def run_files(*a, **k):
         _SignalInFinalizer(sig)          # dropped at once: its finalizer runs here
-        until = time.monotonic() + 5
-        while time.monotonic() < until:
-            pass
+        _busy(5)
         ran.append("to the end")
     monkeypatch.setattr(report, "run_files", run_files)
     got, out, err = run_cli(monkeypatch, capsys, "scenario", "run", FINDINGS)
@@ -68,14 +71,10 @@ def test_a_signal_that_comes_while_the_unraisable_hook_runs_waits_until_it_has_r
     def run_files(*a, **k):
         stop["in_hook"] = True          # as while the hook runs
         os.kill(os.getpid(), sig)
-        until = time.monotonic() + 0.3
-        while time.monotonic() < until:
-            pass
+        _busy(0.3)
         ran.append("out of the hook")
         stop["in_hook"] = False
-        until = time.monotonic() + 5
-        while time.monotonic() < until:
-            pass
+        _busy(5)
         ran.append("to the end")
     monkeypatch.setattr(report, "run_files", run_files)
     got, out, err = run_cli(monkeypatch, capsys, "scenario", "run", FINDINGS)

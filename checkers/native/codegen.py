@@ -30,6 +30,8 @@ _ARITH = {z3.Z3_OP_LT: "<", z3.Z3_OP_LE: "<=", z3.Z3_OP_GT: ">", z3.Z3_OP_GE: ">
           z3.Z3_OP_DISTINCT: "!="}
 _NARY = {z3.Z3_OP_AND: " && ", z3.Z3_OP_OR: " || ", z3.Z3_OP_ADD: " + ", z3.Z3_OP_SUB: " - ",
          z3.Z3_OP_BOR: " | ", z3.Z3_OP_BAND: " & "}
+_FORMS = {z3.Z3_OP_NOT: "(!{0})", z3.Z3_OP_IMPLIES: "(!{0} || {1})", z3.Z3_OP_ITE: "({0} ? {1} : {2})",
+          z3.Z3_OP_UMINUS: "(-{0})"}
 
 
 class Unsupported(Exception):
@@ -106,14 +108,8 @@ class _Terms:
             return "(" + _NARY[k].join(args) + ")"
         if k in _ARITH and len(args) == 2:
             return f"({args[0]} {_ARITH[k]} {args[1]})"
-        if k == z3.Z3_OP_NOT:
-            return f"(!{args[0]})"
-        if k == z3.Z3_OP_IMPLIES:
-            return f"(!{args[0]} || {args[1]})"
-        if k == z3.Z3_OP_ITE:
-            return f"({args[0]} ? {args[1]} : {args[2]})"
-        if k == z3.Z3_OP_UMINUS:
-            return f"(-{args[0]})"
+        if k in _FORMS:
+            return _FORMS[k].format(*args)
         if k == z3.Z3_OP_BNOT:
             return f"((~{args[0]}) & {(1 << n.size()) - 1})"
         if k == z3.Z3_OP_EXTRACT:
