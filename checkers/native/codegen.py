@@ -22,7 +22,7 @@ import collections
 
 import z3
 
-from groupspec.checkers.world.bmc import BOUND_BROKEN, StepRelation, _flat
+from groupspec.checkers.world.bmc import StepRelation, _flat
 
 _CHOICE = "choice#"
 MAX_SUCC = 4096           # successors of one state the search makes room for (more is an error, not a cut)
@@ -150,7 +150,6 @@ class Generated:
                 if name not in index:
                     index[name] = len(self.invariants)
                     self.invariants.append(name)
-        self.bound_broken = index.get(BOUND_BROKEN, -1)
         roots = [c for p in [*rel.paths, *cut] for c in p.pc] + [v for p in rel.paths for v in _flat(p.state)]
         # what a row breaks on a path's way, less the tests the path made already
         self._bad = {id(p): [(n, r) for n, c in p.bad if (r := _given(c, {t.get_id() for t in p.pc})) is not None]
@@ -169,8 +168,7 @@ class Generated:
         # one function per first test (an action and its process): gcc's time grows faster than a
         # function's size, and one function of the whole step took it minutes
         parts, body = [], []
-        for key, branch in tree.items():
-            k = len(parts)
+        for k, (key, branch) in enumerate(tree.items()):
             parts += [f"static int step{k}(const int64_t *x, int64_t *out, int n, int *bad, int *cut, S *s) {{",
                       *self._tree({key: branch}, "  "), "  return n;", "}"]
             body.append(f"  n = step{k}(x, out, n, bad, cut, s); if (n < 0 || *bad >= 0) return n;")

@@ -36,6 +36,9 @@ MAX_LEVELS = 4096
 MAX_ENDS = 4096
 
 
+_UNLED = "the compiled step does not lead along the search's parent links to the state it reported"
+
+
 class NativeError(Exception):
     """The world cannot be searched natively here (no C compiler, a compile error): say so."""
 
@@ -180,18 +183,22 @@ class NativeWorld:
                 values[leaf.get_id()] = z3.IntVal(v)
         return self.rel.world.concrete(_Values(values), self.rel.X)
 
-    def _path_to(self, h: int) -> list[np.ndarray]:
-        """The states from the initial one to the state of fingerprint `h`, by parents and the step."""
-        chain = [h]
-        while chain[-1] != self.fingerprint(self.init):
+    def _path_to(self, h: int) -> list[np.ndarray] | None:
+        """The states from the initial one to the state of fingerprint `h`, by parents and the step; None
+        if the step does not lead along the parents (the table and the library disagree)."""
+        root, chain = self.fingerprint(self.init), [h]
+        while chain[-1] != root:
             chain.append(self.lib.gs_parent(chain[-1]))
             if chain[-1] == 0:
-                raise NativeError("a parent link is missing: the fingerprint table is damaged")
+                return None
         chain.reverse()
         states = [self.init]
         for want in chain[1:]:
             succ, _, _ = self.successors(states[-1])
-            states.append(next(y for y in succ if self.fingerprint(y) == want))
+            nxt = next((y for y in succ if self.fingerprint(y) == want), None)
+            if nxt is None:
+                return None
+            states.append(nxt)
         return states
 
     def _counterexample(self, r: _Result, base: dict) -> NativeResult:
@@ -199,23 +206,29 @@ class NativeWorld:
         if name == BOUND_BROKEN:
             return NativeResult("stopped", **base, detail="the symbolic step nests eager re-checks deeper than its "
                                                           "bound here: search this world with --engine python")
+        states = self._path_to(r.bad_step_from or r.at)
+        if states is None:
+            return NativeResult("disagreement", **base, violation=name, detail=_UNLED)
         if r.bad_step_from:
-            states = self._path_to(r.bad_step_from)
             succ, _, _ = self.successors(states[-1])
             states.append(succ[-1] if len(succ) else states[-1])      # a cut step has no state after it
-        else:
-            states = self._path_to(r.at)
         replay = _replayed(self.rel.world, [self._concrete(x) for x in states], name, len(states) - 1)
         return NativeResult(replay.result, **base, violation=name, path=replay.path, detail=replay.detail)
 
     def _deadlock(self, x: np.ndarray, base: dict) -> NativeResult:
         states = self._path_to(self.fingerprint(x))
+        if states is None:
+            return NativeResult("disagreement", **base, detail=_UNLED)
         model, path = self.rel.world.model, []
         cur = model.init_states()[0]
         path.append((None, model.flat(cur)))
         for want in [self._concrete(y) for y in states[1:]]:
             succ, _ = model.successors(cur)
-            step, cur = next((st, t) for st, t in succ if model.flat(t) == want)
+            found = next(((st, t) for st, t in succ if model.flat(t) == want), None)
+            if found is None:
+                return NativeResult("disagreement", **base, path=path, detail="a state the compiled step reaches "
+                                                                               "is no successor in the world model")
+            step, cur = found
             path.append((step, model.flat(cur)))
         ok = not model.successors(cur)[0] and not model.is_end(cur)
         return NativeResult("deadlock" if ok else "disagreement", **base, path=path,

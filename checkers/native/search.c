@@ -75,11 +75,13 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
   S *s = scratch();
   size_t fn = 1, fcap = 1024, nn, ncap = 1024;
   int64_t *front = malloc(fcap * NL * 8), *next = malloc(ncap * NL * 8), *out = malloc((size_t)MAX_SUCC * NL * 8);
+  uint64_t *ffp = malloc(fcap * 8), *nfp = malloc(ncap * 8);     /* the levels' fingerprints, made once */
   memset(r, 0, sizeof *r); r->violation = -1; r->complete = 1;
   free(keys); free(parents); keys = parents = 0; cap = used = 0;
   memset(hits, 0, sizeof hits);
   memcpy(front, init, NL * 8);
   uint64_t h0 = gs_fp(init);
+  ffp[0] = h0;
   admit(h0, 0); r->states = 1; levels[0] = 1;
   if ((r->violation = broken(init, s)) >= 0) { r->at = h0; goto done; }
   for (;;) {
@@ -88,7 +90,7 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
       const int64_t *x = front + i * NL;
       int bad = -1, cut = 0;
       int k = step(x, out, &bad, &cut, s);
-      uint64_t hx = gs_fp(x);
+      uint64_t hx = ffp[i];
       if (k < 0) { r->violation = -2; goto done; }          /* more successors than MAX_SUCC */
       r->transitions += k;
       if (bad >= 0) { r->violation = bad; r->bad_step_from = hx; goto done; }
@@ -104,17 +106,18 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
         if (r->depth + 1 < max_levels) levels[r->depth + 1]++;
         int v = broken(y, s);
         if (v >= 0) { r->violation = v; r->at = hy; r->parent = hx; r->depth++; goto done; }
-        if (nn == ncap) { ncap *= 2; next = realloc(next, ncap * NL * 8); }
-        memcpy(next + nn * NL, y, NL * 8); nn++;
+        if (nn == ncap) { ncap *= 2; next = realloc(next, ncap * NL * 8); nfp = realloc(nfp, ncap * 8); }
+        memcpy(next + nn * NL, y, NL * 8); nfp[nn] = hy; nn++;
       }
       if (r->states >= max_states) { r->complete = 0; if (nn) r->depth++; goto done; }
     }
     if (!nn) break;
     int64_t *t = front; front = next; next = t;
+    uint64_t *tf = ffp; ffp = nfp; nfp = tf;
     size_t tc = fcap; fcap = ncap; ncap = tc; fn = nn;
     r->depth++;
   }
 done:
-  free(front); free(next); free(out);
+  free(front); free(next); free(out); free(ffp); free(nfp);
   return 0;
 }
