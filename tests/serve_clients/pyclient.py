@@ -13,6 +13,8 @@ Prints one JSON object a line on stdout:
   {"event": "closed"}
 and reads commands on stdin: `commit t-0 5`, `committed t-0`, `close` (a clean close: LeaveGroup for a dynamic
 member, then exit 0).  End of stdin is a close too.  The consumer is used only by the thread that polls it.
+The client library logs to stderr at INFO, or at the level GROUPSPEC_CLIENT_LOG names (DEBUG: its whole story,
+for a client that hangs; kafka-python 3.0's sync calls wait without a timeout, dpkp/kafka-python#3121).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import asyncio
 import faulthandler
 import json
 import logging
+import os
 import queue
 import signal
 import struct
@@ -237,7 +240,8 @@ def main() -> None:
     a = p.parse_args()
     # a test that waited in vain asks every thread's stack (SIGUSR1): a client that hangs shows where
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+    # GROUPSPEC_CLIENT_LOG=DEBUG: the client library's own debug log, for a hang that needs its story
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("GROUPSPEC_CLIENT_LOG", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     started = time.monotonic()
     KINDS[a.kind](a, commands())
