@@ -41,7 +41,7 @@ def check_cmd(
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     engine: str = typer.Option("python", "--engine", help="python, or native: the world's step compiled to C by gcc "
-                                                          "(one process, no symmetry reduction; compiled once per "
+                                                          "(one process, symmetry as --symmetry says; compiled once per "
                                                           "world and cached in ~/.cache/groupspec/native)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     world: Optional[dict] = None,
@@ -68,7 +68,7 @@ def check_cmd(
         fail_input(f"--engine {engine!r}: use python or native")
     if engine == "native":
         _native_options(liveness, reduction, workers, visited, visited_dir, memory)
-        symmetry, workers = False, 1
+        workers = 1
     workers = 1 if liveness or reduction else bounded_workers("--workers", 2 if workers is None else workers)
     on_disk, memo_limit = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
     if max_states is not None and max_states < 1:
@@ -91,7 +91,7 @@ def check_cmd(
     spilled = None
     try:
         if engine == "native":
-            res = _native_search(cfg, max_states, live)
+            res = _native_search(cfg, max_states, live, symmetry)
         elif workers > 1:
             res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
                                  visited=on_disk)
@@ -176,7 +176,7 @@ def check_cmd(
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
         if engine == "native":
-            out.print("engine: native (the world's step compiled to C), without symmetry reduction", markup=False)
+            out.print("engine: native (the world's step compiled to C)", markup=False)
         if unchecked:
             out.print(f"not checked by --engine native: {', '.join(unchecked)} (step and output invariants: the "
                       f"compiled step has no row's before and after; --engine python checks them)", markup=False)
@@ -198,14 +198,14 @@ def _native_options(liveness: bool, reduction: bool, workers: Optional[int], vis
                        f"process with its fingerprints in memory; leave out {what} or use --engine python")
 
 
-def _native_search(cfg, max_states: Optional[int], live):
+def _native_search(cfg, max_states: Optional[int], live, symmetry: bool):
     """The native engine's search, as the Python search reports one (its path replayed concretely)."""
     from rich.text import Text
     from groupspec.checkers.native.engine import NativeError, NativeWorld
     if live:
         live.update(Text("compiling the world's step (once per world) ..."))
     try:
-        native = NativeWorld(cfg)
+        native = NativeWorld(cfg, symmetry=symmetry)
     except NativeError as e:
         fail_input(f"--engine native: {e}")
     if live:
@@ -214,7 +214,7 @@ def _native_search(cfg, max_states: Optional[int], live):
     if res.result == "disagreement":
         fail_input(f"--engine native: {res.detail}; the compiled step and the world model disagree, which is a "
                    f"bug in groupspec: report it, and search with --engine python meanwhile")
-    return res.as_result(native.checked())
+    return res.as_result(native.checked(), symmetry)
 
 
 def _visited_on_disk(visited: str, folder: Optional[str], memory: Optional[float], workers: int, liveness: bool):

@@ -28,6 +28,7 @@ from groupspec.checkers.search.explicit import Result
 from groupspec.checkers.world.bmc import BOUND_BROKEN, StepRelation, _flat, _replayed
 from groupspec.checkers.world.bmc_sat import _Values
 
+from . import symmetry as _symmetry
 from .codegen import MAX_SUCC, Generated
 
 _HERE = Path(__file__).resolve().parent
@@ -46,7 +47,8 @@ class NativeError(Exception):
 @dataclass
 class NativeResult:
     result: str                     # ok | violation | deadlock | stopped | disagreement
-    distinct_states: int
+    distinct_states: int            # with symmetry, one state for each orbit
+    unreduced_states: int           # the states they stand for
     transitions: int
     depth: int
     levels: list
@@ -61,30 +63,32 @@ class NativeResult:
     def states_per_second(self) -> float:
         return self.distinct_states / self.seconds if self.seconds else 0.0
 
-    def as_result(self, invariants: list[str]) -> Result:
+    def as_result(self, invariants: list[str], symmetry: bool) -> Result:
         """The search as the Python search reports one (what `groupspec check` prints); `invariants`: those
         it checked."""
-        return Result(self.result, self.distinct_states, self.transitions, self.seconds, self.depth, False,
+        return Result(self.result, self.distinct_states, self.transitions, self.seconds, self.depth, symmetry,
                       invariants, Counter(self.coverage), self.violation, self.path,
-                      complete=self.result != "stopped", unreduced_states=self.distinct_states, levels=self.levels)
+                      complete=self.result != "stopped", unreduced_states=self.unreduced_states, levels=self.levels)
 
 
 class _Result(ctypes.Structure):
     _fields_ = [("states", ctypes.c_long), ("transitions", ctypes.c_long), ("depth", ctypes.c_int),
                 ("complete", ctypes.c_int), ("violation", ctypes.c_int), ("at", ctypes.c_uint64),
-                ("parent", ctypes.c_uint64), ("bad_step_from", ctypes.c_uint64), ("ends", ctypes.c_long)]
+                ("parent", ctypes.c_uint64), ("bad_step_from", ctypes.c_uint64), ("ends", ctypes.c_long),
+                ("unreduced", ctypes.c_long)]
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("GROUPSPEC_NATIVE_CACHE", Path.home() / ".cache" / "groupspec" / "native"))
 
 
-def compile_world(gen: Generated, opt: str | None = None) -> Path:
-    """The shared library of `gen`'s C, compiled at most once for each source (the file's name is its
-    hash, written under another name and renamed, so a killed compile leaves no library)."""
+def compile_world(gen: Generated, sym: str, opt: str | None = None) -> Path:
+    """The shared library of `gen`'s C with the symmetry tables `sym`, compiled at most once for each source
+    (the file's name is its hash, written under another name and renamed, so a killed compile leaves no
+    library)."""
     opt = opt or OPT
     search = (_HERE / "search.c").read_text()
-    digest = hashlib.sha256((gen.source + search + opt).encode()).hexdigest()[:24]
+    digest = hashlib.sha256((gen.source + search + sym + opt).encode()).hexdigest()[:24]
     lib = cache_dir() / f"world-{digest}.so"
     if lib.exists():
         return lib
@@ -92,6 +96,7 @@ def compile_world(gen: Generated, opt: str | None = None) -> Path:
     with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
         (Path(tmp) / "step.c").write_text(gen.source)
         (Path(tmp) / "search.c").write_text(search)
+        (Path(tmp) / "symmetry.h").write_text(sym)
         try:
             done = subprocess.run(["gcc", opt, "-shared", "-fPIC", "-o", "world.so", "step.c"], cwd=tmp,
                                   capture_output=True, text=True)
@@ -105,14 +110,18 @@ def compile_world(gen: Generated, opt: str | None = None) -> Path:
 
 
 class NativeWorld:
-    """One world's compiled step: `search` from the initial state, `successors` of a state."""
+    """One world's compiled step: `search` from the initial state, `successors` of a state.  With `symmetry`
+    (as the Python search), clients configured alike are interchangeable: one state for each orbit."""
 
-    def __init__(self, cfg, rows=None, opt: str | None = None):
+    def __init__(self, cfg, rows=None, opt: str | None = None, symmetry: bool = True):
         t0 = time.perf_counter()
         self.rel = StepRelation(cfg, rows)
         self.gen = Generated(self.rel)
-        self.lib = ctypes.CDLL(str(compile_world(self.gen, opt)))
+        self.lib = ctypes.CDLL(str(compile_world(self.gen, _symmetry.source(cfg, self.gen.leaves), opt)))
+        self.lib.gs_symmetry(ctypes.c_int(int(symmetry)))
+        self.symmetry = symmetry
         self.lib.gs_fp.restype = ctypes.c_uint64
+        self.lib.gs_key.restype = ctypes.c_uint64
         self.lib.gs_parent.restype = ctypes.c_uint64
         self.lib.gs_parent.argtypes = [ctypes.c_uint64]
         self.build_seconds = time.perf_counter() - t0
@@ -128,8 +137,9 @@ class NativeWorld:
         invariants, which the symbolic host does not state."""
         return [n for n in self.gen.invariants if n != BOUND_BROKEN]
 
-    def fingerprint(self, x: np.ndarray) -> int:
-        return self.lib.gs_fp(self._ptr(x))
+    def key(self, x: np.ndarray) -> int:
+        """The fingerprint of x's representative, as the search's parent links hold it."""
+        return self.lib.gs_key(self._ptr(x))
 
     def successors(self, x: np.ndarray) -> tuple[np.ndarray, int, bool]:
         """(successors, the invariant a row of the last one breaks on its way or -1, a path a bound cut)."""
@@ -154,7 +164,8 @@ class NativeWorld:
             for row in rows:
                 if n:
                     coverage[row] = coverage.get(row, 0) + n
-        base = dict(coverage=coverage, distinct_states=r.states, transitions=r.transitions, depth=r.depth,
+        base = dict(coverage=coverage, distinct_states=r.states, unreduced_states=r.unreduced,
+                    transitions=r.transitions, depth=r.depth,
                     levels=[int(v) for v in levels[:r.depth + 1]], seconds=seconds, build_seconds=self.build_seconds)
         if r.violation == -2:
             return NativeResult("stopped", **base, detail=f"a state has more than {MAX_SUCC} successors")
@@ -184,9 +195,10 @@ class NativeWorld:
         return self.rel.world.concrete(_Values(values), self.rel.X)
 
     def _path_to(self, h: int) -> list[np.ndarray] | None:
-        """The states from the initial one to the state of fingerprint `h`, by parents and the step; None
-        if the step does not lead along the parents (the table and the library disagree)."""
-        root, chain = self.fingerprint(self.init), [h]
+        """The states from the initial one to one whose representative has fingerprint `h`, by parents and the
+        step (each a successor of the one before, not its representative: a path the world takes); None if the
+        step does not lead along the parents (the table and the library disagree)."""
+        root, chain = self.key(self.init), [h]
         while chain[-1] != root:
             chain.append(self.lib.gs_parent(chain[-1]))
             if chain[-1] == 0:
@@ -195,7 +207,7 @@ class NativeWorld:
         states = [self.init]
         for want in chain[1:]:
             succ, _, _ = self.successors(states[-1])
-            nxt = next((y for y in succ if self.fingerprint(y) == want), None)
+            nxt = next((y for y in succ if self.key(y) == want), None)
             if nxt is None:
                 return None
             states.append(nxt)
@@ -210,13 +222,19 @@ class NativeWorld:
         if states is None:
             return NativeResult("disagreement", **base, violation=name, detail=_UNLED)
         if r.bad_step_from:
-            succ, _, _ = self.successors(states[-1])
+            # the path ends in a state the search's one stands for: its steps are the same up to renaming
+            # clients, and the first to break an invariant on its way may be another client's, so the
+            # invariant named is the one the step breaks here
+            succ, bad, _ = self.successors(states[-1])
+            if bad < 0:
+                return NativeResult("disagreement", **base, violation=name, detail=_UNLED)
+            name = self.gen.invariants[bad]
             states.append(succ[-1] if len(succ) else states[-1])      # a cut step has no state after it
         replay = _replayed(self.rel.world, [self._concrete(x) for x in states], name, len(states) - 1)
         return NativeResult(replay.result, **base, violation=name, path=replay.path, detail=replay.detail)
 
     def _deadlock(self, x: np.ndarray, base: dict) -> NativeResult:
-        states = self._path_to(self.fingerprint(x))
+        states = self._path_to(self.key(x))
         if states is None:
             return NativeResult("disagreement", **base, detail=_UNLED)
         model, path = self.rel.world.model, []

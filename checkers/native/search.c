@@ -3,6 +3,7 @@
    as TLC's does and the Python search's `seen` does: a counterexample is rebuilt by following the
    parents back and replaying forward (engine.py).  Two levels of full states are kept, no more. */
 #include <stdlib.h>
+#include "symmetry.h"            /* symmetry.py's tables of the renamings of clients */
 
 typedef struct {
   long states, transitions;
@@ -11,6 +12,7 @@ typedef struct {
   uint64_t at, parent;           /* the violating state's fingerprint (0 for a step's) and its parent's */
   uint64_t bad_step_from;        /* a step breaking an invariant on its way: the state it leaves */
   long ends;                     /* states without successors (engine.py asks which are deadlocks) */
+  long unreduced;                /* the states they stand for (symmetry: each state's orbit) */
 } gs_result;
 
 uint64_t gs_fp(const int64_t *x) {
@@ -23,6 +25,54 @@ uint64_t gs_fp(const int64_t *x) {
   uint64_t r = h[0] ^ (h[1] * 0xC2B2AE3D27D4EB4Full) ^ (h[2] * 0x165667B19E3779F9ull) ^ (h[3] * 0x9E3779B97F4A7C15ull);
   r ^= r >> 31; r *= 0xbf58476d1ce4e5b9ull; r ^= r >> 27;
   return r ? r : 1;              /* 0 marks an empty slot */
+}
+
+/* Symmetry (on unless gs_symmetry(0)): x replaced by the least of its images under the renamings.  Only
+   the leaves some renaming changes are compared (SYM_MOVED, in order): the others are alike in every image. */
+static int sym_on = 1;
+void gs_symmetry(int on) { sym_on = on; }
+
+static inline int64_t image(const int64_t *x, int p, int j) {
+  int64_t v = x[SYM_SRC[p][j]];
+  return SYM_CLIENT[j] && v != SYM_NONE ? SYM_NEW[p][v] : v;
+}
+
+static void canon(int64_t *x) {
+  static int64_t orig[NL], img[SYM_NM];
+  if (!sym_on || SYM_P < 2) return;
+  memcpy(orig, x, sizeof orig);
+  for (int p = 1; p < SYM_P; p++) {          /* each image made from the state as it was, against the least */
+    int m = 0, less = 0;
+    for (; m < SYM_NM; m++) {
+      int j = SYM_MOVED[m];
+      int64_t v = image(orig, p, j);
+      img[m] = v;
+      if (v != x[j]) { less = v < x[j]; break; }
+    }
+    if (!less) continue;
+    for (m++; m < SYM_NM; m++) img[m] = image(orig, p, SYM_MOVED[m]);
+    for (m = 0; m < SYM_NM; m++) x[SYM_MOVED[m]] = img[m];
+  }
+}
+
+/* the states x stands for: the renamings over those that leave it as it is */
+static long orbit(const int64_t *x) {
+  if (!sym_on) return 1;
+  int fixed = 0;
+  for (int p = 0; p < SYM_P; p++) {
+    int m = 0;
+    while (m < SYM_NM && image(x, p, SYM_MOVED[m]) == x[SYM_MOVED[m]]) m++;
+    fixed += m == SYM_NM;
+  }
+  return SYM_P / fixed;
+}
+
+/* the fingerprint of x's representative (x itself without symmetry) */
+uint64_t gs_key(const int64_t *x) {
+  static int64_t y[NL];
+  memcpy(y, x, sizeof y);
+  canon(y);
+  return gs_fp(y);
 }
 
 static uint64_t *keys, *parents;
@@ -80,10 +130,11 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
   free(keys); free(parents); keys = parents = 0; cap = used = 0;
   memset(hits, 0, sizeof hits);
   memcpy(front, init, NL * 8);
-  uint64_t h0 = gs_fp(init);
+  canon(front);
+  uint64_t h0 = gs_fp(front);
   ffp[0] = h0;
-  admit(h0, 0); r->states = 1; levels[0] = 1;
-  if ((r->violation = broken(init, s)) >= 0) { r->at = h0; goto done; }
+  admit(h0, 0); r->states = 1; r->unreduced = orbit(front); levels[0] = 1;
+  if ((r->violation = broken(front, s)) >= 0) { r->at = h0; goto done; }
   for (;;) {
     nn = 0;
     for (size_t i = 0; i < fn; i++) {
@@ -99,10 +150,11 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
         r->ends++;
       }
       for (int j = 0; j < k; j++) {
-        const int64_t *y = out + (size_t)j * NL;
+        int64_t *y = out + (size_t)j * NL;
+        canon(y);
         uint64_t hy = gs_fp(y);
         if (!admit(hy, hx)) continue;
-        r->states++;
+        r->states++; r->unreduced += orbit(y);
         if (r->depth + 1 < max_levels) levels[r->depth + 1]++;
         int v = broken(y, s);
         if (v >= 0) { r->violation = v; r->at = hy; r->parent = hx; r->depth++; goto done; }
