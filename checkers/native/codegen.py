@@ -51,6 +51,8 @@ class _Terms:
         self.choices: dict[int, frozenset] = {}      # the choices a term depends on
         self.functions: list[str] = []
         self._expr: dict[int, str] = {}
+        self._value: dict[int, int | None] = {}
+        self._cost: dict[int, int] = {}
         seen: set = set()
         for r in roots:         # a term tested or written in several places is used once per place
             self.parents[r.get_id()] += 1
@@ -77,45 +79,121 @@ class _Terms:
                 stack.append((c, False))
 
     def expr(self, n) -> str:
+        """`n` in C: a literal if it folds to a constant, inline if cheap, else a call of its memo
+        function (a term used in more than one place whose C is more than a few operations)."""
         i = n.get_id()
         if i in self.leaf:
             return f"x[{self.leaf[i]}]"
         if i in self._expr:
             return self._expr[i]
-        s = self._compose(n)
-        if self.parents[i] > 1 and n.num_args() > 0:
+        s, value, cost = self._compose(n)
+        if value is not None:
+            s, cost = _literal(value), 0
+        elif self.parents[i] > 1 and cost >= MEMO_COST:
             j = len(self.functions)
             # a term of the state alone holds for the whole state; one of choices, for their values
             valid = f"s->f[{j}] == s->choice_epoch" if self.choices[i] else f"s->f[{j}] >= s->state_epoch"
             self.functions.append(f"static int64_t m{j}(const int64_t *x, S *s) {{ if (!({valid})) "
                                   f"{{ s->f[{j}] = s->choice_epoch; s->t[{j}] = {s}; }} return s->t[{j}]; }}")
-            s = f"m{j}(x, s)"
-        self._expr[i] = s
+            s, cost = f"m{j}(x, s)", 1
+        self._expr[i], self._value[i], self._cost[i] = s, value, cost
         return s
 
-    def _compose(self, n) -> str:
+    def value(self, n) -> int | None:
+        """The constant `n` folds to (the world's bounds make many tests constant), or None."""
+        i = n.get_id()
+        if i in self.leaf:
+            return None
+        self.expr(n)
+        return self._value[i]
+
+    def _compose(self, n) -> tuple[str, int | None, int]:
+        """(C, the constant it folds to or None, its cost in operations)."""
         if z3.is_true(n):
-            return "1"
+            return "1", 1, 0
         if z3.is_false(n):
-            return "0"
+            return "0", 0, 0
         if z3.is_int_value(n) or z3.is_bv_value(n):
-            return f"((int64_t){n.as_long()})"
+            return "", n.as_long(), 0
         if _is_choice(n):
-            return f"s->ch[{_choice_index(str(n))}]"
+            return f"s->ch[{_choice_index(str(n))}]", None, 0
         k, a = n.decl().kind(), n.children()
         args = [self.expr(c) for c in a]
+        vals = [self.value(c) for c in a]
+        cost = 1 + sum(self._cost.get(c.get_id(), 0) for c in a)
+        if k == z3.Z3_OP_ITE:           # a decided test takes its branch, and only that branch's C
+            if vals[0] is not None:
+                b = a[1] if vals[0] else a[2]
+                return self.expr(b), self.value(b), self._cost.get(b.get_id(), 0)
+        elif k in (z3.Z3_OP_AND, z3.Z3_OP_OR):
+            absorbing = 0 if k == z3.Z3_OP_AND else 1
+            if absorbing in [None if v is None else int(bool(v)) for v in vals]:
+                return "", absorbing, 0
+            kept = [(c, e) for c, e, v in zip(a, args, vals) if v is None]
+            if not kept:
+                return "", 1 - absorbing, 0
+            if len(kept) == 1:
+                return kept[0][1], None, self._cost.get(kept[0][0].get_id(), 0)
+            return "(" + _NARY[k].join(e for _, e in kept) + ")", None, cost
+        elif k == z3.Z3_OP_IMPLIES:
+            if vals[0] == 0 or vals[1]:
+                return "", 1, 0
+            if vals[0] is not None:
+                return args[1], vals[1], self._cost.get(a[1].get_id(), 0)
+        if all(v is not None for v in vals) and k in _FOLD:
+            return "", _FOLD[k](n, vals), 0
+        args = [e if v is None else _literal(v) for e, v in zip(args, vals)]
         if k in _NARY:
-            return "(" + _NARY[k].join(args) + ")"
+            return "(" + _NARY[k].join(args) + ")", None, cost
         if k in _ARITH and len(args) == 2:
-            return f"({args[0]} {_ARITH[k]} {args[1]})"
+            return f"({args[0]} {_ARITH[k]} {args[1]})", None, cost
         if k in _FORMS:
-            return _FORMS[k].format(*args)
+            return _FORMS[k].format(*args), None, cost
         if k == z3.Z3_OP_BNOT:
-            return f"((~{args[0]}) & {(1 << n.size()) - 1})"
+            return f"((~{args[0]}) & {(1 << n.size()) - 1})", None, cost
         if k == z3.Z3_OP_EXTRACT:
             hi, lo = n.params()
-            return f"(({args[0]} >> {lo}) & {(1 << (hi - lo + 1)) - 1})"
+            return f"(({args[0]} >> {lo}) & {(1 << (hi - lo + 1)) - 1})", None, cost
         raise Unsupported(f"no C for the operator {n.decl().name()} (in {str(n)[:80]})")
+
+
+MEMO_COST = 3          # a shared term of fewer operations is cheaper computed again than looked up
+
+
+def _literal(v: int) -> str:
+    return f"((int64_t){v})" if not 0 <= v <= 1 else str(v)
+
+
+def _mask(n, v: int) -> int:
+    return v & ((1 << n.size()) - 1)
+
+
+def _extract(n, v):
+    hi, lo = n.params()
+    return (v >> lo) & ((1 << (hi - lo + 1)) - 1)
+
+
+# the operators' meaning on constants, as the C computes them (int64_t; Booleans 0 and 1)
+_FOLD = {z3.Z3_OP_LT: lambda n, v: int(v[0] < v[1]), z3.Z3_OP_LE: lambda n, v: int(v[0] <= v[1]),
+         z3.Z3_OP_GT: lambda n, v: int(v[0] > v[1]), z3.Z3_OP_GE: lambda n, v: int(v[0] >= v[1]),
+         z3.Z3_OP_EQ: lambda n, v: int(v[0] == v[1]), z3.Z3_OP_DISTINCT: lambda n, v: int(len(set(v)) == len(v)),
+         z3.Z3_OP_ADD: lambda n, v: sum(v), z3.Z3_OP_SUB: lambda n, v: v[0] - sum(v[1:]),
+         z3.Z3_OP_UMINUS: lambda n, v: -v[0], z3.Z3_OP_NOT: lambda n, v: int(not v[0]),
+         z3.Z3_OP_ITE: lambda n, v: v[1] if v[0] else v[2], z3.Z3_OP_IMPLIES: lambda n, v: int(not v[0] or bool(v[1])),
+         z3.Z3_OP_BNOT: lambda n, v: _mask(n, ~v[0]), z3.Z3_OP_EXTRACT: lambda n, v: _extract(n, v[0])}
+
+
+def _bits(op):
+    def f(n, v):
+        r = v[0]
+        for w in v[1:]:
+            r = op(r, w)
+        return r
+    return f
+
+
+_FOLD[z3.Z3_OP_BOR] = _bits(lambda p, q: p | q)
+_FOLD[z3.Z3_OP_BAND] = _bits(lambda p, q: p & q)
 
 
 def _choice_index(name: str) -> int:
@@ -217,6 +295,10 @@ class Generated:
                 for kind, p in leaves:
                     out += self._leaf(kind, p, ind)
                 continue
+            v = T.value(c)
+            if v is not None:           # a test the world's bounds decide: its branch is dead, or taken always
+                out += self._tree(sub, ind) if v else []
+                continue
             saved = set(self._bound)
             opened, closed, inner = self._loops([c], ind)
             out += opened + [inner + f"if ({T.expr(c)}) {{", *self._tree(sub, inner + "  "), inner + "}"] + closed
@@ -225,9 +307,10 @@ class Generated:
 
     def _leaf(self, kind: str, p, ind: str) -> list[str]:
         T, X = self.terms, self._X
-        writes = [(j, v) for j, v in enumerate(_flat(p.state)) if v.get_id() != X[j].get_id()] if kind == "take" else []
+        writes = [(j, v) for j, v in enumerate(_flat(p.state))
+                  if v.get_id() != X[j].get_id() and T.expr(v) != f"x[{j}]"] if kind == "take" else []
         saved = set(self._bound)
-        bad = self._bad[id(p)]
+        bad = [(n, c) for n, c in self._bad[id(p)] if T.value(c) != 0]
         opened, closed, inner = self._loops([v for _, v in writes] + [c for _, c in bad], ind)
         lines = list(opened)
         if kind == "cut":
