@@ -196,6 +196,11 @@ _FOLD[z3.Z3_OP_BOR] = _bits(lambda p, q: p | q)
 _FOLD[z3.Z3_OP_BAND] = _bits(lambda p, q: p & q)
 
 
+def _conjuncts(c) -> list:
+    """The conjuncts of a test, nested conjunctions flattened, in their order."""
+    return [t for a in c.children() for t in _conjuncts(a)] if z3.is_and(c) else [c]
+
+
 def _choice_index(name: str) -> int:
     return int(name[len(_CHOICE):])
 
@@ -300,10 +305,39 @@ class Generated:
                 out += self._tree(sub, ind) if v else []
                 continue
             saved = set(self._bound)
-            opened, closed, inner = self._loops([c], ind)
-            out += opened + [inner + f"if ({T.expr(c)}) {{", *self._tree(sub, inner + "  "), inner + "}"] + closed
+            lines, closed, inner = self._test(c, ind)
+            out += lines + self._tree(sub, inner) + closed
             self._bound = saved
         return out
+
+    def _test(self, c, ind: str) -> tuple[list[str], list[str], str]:
+        """`if`s for the test `c` inside the loops over the choices it reads: each conjunct tested as
+        soon as the choices it reads are bound (the loops open in the order `_loops` opens them), so a
+        conjunct of the state alone is tested once, not once per value of the choices."""
+        T, W = self.terms, self._W
+        parts = [t for t in _conjuncts(c) if T.value(t) is None]
+        free = sorted(T.choices[c.get_id()] - self._bound)
+        lines, closed = [], []
+
+        def ready() -> None:
+            nonlocal ind
+            now = [t for t in parts if T.choices[t.get_id()] <= self._bound]
+            if now:
+                lines.append(ind + "if (" + " && ".join(T.expr(t) for t in now) + ") {")
+                closed.append(ind + "}")
+                ind += "  "
+                parts[:] = [t for t in parts if t not in now]
+
+        ready()
+        for ch in free:
+            v = f"s->ch[{_choice_index(ch)}]"
+            lines.append(ind + f"for ({v} = -1; {v} < {W.choice_size[W._choice_of[ch]]}; {v}++) "
+                               "{ s->choice_epoch = ++s->counter;")
+            closed.append(ind + "}")
+            ind += "  "
+            self._bound.add(ch)
+            ready()
+        return lines, closed[::-1], ind
 
     def _leaf(self, kind: str, p, ind: str) -> list[str]:
         T, X = self.terms, self._X
