@@ -127,3 +127,16 @@ def test_a_test_s_state_only_conjunct_is_tested_before_the_loop_over_the_choice_
     lines, closed, _ = gen._test(test, "")
     assert [ln.strip()[:18] for ln in lines] == ["if ((x[0] == ((int", "for (s->ch[0] = -1", "if ((s->ch[0] == x"]
     assert len(closed) == 3 and gen._bound == {"choice#0"}
+
+
+def test_a_check_on_a_path_s_way_that_is_the_state_invariant_of_where_it_ends_is_left_to_that_state(monkeypatch):
+    # every state the search reaches is judged by `broken`, so such a check says nothing new; one on
+    # a state the path passes (or a row's own invariant) stays
+    monkeypatch.setattr(codegen, "_flat", lambda state: state)
+    a, b = z3.Int("a"), z3.Int("b")
+    path = SimpleNamespace(state=[a + 1, b])
+    state_bad = [("negative", a < 0), ("equal", a == b)]
+    bad = [("negative", a + 1 < 0), ("equal", a == b), ("row-only", a + 1 == b)]
+    gen = codegen.Generated.__new__(codegen.Generated)
+    gen.redundant = 0
+    assert gen._not_at_the_end(path, [a, b], state_bad, bad) == bad[1:] and gen.redundant == 1

@@ -237,6 +237,9 @@ class Generated:
         # what a row breaks on a path's way, less the tests the path made already
         self._bad = {id(p): [(n, r) for n, c in p.bad if (r := _given(c, {t.get_id() for t in p.pc})) is not None]
                      for p in [*rel.paths, *cut]}
+        self.redundant = 0
+        for p in rel.paths:
+            self._bad[id(p)] = self._not_at_the_end(p, X, state_bad, self._bad[id(p)])
         roots += [c for bad in self._bad.values() for _, c in bad] + [c for _, c in state_bad]
         self.terms = T = _Terms(X, roots)
         self._X, self._W, self._index = X, W, index
@@ -272,6 +275,22 @@ class Generated:
             "static int broken(const int64_t *x, S *s) {",
             "  s->state_epoch = s->choice_epoch = ++s->counter;",
             *invariants, "  return -1;", "}", '#include "search.c"', ""])
+
+    def _not_at_the_end(self, p, X: list, state_bad: list, bad: list) -> list:
+        """`bad` less what is the same term as a state invariant of the state the path ends in: the
+        search judges that state by `broken` when it first reaches it (and every state it has reached
+        was judged so), so the check on the way says nothing new, and half the checks were such."""
+        if not state_bad or not bad:
+            return bad
+        pairs = [(a, b) for a, b in zip(X, _flat(p.state)) if a.get_id() != b.get_id()]
+        whole = z3.And(*[c for _, c in state_bad], z3.BoolVal(True))    # one substitution for all, shared
+        after = z3.substitute(whole, *pairs).children() if pairs else whole.children()
+        if len(after) != len(state_bad) + 1:
+            return bad
+        at = {n: c.get_id() for (n, _), c in zip(state_bad, after)}
+        kept = [(n, c) for n, c in bad if at.get(n) != c.get_id()]
+        self.redundant += len(bad) - len(kept)
+        return kept
 
     @staticmethod
     def _place(tree: dict, p, kind: str) -> None:
