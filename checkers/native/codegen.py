@@ -92,9 +92,10 @@ class _Terms:
         elif self.parents[i] > 1 and cost >= MEMO_COST:
             j = len(self.functions)
             # a term of the state alone holds for the whole state; one of choices, for their values
-            valid = f"s->f[{j}] == s->choice_epoch" if self.choices[i] else f"s->f[{j}] >= s->state_epoch"
+            # (a term's epoch and value side by side: one cache line, where two arrays took two)
+            valid = f"s->m[{j}].f == s->choice_epoch" if self.choices[i] else f"s->m[{j}].f >= s->state_epoch"
             self.functions.append(f"static int64_t m{j}(const int64_t *x, S *s) {{ if (!({valid})) "
-                                  f"{{ s->f[{j}] = s->choice_epoch; s->t[{j}] = {s}; }} return s->t[{j}]; }}")
+                                  f"{{ s->m[{j}].f = s->choice_epoch; s->m[{j}].t = {s}; }} return s->m[{j}].t; }}")
             s, cost = f"m{j}(x, s)", 1
         self._expr[i], self._value[i], self._cost[i] = s, value, cost
         return s
@@ -264,7 +265,7 @@ class Generated:
             "#include <stdint.h>", "#include <string.h>",
             f"#define NL {len(X)}", f"#define NF {max(1, len(T.functions))}", f"#define MAX_SUCC {MAX_SUCC}",
             "typedef struct { uint64_t counter, state_epoch, choice_epoch; "
-            f"int64_t ch[{n_choices}]; uint64_t f[NF]; int64_t t[NF]; }} S;",
+            f"int64_t ch[{n_choices}]; struct {{ uint64_t f; int64_t t; }} m[NF]; }} S;",
             f"#define NPATHS {max(1, len(rel.paths))}", "static long hits[NPATHS];    /* steps taken, per path */",
             *T.functions, *parts,
             "/* the successors of x into out (NL each); *bad: an invariant a row of the last one breaks on its way;",
