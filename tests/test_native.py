@@ -4,6 +4,8 @@ the world model.  Compiled at -O0 (speed is the benchmark's business: benchmarks
 from __future__ import annotations
 
 import pytest
+import z3
+from types import SimpleNamespace
 
 from test_planted_bugs import LEADER_SYNCS, TINY, plant, propagate_without_storing
 
@@ -84,3 +86,62 @@ def test_check_with_the_native_engine_says_what_it_found_and_what_it_did_not_che
 def test_check_refuses_what_the_native_engine_does_not_do(monkeypatch, capsys, args, says):
     from test_cli_input import refused
     assert says in refused(monkeypatch, capsys, "check", "--preset", "tiny", *args)
+
+
+def _constants():
+    """Terms over constants only, of every operator the generator folds."""
+    a, b = z3.IntVal(3), z3.IntVal(-2)
+    p, q = z3.BitVecVal(5, 3), z3.BitVecVal(3, 3)
+    return [a < b, a <= b, a > b, a >= b, a >= 3, a <= 3, a < 3, a > 3, a == b, a == 3, z3.Distinct(a, b), a + b, a - b, -a, z3.Not(a == b),
+            z3.If(a > b, a, b), z3.If(a < b, a, b), z3.Implies(a > b, a == b), z3.And(a > b, b < a),
+            z3.Or(a == b, a < b), p | q, p & q, ~p, z3.Extract(2, 1, p), z3.Extract(0, 0, q) == 1]
+
+
+@pytest.mark.parametrize("term", _constants(), ids=str)
+def test_a_term_of_constants_folds_to_what_z3_computes(term):
+    value = codegen._Terms([], [term]).value(term)
+    want = z3.simplify(term)
+    assert value == (int(z3.is_true(want)) if z3.is_bool(want) else want.as_long())
+
+
+def test_a_decided_side_leaves_only_the_undecided_one():
+    x, y = z3.Int("x"), z3.Int("y")
+    one = z3.IntVal(1)
+    # held while the terms are read: the generator knows terms by Z3's ids, which a freed term gives up
+    held = [z3.And(one == 1, x == y), z3.Or(one == 0, x < y), z3.If(one == 0, x, y), z3.And(one == 0, x == y),
+            z3.Or(x == y, one == 1), x + 1]
+    terms = codegen._Terms([x, y], held)
+    assert [terms.expr(t) for t in held[:3]] == ["(x[0] == x[1])", "(x[0] < x[1])", "x[1]"]
+    assert [terms.value(t) for t in held[3:]] == [0, 1, None]
+
+
+def test_a_shared_term_is_a_memo_function_only_when_it_costs_more_than_a_lookup():
+    x, y = z3.Int("x"), z3.Int("y")
+    cheap, dear = x == 1, z3.And(x + y > 2, x - y < 3, y > 0)
+    terms = codegen._Terms([x, y], [cheap, cheap, dear, dear])
+    assert terms.expr(cheap) == "(x[0] == 1)"
+    assert terms.expr(dear) == "m0(x, s)" and len(terms.functions) == 1
+
+
+def test_a_test_s_state_only_conjunct_is_tested_before_the_loop_over_the_choice_the_rest_reads():
+    x, ch = z3.Int("x"), z3.Int("choice#0")
+    test = z3.And(x == 2, z3.And(ch == x, z3.IntVal(1) < 2))
+    gen = codegen.Generated.__new__(codegen.Generated)
+    gen.terms, gen._bound = codegen._Terms([x], [test]), set()
+    gen._W = SimpleNamespace(choice_size={"row": 3}, _choice_of={"choice#0": "row"})
+    lines, closed, _ = gen._test(test, "")
+    assert [ln.strip()[:18] for ln in lines] == ["if ((x[0] == ((int", "for (s->ch[0] = -1", "if ((s->ch[0] == x"]
+    assert len(closed) == 3 and gen._bound == {"choice#0"}
+
+
+def test_a_check_on_a_path_s_way_that_is_the_state_invariant_of_where_it_ends_is_left_to_that_state(monkeypatch):
+    # every state the search reaches is judged by `broken`, so such a check says nothing new; one on
+    # a state the path passes (or a row's own invariant) stays
+    monkeypatch.setattr(codegen, "_flat", lambda state: state)
+    a, b = z3.Int("a"), z3.Int("b")
+    path = SimpleNamespace(state=[a + 1, b])
+    state_bad = [("negative", a < 0), ("equal", a == b)]
+    bad = [("negative", a + 1 < 0), ("equal", a == b), ("row-only", a + 1 == b)]
+    gen = codegen.Generated.__new__(codegen.Generated)
+    gen.redundant = 0
+    assert gen._not_at_the_end(path, [a, b], state_bad, bad) == bad[1:] and gen.redundant == 1

@@ -51,6 +51,8 @@ class _Terms:
         self.choices: dict[int, frozenset] = {}      # the choices a term depends on
         self.functions: list[str] = []
         self._expr: dict[int, str] = {}
+        self._value: dict[int, int | None] = {}
+        self._cost: dict[int, int] = {}
         seen: set = set()
         for r in roots:         # a term tested or written in several places is used once per place
             self.parents[r.get_id()] += 1
@@ -77,45 +79,127 @@ class _Terms:
                 stack.append((c, False))
 
     def expr(self, n) -> str:
+        """`n` in C: a literal if it folds to a constant, inline if cheap, else a call of its memo
+        function (a term used in more than one place whose C is more than a few operations)."""
         i = n.get_id()
         if i in self.leaf:
             return f"x[{self.leaf[i]}]"
         if i in self._expr:
             return self._expr[i]
-        s = self._compose(n)
-        if self.parents[i] > 1 and n.num_args() > 0:
+        s, value, cost = self._compose(n)
+        if value is not None:
+            s, cost = _literal(value), 0
+        elif self.parents[i] > 1 and cost >= MEMO_COST:
             j = len(self.functions)
             # a term of the state alone holds for the whole state; one of choices, for their values
-            valid = f"s->f[{j}] == s->choice_epoch" if self.choices[i] else f"s->f[{j}] >= s->state_epoch"
+            # (a term's epoch and value side by side: one cache line, where two arrays took two)
+            valid = f"s->m[{j}].f == s->choice_epoch" if self.choices[i] else f"s->m[{j}].f >= s->state_epoch"
             self.functions.append(f"static int64_t m{j}(const int64_t *x, S *s) {{ if (!({valid})) "
-                                  f"{{ s->f[{j}] = s->choice_epoch; s->t[{j}] = {s}; }} return s->t[{j}]; }}")
-            s = f"m{j}(x, s)"
-        self._expr[i] = s
+                                  f"{{ s->m[{j}].f = s->choice_epoch; s->m[{j}].t = {s}; }} return s->m[{j}].t; }}")
+            s, cost = f"m{j}(x, s)", 1
+        self._expr[i], self._value[i], self._cost[i] = s, value, cost
         return s
 
-    def _compose(self, n) -> str:
+    def value(self, n) -> int | None:
+        """The constant `n` folds to (the world's bounds make many tests constant), or None."""
+        i = n.get_id()
+        if i in self.leaf:
+            return None
+        self.expr(n)
+        return self._value[i]
+
+    def _compose(self, n) -> tuple[str, int | None, int]:
+        """(C, the constant it folds to or None, its cost in operations)."""
         if z3.is_true(n):
-            return "1"
+            return "1", 1, 0
         if z3.is_false(n):
-            return "0"
+            return "0", 0, 0
         if z3.is_int_value(n) or z3.is_bv_value(n):
-            return f"((int64_t){n.as_long()})"
+            return "", n.as_long(), 0
         if _is_choice(n):
-            return f"s->ch[{_choice_index(str(n))}]"
+            return f"s->ch[{_choice_index(str(n))}]", None, 0
         k, a = n.decl().kind(), n.children()
         args = [self.expr(c) for c in a]
+        vals = [self.value(c) for c in a]
+        cost = 1 + sum(self._cost.get(c.get_id(), 0) for c in a)
+        if k == z3.Z3_OP_ITE:           # a decided test takes its branch, and only that branch's C
+            if vals[0] is not None:
+                b = a[1] if vals[0] else a[2]
+                return self.expr(b), self.value(b), self._cost.get(b.get_id(), 0)
+        elif k in (z3.Z3_OP_AND, z3.Z3_OP_OR):
+            absorbing = 0 if k == z3.Z3_OP_AND else 1
+            if absorbing in [None if v is None else int(bool(v)) for v in vals]:
+                return "", absorbing, 0
+            kept = [(c, e) for c, e, v in zip(a, args, vals) if v is None]
+            if not kept:
+                return "", 1 - absorbing, 0
+            if len(kept) == 1:
+                return kept[0][1], None, self._cost.get(kept[0][0].get_id(), 0)
+            return "(" + _NARY[k].join(e for _, e in kept) + ")", None, cost
+        elif k == z3.Z3_OP_IMPLIES:
+            if vals[0] == 0 or vals[1]:
+                return "", 1, 0
+            if vals[0] is not None:
+                return args[1], vals[1], self._cost.get(a[1].get_id(), 0)
+        if all(v is not None for v in vals) and k in _FOLD:
+            return "", _FOLD[k](n, vals), 0
+        args = [e if v is None else _literal(v) for e, v in zip(args, vals)]
         if k in _NARY:
-            return "(" + _NARY[k].join(args) + ")"
+            return "(" + _NARY[k].join(args) + ")", None, cost
         if k in _ARITH and len(args) == 2:
-            return f"({args[0]} {_ARITH[k]} {args[1]})"
+            return f"({args[0]} {_ARITH[k]} {args[1]})", None, cost
         if k in _FORMS:
-            return _FORMS[k].format(*args)
+            return _FORMS[k].format(*args), None, cost
         if k == z3.Z3_OP_BNOT:
-            return f"((~{args[0]}) & {(1 << n.size()) - 1})"
+            return f"((~{args[0]}) & {(1 << n.size()) - 1})", None, cost
         if k == z3.Z3_OP_EXTRACT:
             hi, lo = n.params()
-            return f"(({args[0]} >> {lo}) & {(1 << (hi - lo + 1)) - 1})"
+            return f"(({args[0]} >> {lo}) & {(1 << (hi - lo + 1)) - 1})", None, cost
         raise Unsupported(f"no C for the operator {n.decl().name()} (in {str(n)[:80]})")
+
+
+MEMO_COST = 3          # a shared term of fewer operations is cheaper computed again than looked up
+
+
+def _literal(v: int) -> str:
+    return f"((int64_t){v})" if not 0 <= v <= 1 else str(v)
+
+
+def _mask(n, v: int) -> int:
+    return v & ((1 << n.size()) - 1)
+
+
+def _extract(n, v):
+    hi, lo = n.params()
+    return (v >> lo) & ((1 << (hi - lo + 1)) - 1)
+
+
+# the operators' meaning on constants, as the C computes them (int64_t; Booleans 0 and 1)
+_FOLD = {z3.Z3_OP_LT: lambda n, v: int(v[0] < v[1]), z3.Z3_OP_LE: lambda n, v: int(v[0] <= v[1]),
+         z3.Z3_OP_GT: lambda n, v: int(v[0] > v[1]), z3.Z3_OP_GE: lambda n, v: int(v[0] >= v[1]),
+         z3.Z3_OP_EQ: lambda n, v: int(v[0] == v[1]), z3.Z3_OP_DISTINCT: lambda n, v: int(len(set(v)) == len(v)),
+         z3.Z3_OP_ADD: lambda n, v: sum(v), z3.Z3_OP_SUB: lambda n, v: v[0] - sum(v[1:]),
+         z3.Z3_OP_UMINUS: lambda n, v: -v[0], z3.Z3_OP_NOT: lambda n, v: int(not v[0]),
+         z3.Z3_OP_ITE: lambda n, v: v[1] if v[0] else v[2], z3.Z3_OP_IMPLIES: lambda n, v: int(not v[0] or bool(v[1])),
+         z3.Z3_OP_BNOT: lambda n, v: _mask(n, ~v[0]), z3.Z3_OP_EXTRACT: lambda n, v: _extract(n, v[0])}
+
+
+def _bits(op):
+    def f(n, v):
+        r = v[0]
+        for w in v[1:]:
+            r = op(r, w)
+        return r
+    return f
+
+
+_FOLD[z3.Z3_OP_BOR] = _bits(lambda p, q: p | q)
+_FOLD[z3.Z3_OP_BAND] = _bits(lambda p, q: p & q)
+
+
+def _conjuncts(c) -> list:
+    """The conjuncts of a test, nested conjunctions flattened, in their order."""
+    return [t for a in c.children() for t in _conjuncts(a)] if z3.is_and(c) else [c]
 
 
 def _choice_index(name: str) -> int:
@@ -154,6 +238,9 @@ class Generated:
         # what a row breaks on a path's way, less the tests the path made already
         self._bad = {id(p): [(n, r) for n, c in p.bad if (r := _given(c, {t.get_id() for t in p.pc})) is not None]
                      for p in [*rel.paths, *cut]}
+        self.redundant = 0
+        for p in rel.paths:
+            self._bad[id(p)] = self._not_at_the_end(p, X, state_bad, self._bad[id(p)])
         roots += [c for bad in self._bad.values() for _, c in bad] + [c for _, c in state_bad]
         self.terms = T = _Terms(X, roots)
         self._X, self._W, self._index = X, W, index
@@ -178,7 +265,7 @@ class Generated:
             "#include <stdint.h>", "#include <string.h>",
             f"#define NL {len(X)}", f"#define NF {max(1, len(T.functions))}", f"#define MAX_SUCC {MAX_SUCC}",
             "typedef struct { uint64_t counter, state_epoch, choice_epoch; "
-            f"int64_t ch[{n_choices}]; uint64_t f[NF]; int64_t t[NF]; }} S;",
+            f"int64_t ch[{n_choices}]; struct {{ uint64_t f; int64_t t; }} m[NF]; }} S;",
             f"#define NPATHS {max(1, len(rel.paths))}", "static long hits[NPATHS];    /* steps taken, per path */",
             *T.functions, *parts,
             "/* the successors of x into out (NL each); *bad: an invariant a row of the last one breaks on its way;",
@@ -189,6 +276,22 @@ class Generated:
             "static int broken(const int64_t *x, S *s) {",
             "  s->state_epoch = s->choice_epoch = ++s->counter;",
             *invariants, "  return -1;", "}", '#include "search.c"', ""])
+
+    def _not_at_the_end(self, p, X: list, state_bad: list, bad: list) -> list:
+        """`bad` less what is the same term as a state invariant of the state the path ends in: the
+        search judges that state by `broken` when it first reaches it (and every state it has reached
+        was judged so), so the check on the way says nothing new, and half the checks were such."""
+        if not state_bad or not bad:
+            return bad
+        pairs = [(a, b) for a, b in zip(X, _flat(p.state)) if a.get_id() != b.get_id()]
+        whole = z3.And(*[c for _, c in state_bad], z3.BoolVal(True))    # one substitution for all, shared
+        after = z3.substitute(whole, *pairs).children() if pairs else whole.children()
+        if len(after) != len(state_bad) + 1:
+            return bad
+        at = {n: c.get_id() for (n, _), c in zip(state_bad, after)}
+        kept = [(n, c) for n, c in bad if at.get(n) != c.get_id()]
+        self.redundant += len(bad) - len(kept)
+        return kept
 
     @staticmethod
     def _place(tree: dict, p, kind: str) -> None:
@@ -217,17 +320,51 @@ class Generated:
                 for kind, p in leaves:
                     out += self._leaf(kind, p, ind)
                 continue
+            v = T.value(c)
+            if v is not None:           # a test the world's bounds decide: its branch is dead, or taken always
+                out += self._tree(sub, ind) if v else []
+                continue
             saved = set(self._bound)
-            opened, closed, inner = self._loops([c], ind)
-            out += opened + [inner + f"if ({T.expr(c)}) {{", *self._tree(sub, inner + "  "), inner + "}"] + closed
+            lines, closed, inner = self._test(c, ind)
+            out += lines + self._tree(sub, inner) + closed
             self._bound = saved
         return out
 
+    def _test(self, c, ind: str) -> tuple[list[str], list[str], str]:
+        """`if`s for the test `c` inside the loops over the choices it reads: each conjunct tested as
+        soon as the choices it reads are bound (the loops open in the order `_loops` opens them), so a
+        conjunct of the state alone is tested once, not once per value of the choices."""
+        T, W = self.terms, self._W
+        parts = [t for t in _conjuncts(c) if T.value(t) is None]
+        free = sorted(T.choices[c.get_id()] - self._bound)
+        lines, closed = [], []
+
+        def ready() -> None:
+            nonlocal ind
+            now = [t for t in parts if T.choices[t.get_id()] <= self._bound]
+            if now:
+                lines.append(ind + "if (" + " && ".join(T.expr(t) for t in now) + ") {")
+                closed.append(ind + "}")
+                ind += "  "
+                parts[:] = [t for t in parts if t not in now]
+
+        ready()
+        for ch in free:
+            v = f"s->ch[{_choice_index(ch)}]"
+            lines.append(ind + f"for ({v} = -1; {v} < {W.choice_size[W._choice_of[ch]]}; {v}++) "
+                               "{ s->choice_epoch = ++s->counter;")
+            closed.append(ind + "}")
+            ind += "  "
+            self._bound.add(ch)
+            ready()
+        return lines, closed[::-1], ind
+
     def _leaf(self, kind: str, p, ind: str) -> list[str]:
         T, X = self.terms, self._X
-        writes = [(j, v) for j, v in enumerate(_flat(p.state)) if v.get_id() != X[j].get_id()] if kind == "take" else []
+        writes = [(j, v) for j, v in enumerate(_flat(p.state))
+                  if v.get_id() != X[j].get_id() and T.expr(v) != f"x[{j}]"] if kind == "take" else []
         saved = set(self._bound)
-        bad = self._bad[id(p)]
+        bad = [(n, c) for n, c in self._bad[id(p)] if T.value(c) != 0]
         opened, closed, inner = self._loops([v for _, v in writes] + [c for _, c in bad], ind)
         lines = list(opened)
         if kind == "cut":
