@@ -300,15 +300,19 @@ class Generated:
             node = node.setdefault(c.get_id(), (c, {}, []))[1]
         node.setdefault(None, (None, {}, []))[2].append((kind, p))
 
+    def _loop(self, ch: str) -> str:
+        """The head of the loop over a row choice's values (none, then each element of its domain)."""
+        v = f"s->ch[{_choice_index(ch)}]"
+        return f"for ({v} = -1; {v} < {self._W.choice_size[self._W._choice_of[ch]]}; {v}++) " \
+               "{ s->choice_epoch = ++s->counter;"
+
     def _loops(self, terms: list, ind: str) -> tuple[list[str], list[str], str]:
         """Loops binding the choices `terms` read that no enclosing loop binds."""
-        T, W = self.terms, self._W
+        T = self.terms
         free = sorted(set().union(*[T.choices[t.get_id()] for t in terms]) - self._bound) if terms else []
         opened = []
         for ch in free:
-            v = f"s->ch[{_choice_index(ch)}]"
-            size = W.choice_size[W._choice_of[ch]]
-            opened.append(ind + f"for ({v} = -1; {v} < {size}; {v}++) {{ s->choice_epoch = ++s->counter;")
+            opened.append(ind + self._loop(ch))
             ind += "  "
         self._bound |= set(free)
         return opened, [ind[:len(ind) - 2 * (k + 1)] + "}" for k in range(len(free))], ind
@@ -334,7 +338,7 @@ class Generated:
         """`if`s for the test `c` inside the loops over the choices it reads: each conjunct tested as
         soon as the choices it reads are bound (the loops open in the order `_loops` opens them), so a
         conjunct of the state alone is tested once, not once per value of the choices."""
-        T, W = self.terms, self._W
+        T = self.terms
         parts = [t for t in _conjuncts(c) if T.value(t) is None]
         free = sorted(T.choices[c.get_id()] - self._bound)
         lines, closed = [], []
@@ -350,9 +354,7 @@ class Generated:
 
         ready()
         for ch in free:
-            v = f"s->ch[{_choice_index(ch)}]"
-            lines.append(ind + f"for ({v} = -1; {v} < {W.choice_size[W._choice_of[ch]]}; {v}++) "
-                               "{ s->choice_epoch = ++s->counter;")
+            lines.append(ind + self._loop(ch))
             closed.append(ind + "}")
             ind += "  "
             self._bound.add(ch)
