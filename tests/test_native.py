@@ -3,6 +3,8 @@ search state for state, finds a planted bug at the same depth, and its counterex
 the world model.  Compiled at -O0 (speed is the benchmark's business: benchmarks/native.py)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import z3
 from types import SimpleNamespace
@@ -17,23 +19,29 @@ from groupspec.checkers.world.state_space import WorldModel
 
 @pytest.fixture(scope="module")
 def native_cache(tmp_path_factory):
+    # one cache for the suite's workers (a worker's base is popen-gwN under the run's): a library another
+    # worker compiled is used, not compiled again (compile_world writes a library whole or not at all)
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GROUPSPEC_NATIVE_CACHE", str(tmp_path_factory.mktemp("native")))
+        mp.setenv("GROUPSPEC_NATIVE_CACHE", str(base / "native"))
         yield
 
 
-@pytest.mark.parametrize("symmetry", [True, False])
-def test_the_compiled_tiny_world_reaches_the_states_the_python_search_reaches_level_by_level(native_cache, symmetry):
-    native = NativeWorld(TINY, opt="-O0", symmetry=symmetry).search()
-    python = check(WorldModel(TINY), symmetry=symmetry)
-    assert (native.result, python.result) == ("ok", "ok")
-    # with symmetry, one state for each orbit: the same orbits, whichever representative each search picks
-    assert native.distinct_states == python.distinct_states and native.levels == python.levels
-    assert native.unreduced_states == python.unreduced_states
-    assert native.depth == python.depth
-    assert set(native.coverage) == set(python.coverage)        # the same rows fire
-    if symmetry:
-        assert native.distinct_states < native.unreduced_states
+def test_the_compiled_tiny_world_reaches_the_states_the_python_search_reaches_level_by_level(native_cache):
+    # with and without symmetry in one test: the second world is the first's step and library (generated once
+    # for each world in a process, compiled once for each source), where a test each might run on two workers
+    for symmetry in (True, False):
+        native = NativeWorld(TINY, opt="-O0", symmetry=symmetry).search()
+        python = check(WorldModel(TINY), symmetry=symmetry)
+        assert (native.result, python.result) == ("ok", "ok")
+        # with symmetry, one state for each orbit: the same orbits, whichever representative each search picks
+        assert native.distinct_states == python.distinct_states and native.levels == python.levels, symmetry
+        assert native.unreduced_states == python.unreduced_states
+        assert native.depth == python.depth
+        assert set(native.coverage) == set(python.coverage)        # the same rows fire
+        assert (native.distinct_states < native.unreduced_states) == symmetry
 
 
 def test_a_planted_bug_is_found_at_the_python_search_s_depth_and_replays(native_cache):

@@ -45,7 +45,8 @@ def _is_choice(n) -> bool:
 class _Terms:
     """C expressions for Z3 terms over the state vector `x` and the choices `s->ch`."""
 
-    def __init__(self, leaves: list, roots: list):
+    def __init__(self, leaves: list, roots: list, kids: "_Children | None" = None):
+        self.kids = kids or _Children()
         self.leaf = {x.get_id(): i for i, x in enumerate(leaves)}
         self.parents: collections.Counter = collections.Counter()
         self.choices: dict[int, frozenset] = {}      # the choices a term depends on
@@ -67,14 +68,14 @@ class _Terms:
                 if _is_choice(n):
                     self.choices[i] = frozenset([str(n)])
                 else:
-                    deps = [self.choices[c.get_id()] for c in n.children() if self.choices[c.get_id()]]
+                    deps = [self.choices[c.get_id()] for c in self.kids(n, i) if self.choices[c.get_id()]]
                     self.choices[i] = frozenset().union(*deps) if deps else frozenset()
                 continue
             if i in seen:
                 continue
             seen.add(i)
             stack.append((n, True))
-            for c in n.children():
+            for c in self.kids(n, i):
                 self.parents[c.get_id()] += 1
                 stack.append((c, False))
 
@@ -118,7 +119,7 @@ class _Terms:
             return "", n.as_long(), 0
         if _is_choice(n):
             return f"s->ch[{_choice_index(str(n))}]", None, 0
-        k, a = n.decl().kind(), n.children()
+        k, a = n.decl().kind(), self.kids(n)
         args = [self.expr(c) for c in a]
         vals = [self.value(c) for c in a]
         cost = 1 + sum(self._cost.get(c.get_id(), 0) for c in a)
@@ -206,14 +207,30 @@ def _choice_index(name: str) -> int:
     return int(name[len(_CHOICE):])
 
 
-def _given(cond, held: set):
+class _Children:
+    """A term's children, asked of Z3 once: z3's `children()` builds a new Python object for each child
+    at every call, and the generator walks the same terms many times (a third of its time went there).
+    Keyed by the term's id, which stays the term's while the step relation holds every term alive."""
+
+    def __init__(self):
+        self._of: dict[int, list] = {}
+
+    def __call__(self, n, i: int | None = None) -> list:
+        i = n.get_id() if i is None else i
+        got = self._of.get(i)
+        if got is None:
+            got = self._of[i] = n.children()
+        return got
+
+
+def _given(cond, held: set, kids: _Children):
     """`cond` where the tests `held` (by id) are known true: what of it is left, None if nothing.  A
     bad condition repeats the tests of the path it was found on (bmc.py: the path condition and what
     is broken); at the path's end they hold, and the C need not test them again."""
     if cond.get_id() in held:
         return None
     if z3.is_and(cond):
-        kept = [r for r in (_given(c, held) for c in cond.children()) if r is not None]
+        kept = [r for r in (_given(c, held, kids) for c in kids(cond)) if r is not None]
         return None if not kept else (kept[0] if len(kept) == 1 else z3.And(*kept))
     return cond
 
@@ -236,13 +253,15 @@ class Generated:
                     self.invariants.append(name)
         roots = [c for p in [*rel.paths, *cut] for c in p.pc] + [v for p in rel.paths for v in _flat(p.state)]
         # what a row breaks on a path's way, less the tests the path made already
-        self._bad = {id(p): [(n, r) for n, c in p.bad if (r := _given(c, {t.get_id() for t in p.pc})) is not None]
+        kids = _Children()
+        self._bad = {id(p): [(n, r) for n, c in p.bad
+                             if (r := _given(c, {t.get_id() for t in p.pc}, kids)) is not None]
                      for p in [*rel.paths, *cut]}
         self.redundant = 0
         for p in rel.paths:
             self._bad[id(p)] = self._not_at_the_end(p, X, state_bad, self._bad[id(p)])
         roots += [c for bad in self._bad.values() for _, c in bad] + [c for _, c in state_bad]
-        self.terms = T = _Terms(X, roots)
+        self.terms = T = _Terms(X, roots, kids)
         self._X, self._W, self._index = X, W, index
         self._bound: set = set()
         tree: dict = {}

@@ -109,14 +109,31 @@ def compile_world(gen: Generated, sym: str, opt: str | None = None) -> Path:
     return lib
 
 
+# the step relation and its C for a world of the default table, by the world's configuration: a process that
+# searches one world several times (with and without symmetry, a benchmark's repeats, the tests) builds them
+# once (tiny: about 30 s of Z3 and code generation, which the compiled library's cache does not save)
+_DEFAULT_TABLE: dict[str, tuple] = {}
+
+
+def _generated(cfg, rows) -> tuple:
+    """(the world's step relation, its generated C) for table `rows` (None: the spec's own table)."""
+    if rows is not None:
+        rel = StepRelation(cfg, rows)
+        return rel, Generated(rel)
+    key = repr(cfg)
+    if key not in _DEFAULT_TABLE:
+        rel = StepRelation(cfg, None)
+        _DEFAULT_TABLE[key] = (rel, Generated(rel))
+    return _DEFAULT_TABLE[key]
+
+
 class NativeWorld:
     """One world's compiled step: `search` from the initial state, `successors` of a state.  With `symmetry`
     (as the Python search), clients configured alike are interchangeable: one state for each orbit."""
 
     def __init__(self, cfg, rows=None, opt: str | None = None, symmetry: bool = True):
         t0 = time.perf_counter()
-        self.rel = StepRelation(cfg, rows)
-        self.gen = Generated(self.rel)
+        self.rel, self.gen = _generated(cfg, rows)
         self.lib = ctypes.CDLL(str(compile_world(self.gen, _symmetry.source(cfg, self.gen.leaves), opt)))
         self.lib.gs_symmetry(ctypes.c_int(int(symmetry)))
         self.symmetry = symmetry

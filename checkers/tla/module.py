@@ -12,6 +12,7 @@ module.  Every constant and variable carries its Apalache type (`@type:`).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import Counter
@@ -103,9 +104,11 @@ class _Layout:
 
     def __init__(self, roots: list):
         self.plain: dict = {}          # a node's key -> its lines at column 0, unshared
+        self.canons: dict = {}         # a node's key -> _canon's answer
+        self.bound: dict = {}          # a node's key -> the names its frames bind
         self.counts: Counter = Counter()
-        self.banned: set = set()       # canonical texts written inline (an operator called once)
-        self.shared: dict = {}         # canonical text -> (operator name, its parameters, definition)
+        self.banned: set = set()       # canonical forms written inline (an operator called once)
+        self.shared: dict = {}         # canonical form -> (operator name, its parameters, definition)
         self.used: Counter = Counter()
         for root in roots:
             self._count(root)
@@ -121,17 +124,36 @@ class _Layout:
             got = self.plain[key] = self._lines(node, 0, shared=False)
         return got
 
-    def _canon(self, node: dict) -> tuple[str, list[str]]:
+    def _canon(self, node: dict) -> tuple[tuple, list[str]]:
         """The node's text with the names it binds or reads renamed in order of appearance (two
-        nodes alike up to names have one), and the names it reads from before it, in order."""
-        lines = self._plain(node)
-        text = "\n".join(lines)
-        bound_here = {f[1] for f, _ in _walk_frames(node) if f[0] in ("let", "exists")}
-        order: dict = {}
-        canon = _BOUND_NAME.sub(lambda m: "#" + str(order.setdefault(m.group(0), len(order))), text)
-        free = [n for n in order if n not in bound_here and not n[0] in "kx"]
-        free += sorted(set(_ACTION_ARG.findall(text)))
-        return canon, free
+        nodes alike up to names have one), and the names it reads from before it, in order.  The
+        text is kept as its lines with the names cut out and the names' numbers: every suffix of a
+        long chain of frames is a node, so renaming whole texts would be quadratic in the chain."""
+        key = self._key(node)
+        got = self.canons.get(key)
+        if got is not None:
+            return got
+        templates, numbers, order, args = [], [], {}, set()
+        for line in self._plain(node):
+            template, names, line_args = _tokens(line)
+            templates.append(template)
+            numbers.extend(order.setdefault(n, len(order)) for n in names)
+            args |= line_args
+        bound_here = self._bound(node)
+        free = [n for n in order if n not in bound_here and not n[0] in "kx"] + sorted(args)
+        got = self.canons[key] = ((tuple(templates), tuple(numbers)), free)
+        return got
+
+    def _bound(self, node: dict) -> frozenset:
+        """The names the node's frames bind (let and exists), at any depth."""
+        key = self._key(node)
+        got = self.bound.get(key)
+        if got is None:
+            got = frozenset(f[1] for f in node if f[0] in ("let", "exists"))
+            for child in node.values():
+                got |= self._bound(child)
+            self.bound[key] = got
+        return got
 
     def _count(self, node: dict) -> None:
         if not node:
@@ -176,7 +198,7 @@ class _Layout:
     def _call(self, node: dict) -> str | None:
         """A call of the shared operator this node is, or None where it is written inline."""
         canon, free = self._canon(node)
-        if self.counts[canon] < 2 or canon in self.banned or canon.count("\n") + 1 < _SHARED_MIN_LINES:
+        if self.counts[canon] < 2 or canon in self.banned or len(canon[0]) < _SHARED_MIN_LINES:
             return None
         got = self.shared.get(canon)
         if got is None:
@@ -223,10 +245,10 @@ class _Layout:
             self.banned |= once
 
 
-def _walk_frames(node: dict):
-    for frame, child in node.items():
-        yield frame, child
-        yield from _walk_frames(child)
+@functools.lru_cache(maxsize=None)
+def _tokens(line: str) -> tuple[str, tuple, frozenset]:
+    """A line with its bound names cut out, those names in order, and the action arguments it reads."""
+    return _BOUND_NAME.sub("#", line), tuple(_BOUND_NAME.findall(line)), frozenset(_ACTION_ARG.findall(line))
 
 
 def _shared_name(node: dict) -> str:
