@@ -21,6 +21,9 @@ from test_cli_input import refused, run_cli
 from test_explicit import _with
 
 TINY = dataclasses.replace(PRESETS["small"], crash=False, expiry=False)
+# small (21,420 states) again beside tiny and twogen: 20-30 s a test, outside CI (twogen is the larger of the
+# two that stay, and the killed run's test searches small)
+SMALL_SLOW = pytest.param("small", marks=pytest.mark.slow)
 
 
 def _same_search(a, b) -> None:
@@ -34,7 +37,7 @@ def _shown(path: list) -> list:
     return [(None if step is None else (step.action, step.rows), state) for step, state in path]
 
 
-@pytest.mark.parametrize("preset", ["tiny", "small", "twogen"])
+@pytest.mark.parametrize("preset", ["tiny", SMALL_SLOW, "twogen"])
 def test_a_search_that_spills_is_the_search_in_memory(preset, tmp_path):
     in_memory = check(WorldModel(PRESETS[preset]))
     with SpillingVisited(tmp_path, limit=50) as seen:
@@ -45,7 +48,7 @@ def test_a_search_that_spills_is_the_search_in_memory(preset, tmp_path):
     assert not any(tmp_path.iterdir())                              # closed: its files are gone
 
 
-@pytest.mark.parametrize("preset", ["tiny", "small", "twogen"])
+@pytest.mark.parametrize("preset", ["tiny", SMALL_SLOW, "twogen"])
 def test_a_search_whose_levels_spill_is_the_search_in_memory(preset, tmp_path):
     in_memory = check(WorldModel(PRESETS[preset]))
     with SpillingVisited(tmp_path, limit=50, level_limit=7) as seen:
@@ -94,7 +97,7 @@ def test_a_counterexample_is_rebuilt_from_parent_links_on_disk(tmp_path):
     _same_search(spilled, in_memory)
 
 
-@pytest.mark.parametrize("preset", ["small", "twogen"])
+@pytest.mark.parametrize("preset", [SMALL_SLOW, "twogen"])
 def test_parallel_workers_that_spill_search_as_one_process_does(preset, tmp_path):
     one = check(WorldModel(PRESETS[preset]))
     two = check_parallel(WorldModel(PRESETS[preset]), workers=2,
@@ -206,7 +209,7 @@ def test_check_cli_says_which_level_file_was_damaged_and_what_to_do(monkeypatch,
     assert said.rstrip().endswith("run again, and let nothing else write in that folder while a search runs")
 
 
-@pytest.mark.parametrize("preset", ["small", "twogen"])
+@pytest.mark.parametrize("preset", [SMALL_SLOW, "twogen"])
 def test_memo_tables_dropped_as_they_fill_give_the_same_search(preset):
     model = WorldModel(PRESETS[preset], cache_limit=20)
     dropped = check(model)

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 import z3
+from z3.z3 import _to_expr_ref
 
 from groupspec.spec.handling import EAGER, REC, RECORD_FIELDS, Eager
 from groupspec.spec.invariants import INVARIANTS, InvariantViolation
@@ -570,18 +571,32 @@ class Unrolling:
 
 
 def _choice_vars(terms: list) -> list:
-    """The choice variables (`choice#<n>`, SymbolicWorld.outcomes) the terms mention."""
-    seen, out, stack = set(), [], list(terms)
+    """The choice variables (`choice#<n>`, SymbolicWorld.outcomes) the terms mention.  Walked through Z3's C
+    API on the ASTs themselves: z3py's `children()` makes a Python object of every child, which took half
+    the time of building tiny's step relation.  A child needs no reference of its own: its parent holds it."""
+    if not terms:
+        return []
+    ctx = terms[0].ctx
+    c = ctx.ref()
+    seen, out, stack = set(), [], [t.as_ast() for t in terms]
     while stack:
-        e = stack.pop()
-        if e.get_id() in seen:
+        a = stack.pop()
+        i = z3.Z3_get_ast_id(c, a)
+        if i in seen:
             continue
-        seen.add(e.get_id())
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            if e.decl().name().startswith("choice"):
-                out.append(e)
-        else:
-            stack.extend(e.children())
+        seen.add(i)
+        kind = z3.Z3_get_ast_kind(c, a)
+        if kind == z3.Z3_APP_AST:
+            n = z3.Z3_get_app_num_args(c, a)
+            if n:
+                stack.extend(z3.Z3_get_app_arg(c, a, j) for j in range(n))
+                continue
+            d = z3.Z3_get_app_decl(c, a)
+            if z3.Z3_get_decl_kind(c, d) == z3.Z3_OP_UNINTERPRETED and \
+                    z3.Z3_get_symbol_string(c, z3.Z3_get_decl_name(c, d)).startswith("choice"):
+                out.append(_to_expr_ref(a, ctx))
+        elif kind == z3.Z3_QUANTIFIER_AST:
+            stack.append(z3.Z3_get_quantifier_body(c, a))
     return sorted(out, key=lambda e: e.decl().name())
 
 
