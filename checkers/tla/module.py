@@ -12,7 +12,6 @@ module.  Every constant and variable carries its Apalache type (`@type:`).
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections import Counter
@@ -106,6 +105,7 @@ class _Layout:
         self.plain: dict = {}          # a node's key -> its lines at column 0, unshared
         self.canons: dict = {}         # a node's key -> _canon's answer
         self.bound: dict = {}          # a node's key -> the names its frames bind
+        self.tokens: dict = {}         # a line -> _tokens(line) (lines recur in many nodes)
         self.counts: Counter = Counter()
         self.banned: set = set()       # canonical forms written inline (an operator called once)
         self.shared: dict = {}         # canonical form -> (operator name, its parameters, definition)
@@ -135,7 +135,10 @@ class _Layout:
             return got
         templates, numbers, order, args = [], [], {}, set()
         for line in self._plain(node):
-            template, names, line_args = _tokens(line)
+            tok = self.tokens.get(line)
+            if tok is None:
+                tok = self.tokens[line] = _tokens(line)
+            template, names, line_args = tok
             templates.append(template)
             numbers.extend(order.setdefault(n, len(order)) for n in names)
             args |= line_args
@@ -245,7 +248,6 @@ class _Layout:
             self.banned |= once
 
 
-@functools.lru_cache(maxsize=None)
 def _tokens(line: str) -> tuple[str, tuple, frozenset]:
     """A line with its bound names cut out, those names in order, and the action arguments it reads."""
     return _BOUND_NAME.sub("#", line), tuple(_BOUND_NAME.findall(line)), frozenset(_ACTION_ARG.findall(line))
