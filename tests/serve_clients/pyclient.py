@@ -115,8 +115,9 @@ def run_kafka_python(a, q) -> None:
 
     # the topics' metadata first: kafka-python 3.0.12 loses a join when its leader assigned without it (KAFKA-9815's
     # class: `need_rejoin` goes false while the rejoin it caused is in flight, and the synced assignment is dropped)
-    for t in a.topics:
-        c.partitions_for_topic(t)
+    if not a.subscribe_first:
+        for t in a.topics:
+            c.partitions_for_topic(t)
     c.subscribe(a.topics, listener=reporting(ConsumerRebalanceListener, generation))
     say(event="started")
     while True:
@@ -250,6 +251,9 @@ def main() -> None:
     p.add_argument("--session-ms", type=int, default=6000)
     p.add_argument("--heartbeat-ms", type=int, default=500)
     p.add_argument("--poll-ms", type=int, default=10000, help="max.poll.interval.ms (and the rebalance timeout)")
+    p.add_argument("--subscribe-first", action="store_true",
+                   help="kafka-python: subscribe before the topics' metadata is known (the lost join's trigger; "
+                        "benchmarks/client_join_race.py)")
     a = p.parse_args()
     # a test that waited in vain asks every thread's stack (SIGUSR1): a client that hangs shows where
     faulthandler.register(signal.SIGUSR1, all_threads=True)
