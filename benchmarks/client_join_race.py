@@ -2,16 +2,16 @@
 waiting for it to hold every partition (docs/serve.md, "A client bug the real-client tests met").
 
     .venv/bin/python benchmarks/client_join_race.py [--runs 60] [--busy 3] [--kind kafka-python]
-                                                    [--subscribe-first]
+                                                    [--no-metadata-fetch]
 
 Each run starts `groupspec serve --port 0 --topics t:6` and one consumer (tests/serve_clients/pyclient.py: group
 g, range, 6 s session, 500 ms heartbeat) and waits up to 20 s for it to hold t-0..t-5.  A run that does not is a
 hang: its consumer's threads are dumped to its stderr, kept under --keep with the server's trace.  --busy N
 spins N processes for the whole loop (the race needs a loaded machine: under the test suite's load, or this).
---subscribe-first makes the consumer subscribe before it has the topic's metadata, as the tests' consumers did
-before the workaround: that is when kafka-python 3.0.12 loses the join.  Prints one JSON object: runs, hangs,
+--no-metadata-fetch makes the consumer poll right after subscribing, as the tests' consumers did before the
+workaround, without fetching the topic's metadata first: that is when kafka-python 3.0.12 loses the join.  Prints one JSON object: runs, hangs,
 the runs that hung, seconds.  To see whether a newer kafka-python still needs the workaround, run it with
---subscribe-first after upgrading: hangs 0 in a few hundred runs says it no longer does.
+--no-metadata-fetch after upgrading: hangs 0 in a few hundred runs says it no longer does.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def one(run: int, a, keep: Path) -> bool:
         client = subprocess.Popen([sys.executable, str(CLIENT), "--kind", a.kind, "--bootstrap", f"127.0.0.1:{port}",
                                    "--group", "g", "--topics", "t", "--client-id", "c1", "--assignor", "range",
                                    "--session-ms", "6000", "--heartbeat-ms", "500", "--poll-ms", "10000"]
-                                  + (["--subscribe-first"] if a.subscribe_first else []),
+                                  + (["--no-metadata-fetch"] if a.no_metadata_fetch else []),
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
     threading.Thread(target=lambda: lines.extend(client.stdout), daemon=True).start()
     deadline, held = time.monotonic() + 20, False
@@ -74,7 +74,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=60)
     p.add_argument("--busy", type=int, default=3, help="processes spinning for the whole loop")
     p.add_argument("--kind", default="kafka-python", choices=["kafka-python", "confluent", "aiokafka"])
-    p.add_argument("--subscribe-first", action="store_true")
+    p.add_argument("--no-metadata-fetch", action="store_true")
     p.add_argument("--keep", type=Path, default=Path("/tmp/client_join_race"), help="where hung runs are kept")
     a = p.parse_args()
     started = time.monotonic()
@@ -87,7 +87,7 @@ def main() -> None:
     finally:
         for s in spinners:
             s.kill()
-    print(json.dumps({"kind": a.kind, "subscribe_first": a.subscribe_first, "runs": a.runs, "busy": a.busy,
+    print(json.dumps({"kind": a.kind, "no_metadata_fetch": a.no_metadata_fetch, "runs": a.runs, "busy": a.busy,
                       "hangs": len(hung), "hung_runs": hung, "kept": str(a.keep) if hung else None,
                       "seconds": round(time.monotonic() - started, 1)}))
 

@@ -87,10 +87,13 @@ def kafka_python_group(port: int, consumers: int, heartbeat_ms: int = 500, secon
     group = [kafka.KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", group_id="g", client_id=f"c{i}",
                                  session_timeout_ms=6000, heartbeat_interval_ms=heartbeat_ms) for i in range(consumers)]
     for c in group:
-        c.partitions_for_topic("t")     # before subscribing: kafka-python 3.0.12's lost join (serve_clients/pyclient.py)
         c.subscribe(["t"])
+        c.topics()      # the metadata before the first poll: kafka-python 3.0.12's lost join (serve_clients/pyclient.py)
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not all(c.assignment() for c in group):
+    def formed() -> bool:
+        held = [c.assignment() for c in group]
+        return all(held) and sum(map(len, held)) == len(set().union(*held))     # a share each, none held twice
+    while time.monotonic() < deadline and not formed():
         for c in group:
             c.poll(timeout_ms=50)
     return group
