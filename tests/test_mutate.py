@@ -209,12 +209,14 @@ def test_z3_shows_equivalent_only_what_behaves_as_the_table():
     assert shown_equivalent(i, row).startswith("Z3: ")
 
 
-def test_what_z3_shows_equivalent_the_tiny_world_cannot_tell_from_the_table(tiny_ref):
+@pytest.mark.parametrize("sample, at_least", [(40, 5), pytest.param(200, 20, marks=pytest.mark.slow)])
+def test_what_z3_shows_equivalent_the_tiny_world_cannot_tell_from_the_table(tiny_ref, sample, at_least):
     """Z3's reading of the rows agrees with the engine's: a mutant it shows equivalent gives the table's
-    outcome on every firing the tiny world reaches."""
+    outcome on every firing the tiny world reaches.  (A query is about half a second, most of them on mutants
+    Z3 does not show equivalent: CI asks 40 mutants, 6 of them shown; the slow run asks 200.)"""
     from groupspec.checkers.search.equivalence import shown_equivalent
-    shown = [(m, i, row) for m, i, row in random.Random(11).sample(M.mutants(), 80) if shown_equivalent(i, row)]
-    assert len(shown) >= 5
+    shown = [(m, i, row) for m, i, row in random.Random(11).sample(M.mutants(), sample) if shown_equivalent(i, row)]
+    assert len(shown) >= at_least
     for m, i, row in shown:
         assert M.first_difference(tiny_ref, i, row)[0] is None, m
 
