@@ -15,6 +15,7 @@ the `on_response` callback given to `send`.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import logging
 import uuid
@@ -143,7 +144,7 @@ class GroupCoordinator:
         self.clock = clock or ManualClock()
         self.timers = Timers(self.clock)
         self.log = log if log is not None else InMemoryLog()
-        self.engine = engine or _ENGINE           # another table's engine: a mutant's, in mutation testing
+        self.engine = engine or _default_engine()   # another table's engine: a mutant's, in mutation testing
         self.choose = choose or (lambda outcomes: 0)
         self.use_lifecycle = lifecycle
         self.debug = debug
@@ -1042,4 +1043,8 @@ def _require_error(where: str, error) -> None:
              f"{where}: one of Kafka's error names (e.g. NONE, NOT_LEADER_OR_FOLLOWER), got {brief(error)}")
 
 
-_ENGINE = E.Engine()
+@functools.cache
+def _default_engine() -> E.Engine:
+    """The table's engine, compiled once, when the first coordinator is made (not on import: the command line
+    imports this module for every verb, `--help` included, and many never make a coordinator)."""
+    return E.Engine()
