@@ -77,23 +77,49 @@ def start_cli(*args: str) -> tuple[subprocess.Popen, int, int]:
     return proc, int(line.split("127.0.0.1:")[1].split()[0]), int(line.split("admin on 127.0.0.1:")[1].split(";")[0])
 
 
-def kafka_python_group(port: int, consumers: int, heartbeat_ms: int = 500, seconds: float = 30) -> list:
-    """`consumers` kafka-python consumers of group g on topic t, polled until each holds a share of t's partitions
-    (a consumer holding all of them is a group still forming, not formed); the caller closes them."""
+def kafka_python_group(port: int, consumers: int, heartbeat_ms: int = 500, seconds: float = 30,
+                       steady_s: float = 1.0) -> list:
+    """`consumers` kafka-python consumers of group g on topic t, each polled by a thread of its own (as an
+    application polls) until each holds a share of t's partitions, unchanged for `steady_s` (a consumer holding
+    all of them is a group still forming); then the threads stop and the caller owns and closes the consumers.
+
+    One thread polling the consumers in turn kept a group rebalancing for good: a leader's join completes only
+    once the others have rejoined, which they do in their own polls, after the leader's poll has returned, and
+    kafka-python 3.0.12 then redoes the join it never collected (serve_clients/pyclient.py), a new rebalance
+    each time."""
     import logging
 
     import kafka
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     group = [kafka.KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", group_id="g", client_id=f"c{i}",
                                  session_timeout_ms=6000, heartbeat_interval_ms=heartbeat_ms) for i in range(consumers)]
-    for c in group:
+    held: list[frozenset] = [frozenset()] * consumers
+    stop = threading.Event()
+
+    def poll(i: int, c) -> None:
         c.subscribe(["t"])
         c.topics()      # the metadata before the first poll: kafka-python 3.0.12's lost join (serve_clients/pyclient.py)
+        while not stop.is_set():
+            c.poll(timeout_ms=100)
+            held[i] = frozenset(c.assignment())
+
+    def formed() -> tuple | None:
+        now = list(held)
+        return tuple(now) if all(now) and sum(map(len, now)) == len(frozenset().union(*now)) else None  # none twice
+
+    threads = [threading.Thread(target=poll, args=(i, c), daemon=True) for i, c in enumerate(group)]
+    for t in threads:
+        t.start()
     deadline = time.monotonic() + seconds
-    def formed() -> bool:
-        held = [c.assignment() for c in group]
-        return all(held) and sum(map(len, held)) == len(set().union(*held))     # a share each, none held twice
-    while time.monotonic() < deadline and not formed():
-        for c in group:
-            c.poll(timeout_ms=50)
+    since, last = time.monotonic(), None
+    while time.monotonic() < deadline:
+        now = formed()
+        if now != last:
+            since, last = time.monotonic(), now
+        elif now is not None and time.monotonic() - since >= steady_s:
+            break
+        time.sleep(0.05)
+    stop.set()
+    for t in threads:
+        t.join(10)
     return group
