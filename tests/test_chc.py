@@ -81,6 +81,7 @@ def _planted(name: str, **change) -> list:
 PLANTED = "StoreGroupDone: assignment stored"
 
 
+@pytest.mark.slow      # 45-90 s of Spacer and unrolling (the 15-minute suite); its sibling below is slow too
 def test_a_path_replays_on_the_table_it_was_found_in_and_not_on_another():
     """The path Spacer's derivation gives (its clauses unrolled, Z3's model read back) runs row by row
     through the concrete engine: on the planted table it breaks the invariant at the planted row; on

@@ -198,7 +198,7 @@ def test_no_proof_worker_outlives_a_sigkill_of_prove():
 
 
 def test_a_sigterm_during_a_long_z3_query_stops_prove_bmc_at_once():
-    # Z3 works in C, where Python's handler cannot run: one query of `--bmc 30` (tiny: depth 6 takes 5-10 s)
+    # Z3 works in C, where Python's handler cannot run: one query of `--bmc 30` (tiny: depth 5 takes 4-8 s)
     # held a SIGTERM off for as long as it ran
     import threading
     proc = _command("prove", "--bmc", "30")
@@ -206,10 +206,10 @@ def test_a_sigterm_during_a_long_z3_query_stops_prove_bmc_at_once():
     guard.start()
     try:
         lines = []
-        while not lines or lines[-1] and "depth 6 unrolled" not in lines[-1]:
+        while not lines or lines[-1] and "depth 5 unrolled" not in lines[-1]:
             lines.append(proc.stderr.readline())
         assert lines[-1], lines
-        time.sleep(1)           # well inside depth 6's query
+        time.sleep(1)           # well inside depth 5's query
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)

@@ -44,6 +44,7 @@ def test_the_compiled_tiny_world_reaches_the_states_the_python_search_reaches_le
         assert (native.distinct_states < native.unreduced_states) == symmetry
 
 
+@pytest.mark.slow      # a second world's step generated and compiled: about a minute of the 15-minute suite
 def test_a_planted_bug_is_found_at_the_python_search_s_depth_and_replays(native_cache):
     # KAFKA-2017's class: the leader's assignment propagated without storing the group
     rows = plant(propagate_without_storing, LEADER_SYNCS.__eq__)

@@ -305,6 +305,7 @@ def test_invariants_that_need_each_other_are_proved_together_for_any_number_of_m
         assert refuted_by([named[n] for n in p.lemmas], ("tiny", "small", "static")) == {}
 
 
+@pytest.mark.slow      # 40-60 s of Z3; the joint search itself is in CI (the test above)
 def test_the_joint_search_drops_what_a_planted_bug_breaks():
     """Sound as a fixpoint: with a static member's rejoin that leaves the replaced id its
     group.instance.id (a planted bug), the conjuncts it breaks are dropped, and so is what needed them."""

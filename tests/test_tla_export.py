@@ -212,7 +212,14 @@ def test_a_deadlock_is_found_alike(tmp_path):
     ours, e, t = _both(tmp_path, cfg, rows)
     assert ours.result == t.result == "deadlock"
     assert len(t.trace) - 1 == ours.depth
-    # and TLC, told not to look for deadlocks, finds the same states as we do when not looking
+
+
+@pytest.mark.slow      # a second TLC run on the world above (10-15 s of the 15-minute suite)
+@needs_tlc
+def test_tlc_told_not_to_look_for_deadlocks_finds_our_states(tmp_path):
+    cfg = PRESETS["tiny"]
+    rows = _no_delayed_join()
+    e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
     t = run_tlc(tmp_path, e.name, deadlock=False)
     assert t.result == "ok" and t.distinct_states == check(WorldModel(cfg, rows), symmetry=False,
                                                            deadlock=False).distinct_states
