@@ -45,10 +45,16 @@ from typing import Callable
 from groupspec.checkers.conform.adapter import Unsupported
 from groupspec.spec.kafka import CONFIG_DEFAULTS, NEW_COORDINATOR, ConfigError, brief, check_config
 
-from . import jars, wire
+from . import jars
+# (wire.py, the Kafka client, is imported where a broker is talked to: it brings kio and the runtime
+# coordinator, a second of every `groupspec` command's start-up otherwise)
 from .registry import BrokerState, find, ours, save, state_file, state_home
 
 COORDINATORS = ("scala", "java")
+# A broker's real milliseconds per scenario millisecond in `groupspec kafka report`: the suite's longest advances
+# (tens of seconds of scenario time) then take minutes, and its one-millisecond distances are left out, named
+# (wallclock.py)
+BROKER_TIME_SCALE = 20
 DEFAULT_COORDINATOR = {"3.9": "scala", "4.0": "java"}
 # group.coordinator.new.enable picks the coordinator in both lines (an internal config: KafkaConfig 3.9
 # isNewGroupCoordinatorEnabled, BrokerServer 4.0 falls back to GroupCoordinatorAdapter when it is false).
@@ -364,6 +370,7 @@ def _wait_ready(proc: subprocess.Popen, state: BrokerState, began: float, timeou
                 say: Callable[[str], None]) -> None:
     """Until the broker answers ApiVersions and FindCoordinator answers NONE (which first creates
     __consumer_offsets); BrokerError with the tail of its log if it exits or the time runs out."""
+    from . import wire
     log = Path(state.log)
     phase = "starting"
     deadline = began + timeout
@@ -410,6 +417,7 @@ def warm_up(state: BrokerState) -> float:
     scenarios take before any of them is timed: on a fresh broker the first SyncGroups and timers answer up to
     ten times slower (measured: 220 ms for a leader's SyncGroup, 15 ms once warm), long enough to pass for a
     parked request.  Seconds taken."""
+    from . import wire
     began = time.monotonic()
     b = wire.Broker(wire.Address("127.0.0.1", state.port, wire.Knobs()))
     b.versions = {k: (0, 99) for k in (8, 9, 11, 12, 13, 14, 15, 16, 42)}
@@ -544,6 +552,7 @@ class Fleet:
 
     def __init__(self, version: str, coordinator: str | None, time_scale: int,
                  progress: Callable[[str], None] | None = None):
+        from . import wire
         self.version, self.coordinator, self.time_scale = version, coordinator, time_scale
         self.say = progress or (lambda _m: None)
         self.state: BrokerState | None = None
@@ -567,6 +576,7 @@ class Fleet:
 
     def running(self, key: tuple) -> Callable:
         """The factory of a broker started with the group config `key`: the one running, or a new one."""
+        from . import wire
         if key != self.current:
             self.close()
             cfg = dict(zip(GROUP_KEYS, key))

@@ -7,10 +7,10 @@ from typing import List, Optional
 
 import typer
 
-from groupspec.checkers.conform.adapter import AdapterError
 from groupspec.checkers.console import err, fail_input, out, output_path, write_outputs
 
-from . import jars, report
+from . import jars
+from .broker import BROKER_TIME_SCALE
 from .broker_cli import broker_app
 
 kafka_app = typer.Typer(no_args_is_help=True,
@@ -47,7 +47,7 @@ def report_cmd(
                                         help="harness examples per broker target (they run on the wall clock)"),
     steps: int = typer.Option(40, "--steps", help="at most this many steps per harness example"),
     seed: int = typer.Option(0, "--seed", help="the harness's seed (the same seed, the same run)"),
-    time_scale: int = typer.Option(report.BROKER_TIME_SCALE, "--time-scale",
+    time_scale: int = typer.Option(BROKER_TIME_SCALE, "--time-scale",
                                    help="broker:... targets: real milliseconds per scenario millisecond"),
     out_file: Optional[str] = typer.Option(None, "--out", help="write the report as Markdown (e.g. "
                                                                "docs/kafka-conformance.md)"),
@@ -55,6 +55,10 @@ def report_cmd(
 ) -> None:
     """The scenario suite and the harness on each of Kafka's coordinators, and every difference from the spec
     with its resolution; exit 1 if any difference is unexplained."""
+    # imported here: the report brings the harness and Hypothesis, a second of every other command's start-up
+    from groupspec.checkers.conform.adapter import AdapterError
+
+    from . import report
     targets = target or list(report.DEFAULT_TARGETS)
     if not 0 <= examples <= 1_000_000:
         fail_input(f"--examples must be from 0 to 1,000,000, got {examples}")

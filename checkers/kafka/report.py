@@ -32,15 +32,13 @@ from groupspec.checkers.scenarios.targets import factory_for, run_on_adapter
 from groupspec.spec.kafka import ConfigError, brief
 
 from . import broker, jars
+from .broker import BROKER_TIME_SCALE
 from .inprocess import JAVA_LIMITS
 
 ORACLE_FINDINGS = REPO / "tests" / "scenarios" / "kafka-oracle"
 DEFAULT_TARGETS = ("kafka-3.9", "kafka-4.0")
 # broker:VERSION[:COORDINATOR]: brokers this command starts, one per group config the scenarios need
 FLEET_PREFIX = "broker:"
-# A broker's real milliseconds per scenario millisecond: the suite's longest advances (tens of seconds of
-# scenario time) then take minutes, and its one-millisecond distances are left out, named (wallclock.py)
-BROKER_TIME_SCALE = 20
 
 
 @dataclass

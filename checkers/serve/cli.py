@@ -18,8 +18,6 @@ from groupspec.checkers.console import config_option, err, fail_input, out
 from groupspec.impl.storage import LogCorrupt, LogOpenError, StorageError
 from groupspec.spec.kafka import brief
 
-from .admin import Admin
-from .server import Server
 
 serve_app = typer.Typer(no_args_is_help=False)
 ctl_app = typer.Typer(no_args_is_help=True, help="Faults on cue for a running `groupspec serve`.")
@@ -56,6 +54,9 @@ def serve_cmd(
     --help`.  A server that seems stuck prints every thread's stack to stderr on SIGUSR1."""
     if ctx.invoked_subcommand is not None:
         return
+    # imported here: the server brings kio (and kio Hypothesis), a second of every other command's start-up
+    from .admin import Admin
+    from .server import Server
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     if not 0 <= port <= 65535:
         fail_input(f"--port {port}: give a port from 0 to 65535")
