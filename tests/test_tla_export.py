@@ -10,6 +10,7 @@ found (checkers/tla/tlc.py find_jar: GROUPSPEC_TLC_JAR, or ../shared/tools).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import subprocess
@@ -23,7 +24,7 @@ from groupspec.checkers.search.explicit import check
 from groupspec.checkers.world.itf_replay import load_trace, replay
 from groupspec.checkers.tla.export import camel
 from groupspec.checkers.tla.module import export
-from groupspec.checkers.tla.tlc import find_jar, java, run_tlc
+from groupspec.checkers.tla.tlc import SHORT_RUN_JVM, find_jar, java, run_tlc
 from groupspec.checkers.world.state_space import WorldModel
 from groupspec.checkers.world.presets import PRESETS
 from groupspec.spec.invariants import CHECKED_AFTER_ROW
@@ -40,8 +41,16 @@ needs_tlc = pytest.mark.skipif(JAR is None or java() is None,
                                reason=WHY or "no `java` on the PATH (TLC needs Java 17)")
 
 
+@functools.lru_cache(maxsize=None)
+def _exported(preset: str, symmetry: bool):
+    """A preset's export, made once for the tests that only read it (an export is seconds, and the
+    same for the same world)."""
+    return export(PRESETS[preset], symmetry=symmetry)
+
+
 def _write(tmp_path: Path, cfg, model=None, symmetry=True):
-    e = export(cfg, model, symmetry=symmetry)
+    named = [n for n, c in PRESETS.items() if c is cfg]
+    e = _exported(named[0], symmetry) if model is None and named else export(cfg, model, symmetry=symmetry)
     (tmp_path / f"{e.name}.tla").write_text(e.module)
     (tmp_path / f"{e.name}.cfg").write_text(e.config)
     return e
@@ -53,7 +62,7 @@ def _both(tmp_path: Path, cfg, rows):
     may report a longer one), as ours is."""
     ours = check(WorldModel(cfg, rows), symmetry=False)
     e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
-    return ours, e, run_tlc(tmp_path, e.name, workers=1)
+    return ours, e, run_tlc(tmp_path, e.name, workers=1, short=True)
 
 
 def _member_id_bug():
@@ -64,7 +73,7 @@ def _member_id_bug():
 
 
 def test_the_module_is_generated_from_the_declarations():
-    e = export(PRESETS["faults"], symmetry=True)
+    e = _exported("faults", True)
     text = e.module
     # every variable declared, TypeOK first in the configuration, every invariant listed
     for v in ALL_VARS:
@@ -89,7 +98,7 @@ def test_every_variable_and_constant_carries_an_apalache_type():
     # helper operators whose types it cannot infer alone); Apalache itself is not installable here
     # (PyPI has only an RPC client for it), so the annotations are checked for presence and form,
     # and the module for SANY parsing (below)
-    text = export(PRESETS["faults"], symmetry=True).module
+    text = _exported("faults", True).module
     for block, end in (("CONSTANTS", "\n\n"), ("VARIABLES", "\n\n")):
         lines = text.split(f"\n{block}\n")[1].split(end)[0].splitlines()
         assert len(lines) % 2 == 0 and len(lines) >= 16, block
@@ -109,7 +118,7 @@ def test_a_part_shared_by_several_ways_through_is_written_once():
     # of a step is one operator, defined before its first use and called at least twice (a part
     # called once is written inline); the tiny world's module was 6,484 lines with every way through
     # written out
-    text = export(PRESETS["tiny"], symmetry=False).module
+    text = _exported("tiny", False).module
     shared = text.split("\\* ---- Parts of steps")[1].split("\\* ---- The closed world's actions")[0]
     names = re.findall(r"^([A-Za-z_0-9]+)(?:\(.*\))? ==$", shared, re.M)
     assert {"EagerCompleteJoin", "HandleCompleteJoin"} <= set(names) and len(names) > 10
@@ -124,7 +133,7 @@ def test_a_part_shared_by_several_ways_through_is_written_once():
 @needs_tlc
 def test_the_module_parses_with_sany(tmp_path):
     e = _write(tmp_path, PRESETS["faults"])
-    proc = subprocess.run([java(), "-cp", str(JAR), "tla2sany.SANY", f"{e.name}.tla"], cwd=tmp_path,
+    proc = subprocess.run([java(), *SHORT_RUN_JVM, "-cp", str(JAR), "tla2sany.SANY", f"{e.name}.tla"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert "Semantic errors" not in proc.stdout and "***Parse Error***" not in proc.stdout, proc.stdout[-3000:]
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -135,7 +144,7 @@ def test_the_module_parses_with_sany(tmp_path):
 def test_tlc_and_ours_find_the_same_states(tmp_path, symmetry):
     cfg = PRESETS["tiny"]
     e = _write(tmp_path, cfg, symmetry=symmetry)
-    t = run_tlc(tmp_path, e.name)
+    t = run_tlc(tmp_path, e.name, short=True)
     ours = check(WorldModel(cfg), symmetry=symmetry)
     assert (t.result, ours.result) == ("ok", "ok"), t.output
     assert t.distinct_states == ours.distinct_states
@@ -220,7 +229,7 @@ def test_tlc_told_not_to_look_for_deadlocks_finds_our_states(tmp_path):
     cfg = PRESETS["tiny"]
     rows = _no_delayed_join()
     e = _write(tmp_path, cfg, WorldModel(cfg, rows), symmetry=False)
-    t = run_tlc(tmp_path, e.name, deadlock=False)
+    t = run_tlc(tmp_path, e.name, deadlock=False, short=True)
     assert t.result == "ok" and t.distinct_states == check(WorldModel(cfg, rows), symmetry=False,
                                                            deadlock=False).distinct_states
 
@@ -228,7 +237,7 @@ def test_tlc_told_not_to_look_for_deadlocks_finds_our_states(tmp_path):
 def test_the_checks_after_a_row_are_the_explicit_checkers_in_its_order():
     # the module's AfterRow names the checks of spec/invariants.py CHECKED_AFTER_ROW in that order,
     # the order world/state_space.py checks them in (check_after_row), so both report the same one first
-    e = export(PRESETS["tiny"], symmetry=False)
+    e = _exported("tiny", False)
     after_row = e.module.split("AfterRow(prev, w, q, handed) ==")[1].split("\n\\*")[0]
     named = re.findall(r'THEN "([a-z-]+)"', after_row)
     assert named == [i.name for i in CHECKED_AFTER_ROW] and len(named) > 10
