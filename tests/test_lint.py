@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 
 from groupspec.checkers.proofs import lint as L
 from groupspec.spec import table as T
@@ -23,8 +24,10 @@ def test_lint_finds_overlapping_rows():
     loose.name = "Heartbeat: planted overlap"
     loose.guard = TRUE()
     rows.append(loose)
-    res = L.lint(table=rows)
-    assert res.as_json()["rows"] == len(T.ROWS) + 1          # the table linted, not the spec's
+    res = L.lint(table=rows, triggers={"Heartbeat"})      # every check is of one trigger's rows, or one row
+    # the table linted, not the spec's: its Heartbeat rows, the planted one among them
+    assert res.as_json()["rows"] == len([r for r in T.ROWS if r.trigger == "Heartbeat"]) + 1
+    assert res.as_json()["triggers"] == ["Heartbeat"]
     problems = res.problems
     assert any(p.check == "exclusive" and "Heartbeat: planted overlap" in p.rows for p in problems)
 
@@ -35,7 +38,7 @@ def test_lint_finds_a_gap_and_a_dead_row():
     dead.name = "SyncGroup: planted dead row"
     dead.states = ("Empty",)   # Empty groups have no members: rejected earlier in the chain
     rows.append(dead)
-    problems = L.lint(table=rows).problems
+    problems = L.lint(table=rows, triggers={"Heartbeat", "SyncGroup"}).problems
     assert any(p.check == "covering" and p.trigger == "Heartbeat" for p in problems)
     assert any(p.check == "reachable" and "SyncGroup: planted dead row" in p.rows for p in problems)
 
@@ -72,7 +75,7 @@ def test_lint_finds_a_timer_left_armed_where_no_row_expects_one():
     late = copy.copy(victim)
     late.steps = [update, arm, cancel, *rest]     # the cancel now reads the updated hb_armed
     rows[rows.index(victim)] = late
-    problems = L.check_timers(dict(L.default_sizes()), 20_000, table=rows)[1]
+    problems = L.check_timers(dict(L.default_sizes()), 20_000, table=[r for r in rows if r.trigger == victim.trigger])[1]
     assert [(p.check, p.rows) for p in problems] == [("timers", [victim.name])]
     assert "heartbeat of m" in problems[0].detail
 
@@ -88,7 +91,27 @@ def test_lint_finds_a_row_that_breaks_a_structural_invariant():
     keeps_mapping.steps = [dataclasses.replace(st, updates={k: v for k, v in st.updates.items() if k != "static"})
                            if isinstance(st, Set_) else st for st in victim.steps]
     rows[rows.index(victim)] = keeps_mapping
-    problems = L.lint(table=rows).problems
+    problems = L.lint(table=rows, triggers={victim.trigger}).problems
     assert [(p.check, p.rows) for p in problems] == [("preserves", [victim.name])]
     assert "static-ids-unique" in problems[0].detail
     assert problems[0].witness["state"] == "Stable" and problems[0].witness["after.state"] == "PreparingRebalance"
+
+
+def test_lint_of_some_triggers_from_the_command_line(tmp_path):
+    """`--trigger` lints those triggers' rows (what a table's author asks while editing one trigger); a
+    trigger no row has is one line and exit 2, naming the ones there are."""
+    import json
+    import subprocess
+    import sys
+    cli = [sys.executable, "-m", "groupspec.checkers.cli"]
+    ok = subprocess.run([*cli, "lint", "--trigger", "LeaveGroup", "--json"], capture_output=True, text=True)
+    doc = json.loads(ok.stdout)
+    assert ok.returncode == 0 and doc["result"] == "ok" and doc["triggers"] == ["LeaveGroup"], ok.stderr
+    assert doc["rows"] == len([r for r in T.ROWS if r.trigger == "LeaveGroup"])
+    text = subprocess.run([*cli, "lint", "-t", "LeaveGroup"], capture_output=True, text=True)
+    assert text.returncode == 0 and re.fullmatch(r"lint: ok \(\d+ Z3 checks over \d+ rows of LeaveGroup, [\d.]+s\)\n",
+                                                 text.stdout), text.stdout
+    bad = subprocess.run([*cli, "lint", "--trigger", "Hartbeat"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "--trigger 'Hartbeat': no row of the table has that trigger; use one of " in bad.stderr
+    assert "Heartbeat" in bad.stderr
