@@ -1,8 +1,9 @@
 """The native search against the Python search on the same worlds, in one run: states, CPU seconds and
 states per CPU second, and the ratios.  Both reduce client symmetry by default (the same orbits, so the same
-states); `--unreduced` also runs both without it.  The compile, cached per world, is reported apart.
+states); `--unreduced` also runs both without it.  The compile, cached per world, is reported apart (set
+GROUPSPEC_NATIVE_CACHE to an empty folder to time it); `--cc tcc,gcc` runs each world compiled by each.
 
-    .venv/bin/python benchmarks/native.py --worlds tiny,small --repeat 3 [--opt=-O2] [--unreduced]
+    .venv/bin/python benchmarks/native.py --worlds tiny,small --repeat 3 [--opt=-O2] [--cc tcc,gcc] [--unreduced]
 """
 from __future__ import annotations
 
@@ -37,17 +38,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--worlds", default="tiny,small")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--opt", default="-O1")
+    ap.add_argument("--opt", default="-O1", help="gcc's optimisation (tcc has none)")
+    ap.add_argument("--cc", default="gcc", help="the compilers, comma-separated: gcc, tcc")
     ap.add_argument("--unreduced", action="store_true", help="also both searches without symmetry")
     a = ap.parse_args()
     out = []
-    for name in a.worlds.split(","):
+    for name, cc in [(n, c) for n in a.worlds.split(",") for c in a.cc.split(",")]:
         cfg = PRESETS[name]
         t0 = time.perf_counter()
-        nw = NativeWorld(cfg, opt=a.opt)
+        nw = NativeWorld(cfg, opt=a.opt, cc=cc)
         build = time.perf_counter() - t0
         for run in range(a.repeat):
-            row = {"world": name, "run": run, "opt": a.opt, "build_seconds": round(build, 1)}
+            row = {"world": name, "run": run, "cc": cc, "opt": a.opt if cc == "gcc" else None,
+                   "build_seconds": round(build, 1)}
             for symmetry, label in ((True, "symmetry"), (False, "unreduced"))[:1 + a.unreduced]:
                 native, python = _native(nw, symmetry), _python(cfg, symmetry)
                 assert native["states"] == python["states"], (native, python)

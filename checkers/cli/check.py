@@ -40,9 +40,13 @@ def check_cmd(
                                                                   "default 2)"),
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
-    engine: str = typer.Option("python", "--engine", help="python, or native: the world's step compiled to C by gcc "
+    engine: str = typer.Option("python", "--engine", help="python, or native: the world's step compiled to C (--cc) "
                                                           "(one process, symmetry as --symmetry says; compiled once per "
                                                           "world and cached in ~/.cache/groupspec/native)"),
+    cc: Optional[str] = typer.Option(None, "--cc", help="with --engine native, the C compiler: tcc (a second to "
+                                                         "compile a world) or gcc (-O1: minutes to compile, then a "
+                                                         "search about twice as fast, for searches longer than that) "
+                                                         "[default: tcc]"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     world: Optional[dict] = None,
 ) -> None:
@@ -66,6 +70,11 @@ def check_cmd(
                    f"proviso asks the whole visited set); leave out --workers")
     if engine not in ("python", "native"):
         fail_input(f"--engine {engine!r}: use python or native")
+    if cc is not None and cc not in ("gcc", "tcc"):
+        fail_input(f"--cc {cc!r}: use tcc or gcc")
+    if engine != "native" and cc is not None:
+        fail_input(f"--cc {cc} with --engine {engine}: only the native engine compiles; add --engine native")
+    cc = cc or "tcc"
     if engine == "native":
         _native_options(liveness, reduction, workers, visited, visited_dir, memory)
         workers = 1
@@ -91,7 +100,7 @@ def check_cmd(
     spilled = None
     try:
         if engine == "native":
-            res = _native_search(cfg, max_states, live, symmetry)
+            res = _native_search(cfg, max_states, live, symmetry, cc)
         elif workers > 1:
             res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
                                  visited=on_disk)
@@ -147,6 +156,8 @@ def check_cmd(
     if unchecked:
         doc["not_checked"] = unchecked
     doc["engine"] = engine
+    if engine == "native":
+        doc["compiler"] = cc
     if res.path:
         doc["counterexample"] = {"steps": step_table(res.path, model), "itf": to_itf(res.path, model, res.violation)}
         if res.loop_start >= 0:
@@ -176,7 +187,7 @@ def check_cmd(
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
         if engine == "native":
-            out.print("engine: native (the world's step compiled to C)", markup=False)
+            out.print(f"engine: native (the world's step compiled to C by {cc})", markup=False)
         if unchecked:
             out.print(f"not checked by --engine native: {', '.join(unchecked)} (step and output invariants: the "
                       f"compiled step has no row's before and after; --engine python checks them)", markup=False)
@@ -198,14 +209,14 @@ def _native_options(liveness: bool, reduction: bool, workers: Optional[int], vis
                        f"process with its fingerprints in memory; leave out {what} or use --engine python")
 
 
-def _native_search(cfg, max_states: Optional[int], live, symmetry: bool):
+def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str):
     """The native engine's search, as the Python search reports one (its path replayed concretely)."""
     from rich.text import Text
     from groupspec.checkers.native.engine import NativeError, NativeWorld
     if live:
-        live.update(Text("compiling the world's step (once per world) ..."))
+        live.update(Text(f"compiling the world's step with {cc} (once per world) ..."))
     try:
-        native = NativeWorld(cfg, symmetry=symmetry)
+        native = NativeWorld(cfg, symmetry=symmetry, cc=cc)
     except NativeError as e:
         fail_input(f"--engine native: {e}")
     if live:

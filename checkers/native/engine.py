@@ -33,6 +33,7 @@ from .codegen import MAX_SUCC, Generated
 
 _HERE = Path(__file__).resolve().parent
 OPT = "-O1"          # gcc's optimisation: what the compile costs against what the search gains (benchmarks/native.py)
+COMPILERS = ("gcc", "tcc")
 MAX_LEVELS = 4096
 MAX_ENDS = 4096
 
@@ -82,13 +83,16 @@ def cache_dir() -> Path:
     return Path(os.environ.get("GROUPSPEC_NATIVE_CACHE", Path.home() / ".cache" / "groupspec" / "native"))
 
 
-def compile_world(gen: Generated, sym: str, opt: str | None = None) -> Path:
+def compile_world(gen: Generated, sym: str, opt: str | None = None, cc: str = "gcc") -> Path:
     """The shared library of `gen`'s C with the symmetry tables `sym`, compiled at most once for each source
     (the file's name is its hash, written under another name and renamed, so a killed compile leaves no
-    library)."""
+    library).  `cc`: gcc at `opt`, or tcc (which has no optimiser: `opt` is not given to it)."""
+    if cc not in COMPILERS:
+        raise NativeError(f"no compiler {cc!r} for the native search: use {' or '.join(COMPILERS)}")
     opt = opt or OPT
+    flags = [opt] if cc == "gcc" else []
     search = (_HERE / "search.c").read_text()
-    digest = hashlib.sha256((gen.source + search + sym + opt).encode()).hexdigest()[:24]
+    digest = hashlib.sha256((gen.source + search + sym + cc + " ".join(flags)).encode()).hexdigest()[:24]
     lib = cache_dir() / f"world-{digest}.so"
     if lib.exists():
         return lib
@@ -98,13 +102,13 @@ def compile_world(gen: Generated, sym: str, opt: str | None = None) -> Path:
         (Path(tmp) / "search.c").write_text(search)
         (Path(tmp) / "symmetry.h").write_text(sym)
         try:
-            done = subprocess.run(["gcc", opt, "-shared", "-fPIC", "-o", "world.so", "step.c"], cwd=tmp,
+            done = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", "world.so", "step.c"], cwd=tmp,
                                   capture_output=True, text=True)
         except FileNotFoundError:
-            raise NativeError("no C compiler: the native search compiles the world with gcc (apt-get install gcc, "
-                              "or search with --engine python)") from None
+            raise NativeError(f"no C compiler: the native search compiles the world with {cc} (apt-get install "
+                              f"{cc}, or search with --engine python)") from None
         if done.returncode:
-            raise NativeError(f"gcc could not compile the world's step: {done.stderr.strip().splitlines()[0]}")
+            raise NativeError(f"{cc} could not compile the world's step: {done.stderr.strip().splitlines()[0]}")
         os.replace(Path(tmp) / "world.so", lib)
     return lib
 
@@ -131,10 +135,10 @@ class NativeWorld:
     """One world's compiled step: `search` from the initial state, `successors` of a state.  With `symmetry`
     (as the Python search), clients configured alike are interchangeable: one state for each orbit."""
 
-    def __init__(self, cfg, rows=None, opt: str | None = None, symmetry: bool = True):
+    def __init__(self, cfg, rows=None, opt: str | None = None, symmetry: bool = True, cc: str = "gcc"):
         t0 = time.perf_counter()
         self.rel, self.gen = _generated(cfg, rows)
-        self.lib = ctypes.CDLL(str(compile_world(self.gen, _symmetry.source(cfg, self.gen.leaves), opt)))
+        self.lib = ctypes.CDLL(str(compile_world(self.gen, _symmetry.source(cfg, self.gen.leaves), opt, cc)))
         self.lib.gs_symmetry(ctypes.c_int(int(symmetry)))
         self.symmetry = symmetry
         self.lib.gs_fp.restype = ctypes.c_uint64
