@@ -155,3 +155,19 @@ def test_offsets_committed_to_a_server_with_a_log_survive_its_restart(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
+
+
+def test_every_version_advertised_is_one_kio_encodes_and_decodes():
+    """The versions serve advertises are read off kio's index of its schemas, without importing them; each
+    must be a request and a response kio loads, and the version on either side of the range one it does not
+    (or one Kafka 3.9 does not accept)."""
+    from groupspec.spec.kafka import ACCEPTED_VERSIONS
+    for api, key in messages.API_KEYS.items():
+        lo, hi = advertised()[key]
+        for v in range(lo, hi + 1):
+            assert messages.request_class(api, v) and messages.response_class(api, v), (api, v)
+        accepted = ACCEPTED_VERSIONS[api]
+        for outside in (lo - 1, hi + 1):
+            if accepted[0] <= outside <= accepted[1]:
+                with pytest.raises(messages.NotExpressible):
+                    messages.request_class(api, outside)

@@ -3,9 +3,11 @@ ctl`: faults on cue, through its admin endpoint (admin.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import faulthandler
 import json
+import os
 import signal
 import urllib.error
 import urllib.request
@@ -35,6 +37,23 @@ def _topics(text: str) -> dict[str, int]:
     return out
 
 
+@contextlib.contextmanager
+def _no_hypothesis_plugins():
+    """kio imports Hypothesis (for its types' strategies), and Hypothesis on import loads every installed plugin
+    through the packages' entry points, a quarter of a second of the server's start; the server never runs
+    Hypothesis, so its import is told not to (HYPOTHESIS_NO_PLUGINS, Hypothesis's own switch), and the
+    environment is left as it was."""
+    saved = os.environ.get("HYPOTHESIS_NO_PLUGINS")
+    os.environ["HYPOTHESIS_NO_PLUGINS"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["HYPOTHESIS_NO_PLUGINS"]
+        else:
+            os.environ["HYPOTHESIS_NO_PLUGINS"] = saved
+
+
 @serve_app.callback(invoke_without_command=True)
 def serve_cmd(
     ctx: typer.Context,
@@ -55,8 +74,9 @@ def serve_cmd(
     if ctx.invoked_subcommand is not None:
         return
     # imported here: the server brings kio (and kio Hypothesis), a second of every other command's start-up
-    from .admin import Admin
-    from .server import Server
+    with _no_hypothesis_plugins():
+        from .admin import Admin
+        from .server import Server
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     if not 0 <= port <= 65535:
         fail_input(f"--port {port}: give a port from 0 to 65535")

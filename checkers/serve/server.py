@@ -61,16 +61,8 @@ MAX_IN_FLIGHT = 64   # answers a connection may have waiting to be sent before t
 def _kio_versions(api: str) -> tuple[int, int]:
     """The versions of a group API the server answers: Kafka 3.9's, as far as kio's schemas define them."""
     lo, hi = ACCEPTED_VERSIONS[api]
-    defined = [v for v in range(lo, hi + 1) if _defined(api, v)]
+    defined = [v for v in range(lo, hi + 1) if messages.defined(api, v)]
     return min(defined), max(defined)
-
-
-def _defined(api: str, version: int) -> bool:
-    try:
-        messages.request_class(api, version)
-        return True
-    except messages.NotExpressible:
-        return False
 
 
 def _partitions(raw: bytes) -> list[str] | None:
