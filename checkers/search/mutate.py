@@ -191,23 +191,11 @@ def first_difference(ref: Reference, index: int, row: Row) -> tuple[str | None, 
     return first, fires or first is not None, new
 
 
-_COMPILED: dict = {}      # row index -> the table's row compiled once (mutants share the others)
-
-
 def _engine_with(index: int, row: Row) -> E.Engine:
-    """An engine for the mutated row's trigger: the table's rows, row `index` replaced."""
+    """An engine for the mutated row's trigger: the table's rows (compiled once a process), row `index` replaced."""
     from groupspec.checkers.world.state_space import SKIPPED_OUTPUTS
     engine = E.Engine([], skip_outputs=SKIPPED_OUTPUTS)
-    chain = []
-    for i, r in enumerate(ROWS):
-        if r.trigger != row.trigger:
-            continue
-        if i == index:
-            chain.append(E.CompiledRow(row))
-        else:
-            if i not in _COMPILED:
-                _COMPILED[i] = E.CompiledRow(r)
-            chain.append(_COMPILED[i])
+    chain = [E.compiled(row if i == index else r) for i, r in enumerate(ROWS) if r.trigger == row.trigger]
     engine.by_trigger[row.trigger] = chain
     return engine
 
