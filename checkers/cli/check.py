@@ -281,9 +281,11 @@ def export_tla_cmd(
     """Write the bounded closed world as a TLA+ module and a TLC configuration, generated from the
     spec's declarations; with --run-tlc, check it with TLC and with `groupspec check` side by side."""
     from groupspec.checkers.tla.module import export
-    from groupspec.checkers.tla.export import ExportError
+    from groupspec.checkers.tla.export import MODULE, ExportError
     from groupspec.checkers.tla.tlc import find_jar, java
     cfg = world_of(**world)
+    # the folder judged before the export, which takes seconds: a wrong path is said at once
+    folder = output_path("OUT_DIR", out_dir, "dir", (f"{MODULE}.tla", f"{MODULE}.cfg"))
     workers = bounded_workers("--workers", workers)
     if liveness and symmetry:
         fail_input("--liveness with --symmetry: TLC checks liveness unsoundly under SYMMETRY (it may miss a "
@@ -297,10 +299,9 @@ def export_tla_cmd(
         if java() is None:
             fail_input("--run-tlc: no `java` on the PATH; install Java 17 (.ci/setup does)")
     try:
-        exported = export(cfg, symmetry=symmetry, liveness=liveness)
+        exported = export(cfg, symmetry=symmetry, liveness=liveness, name=MODULE)
     except ExportError as e:
         fail_input(f"this world cannot be exported: {e}")
-    folder = output_path("OUT_DIR", out_dir, "dir", (f"{exported.name}.tla", f"{exported.name}.cfg"))
 
     def write():
         # both beside their places, renamed onto them once both are whole: a full disk or a signal leaves
