@@ -16,6 +16,7 @@ in a world of that one client, whoever else exists.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from groupspec.spec import engine as E
@@ -81,6 +82,13 @@ def response_slot(api: str, fields: dict) -> tuple:
 
 class ClientRows:
     """Fires a table of client rows (default: spec/world.py's) for one client."""
+
+    @staticmethod
+    @functools.cache
+    def default() -> "ClientRows":
+        """The spec's client rows, made once a process: each world model of them built its own (their locality
+        checked and the rows compiled again, tens of milliseconds a model), and firing keeps no state."""
+        return ClientRows()
 
     def __init__(self, rows: list | None = None):
         rows = CLIENT_ROWS if rows is None else rows

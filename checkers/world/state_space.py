@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from math import factorial
 
 from groupspec.spec import engine as E
@@ -200,7 +200,7 @@ class WorldModel(Model):
         self.assign = _Assignor(cfg)
         names = list(E.PARAM_NAMES) + list(WORLD_PARAMS)
         self.space = E.Space(Layout(WORLD_INDEX, {n: i for i, n in enumerate(names)}), names)
-        self.clients = ClientRows(client_rows)
+        self.clients = ClientRows.default() if client_rows is None else ClientRows(client_rows)
         self.base = {"coord": 0, "group_id_ok": True, "cfg_min_session_ms": 10, "cfg_max_session_ms": 600_000,
                      "cfg_max_size": cfg.max_size, "cfg_initial_delay_ms": 3_000,
                      "cfg_new_member_timeout_ms": 300_000,
@@ -218,26 +218,15 @@ class WorldModel(Model):
         # in G) or one client's own variables (read in a world of that one client, as its rows are);
         # never both: that is what lets a client's own step be memoized without G, and a delivery
         # with only what it reads of its client.
-        names = ["client", "timer_member", *(t.data for t in REQ.values()), "client_instance", "fresh",
-                 MAX_GENERATION.data, "sender", "at", "selected_only", *(t.data for t in OUT.values()),
-                 *("rec." + k for k in RECORD_FIELDS)]
-        self._pindex = {n: i for i, n in enumerate(names)}
-        self._pbase = [None] * len(names)
+        self._pindex, self._wide_layout, self._client_layout, self._effects, self._issued, self._ended = \
+            _step_terms()
+        self._pbase = [None] * len(self._pindex)
         self._pbase[self._pindex["selected_only"]] = self.selected_only = _one_protocol
         self._pbase[self._pindex[MAX_GENERATION.data]] = cfg.max_generation
-        self._wide_layout = Layout(WIDE_INDEX, self._pindex)
-        self._client_layout = Layout(WORLD_INDEX, self._pindex)
         self._compiled: dict = {}     # id(term or effect) -> (it, whether it reads a client, compiled)
         self._client_memo: dict = {}  # (id(term or effect), a client's tuple) -> its value there
         self._g_terms: dict = {}      # id(term) -> (term, whether it reads a client, compiled)
         self._last_vector = (None, None, None)    # (params, client, their vector)
-        self._effects = {key: (compile_term(e.when, self._wide_layout),
-                               [(WIDE_INDEX[v], compile_term(t, self._wide_layout)) for v, t in e.updates.items()])
-                         for key, e in ROUTE_EFFECTS.items()}
-        assert all(WIDE_INDEX[n.data] < G_LEN for t in (ISSUED.when, *ISSUED.updates.values())
-                   for n in walk(t) if n.op == "var"), "ISSUED reads G only"
-        self._issued = [(WIDE_INDEX[v], compile_term(t, Layout(WIDE_INDEX, {}))) for v, t in ISSUED.updates.items()]
-        self._ended = compile_term(ENDED, Layout(WORLD_INDEX, {}))
         # the world's Next, by what each disjunct reads (its scope): a client's own steps, deliveries
         # (a client's request and G), the coordinator's own steps (G)
         self._disjuncts = disjuncts(cfg)
@@ -905,8 +894,28 @@ def _client_positions(terms: list, names: tuple) -> tuple:
     return tuple(sorted(CP[v] for v in read if v in CP))
 
 
+@cache
+def _step_terms() -> tuple:
+    """The parameters' places and the layouts the world step's terms are compiled over, and the routing's
+    effects, ISSUED and ENDED compiled: the spec's own terms, the same for every world, so once a process
+    (each world model compiled them again: ten milliseconds a model)."""
+    names = ["client", "timer_member", *(t.data for t in REQ.values()), "client_instance", "fresh",
+             MAX_GENERATION.data, "sender", "at", "selected_only", *(t.data for t in OUT.values()),
+             *("rec." + k for k in RECORD_FIELDS)]
+    pindex = {n: i for i, n in enumerate(names)}
+    wide, client = Layout(WIDE_INDEX, pindex), Layout(WORLD_INDEX, pindex)
+    effects = {key: (compile_term(e.when, wide), [(WIDE_INDEX[v], compile_term(t, wide)) for v, t in e.updates.items()])
+               for key, e in ROUTE_EFFECTS.items()}
+    assert all(WIDE_INDEX[n.data] < G_LEN for t in (ISSUED.when, *ISSUED.updates.values())
+               for n in walk(t) if n.op == "var"), "ISSUED reads G only"
+    issued = [(WIDE_INDEX[v], compile_term(t, Layout(WIDE_INDEX, {}))) for v, t in ISSUED.updates.items()]
+    return pindex, wide, client, effects, issued, compile_term(ENDED, Layout(WORLD_INDEX, {}))
+
+
+@cache
 def _check_locality() -> None:
     """The memoized deliveries and timers rely on this: coordinator rows read and write only the
-    group's variables (the client rows' locality: checkers/world/clients.py)."""
+    group's variables (the client rows' locality: checkers/world/clients.py).  Of the spec's own table, so
+    once a process (a failure is not cached: it is raised again at each model)."""
     from groupspec.spec.table import ROWS
     check_touches(ROWS, {v.name for v in STATE_VARS})
