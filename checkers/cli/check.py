@@ -70,13 +70,14 @@ def check_cmd(
                    f"proviso asks the whole visited set); leave out --workers")
     if engine not in ("python", "native"):
         fail_input(f"--engine {engine!r}: use python or native")
-    if cc is not None and cc not in ("gcc", "tcc"):
-        fail_input(f"--cc {cc!r}: use tcc or gcc")
     if engine != "native" and cc is not None:
         fail_input(f"--cc {cc} with --engine {engine}: only the native engine compiles; add --engine native")
-    cc = cc or "tcc"
     if engine == "native":
         _native_options(liveness, reduction, workers, visited, visited_dir, memory)
+        from groupspec.checkers.native.engine import COMPILERS      # (z3 and numpy: only when native)
+        cc = cc or COMPILERS[0]
+        if cc not in COMPILERS:
+            fail_input(f"--cc {cc!r}: use {' or '.join(COMPILERS)}")
         workers = 1
     workers = 1 if liveness or reduction else bounded_workers("--workers", 2 if workers is None else workers)
     on_disk, memo_limit = _visited_on_disk(visited, visited_dir, memory, workers, liveness)

@@ -33,7 +33,7 @@ from .codegen import MAX_SUCC, Generated
 
 _HERE = Path(__file__).resolve().parent
 OPT = "-O1"          # gcc's optimisation: what the compile costs against what the search gains (benchmarks/native.py)
-COMPILERS = ("gcc", "tcc")
+COMPILERS = ("tcc", "gcc")      # the first is the CLI's default: a compile in a second (docs/benchmarks.md)
 MAX_LEVELS = 4096
 MAX_ENDS = 4096
 
