@@ -17,7 +17,7 @@ from functools import partial
 import pytest
 
 from groupspec.checkers.world import bmc_search as BMC
-from groupspec.checkers.world.bmc import StepRelation, reachable
+from groupspec.checkers.world.bmc import StepRelation, _replayed, reachable
 from groupspec.checkers.world.bmc_search import bmc
 from groupspec.checkers.world.bmc_sat import SatStep, bmc_sat
 from groupspec.checkers.search.explicit import check
@@ -104,6 +104,11 @@ def test_prove_bmc_writes_its_counterexample_in_the_three_formats(monkeypatch, c
     (["--bmc", "2", "--preset", "huge"], "--preset 'huge': unknown preset"),
     (["--bmc", "2", "--clients", "0"], "--clients"),
     (["--no-crash"], "a closed world is for --bmc K"),
+    (["--leap"], "--leap is for --bmc K's search of a closed world; give --bmc K with it"),
+    (["--bmc-solver", "sat"], "--bmc-solver is for --bmc K's search"),
+    (["--bmc", "2", "--leap"], "--leap asks the SAT solver one question for every depth: give --bmc-solver sat"),
+    (["--bmc", "2", "--bmc-solver", "cvc5"], "--bmc-solver 'cvc5': use z3 or sat"),
+    (["--bmc", "2", "--bmc-solver", "sat", "--timeout", "5"], "--timeout 5 is Z3's time per query"),
 ])
 def test_prove_bmc_refuses_bad_input(monkeypatch, capsys, tmp_path, args, says):
     (tmp_path / "f").write_text("")
@@ -160,3 +165,106 @@ def test_bmc_takes_a_planted_eager_re_check_as_the_world_model_does():
     assert explicit.result == "violation"
     r = bmc(StepRelation(ONE, eager=skip), explicit.depth, mode="sat")
     assert (r.result, r.depth) == ("violation", explicit.depth), r.detail
+
+
+PLANTED_ONE = plant(member_also_pending, lambda n: n.startswith("JoinGroup: new dynamic member must rejoin"))
+
+
+@pytest.fixture(scope="module")
+def planted_one() -> SatStep:
+    return SatStep(StepRelation(ONE, PLANTED_ONE))      # clauses made once (seconds), unrolled by each test
+
+
+def test_a_leap_finds_a_violation_within_its_depth_replays_it_and_does_not_call_it_shortest(planted_one):
+    explicit = check(WorldModel(ONE, PLANTED_ONE))
+    r = bmc_sat(planted_one.rel, 8, sat_step=planted_one, leap=True)
+    assert r.result == "violation", r.detail        # replayed concretely, cut at the first violation met
+    assert explicit.depth <= r.depth <= 8 and len(r.path) == r.depth + 1 and len(r.steps) == r.depth
+    assert r.violation == explicit.violation and not r.shortest and r.solve_seconds > 0
+    # depth by depth, the same clauses find it at the explicit search's depth, and say it is shortest
+    by_depth = bmc_sat(planted_one.rel, 8, sat_step=planted_one)
+    assert (by_depth.result, by_depth.depth, by_depth.shortest) == ("violation", explicit.depth, True)
+
+
+def test_a_leap_short_of_the_violation_answers_for_every_depth_at_once(planted_one):
+    r = bmc_sat(planted_one.rel, 1, sat_step=planted_one, leap=True)      # the violation is 2 steps deep
+    assert (r.result, r.depth) == ("ok", 1), r.detail
+    # one question, so one time for solving; each depth's entry is its unrolling
+    assert len(r.seconds_per_depth) == 2 and r.solve_seconds > 0
+    with pytest.raises(ValueError, match="mode sat"):
+        bmc(planted_one.rel, 3, mode="push", leap=True)
+
+
+def test_a_leap_s_replay_cuts_the_trace_at_the_first_violation_it_meets(planted_one):
+    # a leap's model may break an invariant before the depth whose question it answered (the
+    # questions imply the violations, not the converse): the replay reports the first, where
+    # the depth-by-depth search, which showed every depth before clean, calls it a disagreement
+    explicit = check(WorldModel(ONE, PLANTED_ONE))
+    states = [flat for _, flat in explicit.path[:-1]]   # its last entry is the row breaking it on its way
+    trace = states + [states[-1], states[-1]]          # and the model went on past it
+    W = planted_one.rel.world
+    cut = _replayed(W, trace, "whatever-the-model-said", len(trace) - 1, earliest=True)
+    assert (cut.result, cut.depth, cut.violation) == ("violation", explicit.depth, explicit.violation)
+    assert len(cut.path) == len(explicit.path) and cut.states == trace[:explicit.depth + 1]
+    assert _replayed(W, trace, explicit.violation, len(trace) - 1).result == "disagreement"
+
+
+def test_prove_bmc_leap_says_its_counterexample_is_not_shown_shortest(monkeypatch, capsys, planted_one):
+    from groupspec.checkers.world import bmc_sat as SAT
+    monkeypatch.setitem(PRESETS, "tiny", ONE)
+    # the CLI's BMC, of the planted table, over the clauses made once for these tests
+    real = BMC.bmc
+    monkeypatch.setattr(BMC, "bmc", lambda cfg, depth, **kw: real(planted_one.rel, depth, **kw))
+    monkeypatch.setattr(SAT, "SatStep", lambda rel: planted_one)
+    code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "4", "--bmc-solver", "sat", "--leap")
+    assert code == 1, err
+    assert "bmc: asking once for a violation within 4 steps" in err and "step 4 unrolled" in err
+    first = out.splitlines()[0]
+    assert first.startswith("bmc tiny: violation at depth ") and ": leader-is-member (replayed: " in first, first
+    assert first.endswith("); not shown shortest (a leap): `--bmc` without --leap finds a shortest"), first
+    code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "4", "--bmc-solver", "sat", "--leap", "--json")
+    doc = json.loads(out)
+    assert (code, doc["solver"], doc["leap"], doc["shortest"], doc["result"]) == (1, "sat", True, False, "violation")
+    assert doc["solve_seconds"] > 0 and len(doc["counterexample"]["steps"]) == doc["depth"] + 1
+
+
+def _pigeons(sat, n: int) -> None:
+    """n+1 pigeons in n holes: unsatisfiable, and hard for a CDCL solver (minutes at n = 11)."""
+    x = {(p, h): int(sat.fresh(1)[0]) for p in range(n + 1) for h in range(n)}
+    for p in range(n + 1):
+        sat.solver.add_clause([x[p, h] for h in range(n)])
+    for h in range(n):
+        for p in range(n + 1):
+            for q in range(p):
+                sat.solver.add_clause([-x[p, h], -x[q, h]])
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_long_sat_question_stops_at_its_budget_and_at_a_signal():
+    # a leap's one question ran 10 minutes and more on the 3-client world; its solver runs in C, where a
+    # signal's handler (Ctrl-C, SIGTERM) cannot run until it returns
+    import os
+    import signal
+    import threading
+    import time
+    from groupspec.checkers.world.bmc_sat import _Sat
+    sat = _Sat()
+    _pigeons(sat, 11)
+    # Glucose looks at its interrupt now and then (0.5-2.5 s here): "at once" is seconds, not the minutes of the question
+    t = time.perf_counter()
+    assert sat.solve([], 0.5) is None and time.perf_counter() - t < 10
+    before = signal.signal(signal.SIGUSR1, lambda *_: (_ for _ in ()).throw(_Stop()))
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGUSR1))
+    try:
+        timer.start()
+        t = time.perf_counter()
+        with pytest.raises(_Stop):
+            sat.solve([], None)
+        assert time.perf_counter() - t < 10
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR1, before)
+    assert sat.solve([], 0.2) is None        # interrupted, not broken: it answers (or runs out) again

@@ -68,6 +68,12 @@ def prove_cmd(
     bmc: Optional[int] = typer.Option(None, "--bmc", help="Instead: bounded model checking of a closed world, "
                                       "K steps deep from its initial state (Z3; the same declarations the "
                                       "explicit checker compiles)."),
+    bmc_solver: Optional[str] = typer.Option(None, "--bmc-solver", help="With --bmc: z3 (Z3 asked at each depth) "
+                                             "or sat (the step bit-blasted once, unrolled in a SAT solver: "
+                                             "deeper in the same time) [default: z3]."),
+    leap: bool = typer.Option(False, "--leap", help="With --bmc K --bmc-solver sat: ask once for a violation "
+                              "within K steps rather than depth by depth; sooner to a violation, which is then "
+                              "not shown shortest."),
     out_dir: Optional[str] = typer.Option(None, "--out", help="With --bmc: where to write a counterexample (ITF, "
                                                                "table, Mermaid)."),
     engine: Optional[str] = typer.Option(None, "--engine", help="houdini: induction and Houdini's search over "
@@ -99,7 +105,7 @@ def prove_cmd(
                        f"induction proofs; --bmc checks every invariant of the world, K steps deep (--out writes "
                        f"its counterexample); leave {'it' if len(given) == 1 else 'them'} out")
         with z3_interruptible():
-            run_bmc(bmc, world, timeout, out_dir, as_json)
+            run_bmc(bmc, world, timeout, out_dir, as_json, bmc_solver or "z3", leap)
         return
     flags = [n for n, v in world.items() if n != "preset" and v is not None]
     if flags or world["preset"] != "tiny":
@@ -107,6 +113,9 @@ def prove_cmd(
         fail_input(f"{given}: a closed world is for --bmc K; the induction proofs are over every group state")
     if out_dir is not None:
         fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
+    for flag, given in (("--bmc-solver", bmc_solver is not None), ("--leap", leap)):
+        if given:
+            fail_input(f"{flag} is for --bmc K's search of a closed world; give --bmc K with it")
     timeout = 3.0 if timeout is None else timeout
     strengthen = True if strengthen is None else strengthen
     bound = 2 if bound is None else bound
@@ -155,30 +164,46 @@ def prove_cmd(
         raise typer.Exit(1)
 
 
-def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None, as_json: bool) -> None:
+def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None, as_json: bool,
+            solver: str = "z3", leap: bool = False) -> None:
     """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation (written
     with --out in the three counterexample formats, as `check` writes one), 2 when the
-    interpretations disagree or Z3 gives up (the answer cannot be trusted either way)."""
+    interpretations disagree or the solver gives up (the answer cannot be trusted either way)."""
     from groupspec.checkers.world.bmc_search import bmc
     from groupspec.checkers.review.counterexample import step_table, to_itf
     from groupspec.checkers.world.state_space import WorldModel
     if not 0 <= depth <= 64:
         fail_input(f"--bmc {depth}: give a depth from 0 to 64 (each step is a copy of the world's variables)")
+    if solver not in ("z3", "sat"):
+        fail_input(f"--bmc-solver {solver!r}: use z3 or sat")
+    if leap and solver != "sat":
+        fail_input("--leap asks the SAT solver one question for every depth: give --bmc-solver sat with it")
     cfg = world_of(**world)
     preset = world["preset"]
     if timeout is not None and not 0 < timeout <= 86_400:
         fail_input(f"--timeout {timeout:g}: give seconds in (0, 86400] per Z3 query, or leave it out for none")
+    if timeout is not None and solver == "sat":
+        fail_input(f"--timeout {timeout:g} is Z3's time per query, and --bmc-solver sat asks no Z3 query; "
+                   f"leave it out (stop the search with Ctrl-C)")
     out_path = output_path("--out", out_dir, "dir", CE_FILES) if out_dir is not None else None
 
     def progress(k, paths, secs):
         if not as_json:
-            what = "step relation built" if k == 0 else f"depth {k - 1} answered, depth {k} unrolled"
+            what = ("step relation built" if k == 0 else f"step {k} unrolled" if leap
+                    else f"depth {k - 1} answered, depth {k} unrolled")
             err.print(f"bmc: {what} ({paths} paths per step) in {secs:.1f} s", markup=False, highlight=False)
-    res = bmc(cfg, depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress)
+            if leap and k == depth:
+                err.print(f"bmc: asking once for a violation within {depth} steps", markup=False, highlight=False)
+    res = bmc(cfg, depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress,
+              mode="sat" if solver == "sat" else "push", leap=leap)
     model = WorldModel(cfg)
     doc = {"result": res.result, "preset": preset, "depth": res.depth, "violation": res.violation,
-           "detail": res.detail, "paths_per_step": res.paths_per_step, "build_seconds": round(res.build_seconds, 2),
-           "seconds_per_depth": [round(x, 2) for x in res.seconds_per_depth]}
+           "detail": res.detail, "solver": solver, "leap": leap, "paths_per_step": res.paths_per_step,
+           "build_seconds": round(res.build_seconds, 2), "seconds_per_depth": [round(x, 2) for x in res.seconds_per_depth]}
+    if res.result == "violation":
+        doc["shortest"] = res.shortest
+    if leap:
+        doc["solve_seconds"] = round(res.solve_seconds, 2)
     if res.path:
         doc["counterexample"] = {"steps": step_table(res.path, model),
                                  "itf": to_itf(res.path, model, res.violation, source="groupspec prove --bmc"),
@@ -186,9 +211,11 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
     if as_json:
         print(json.dumps(doc, indent=2))
     else:
+        unshown = ("; not shown shortest (a leap): `--bmc` without --leap finds a shortest"
+                   if res.result == "violation" and not res.shortest else "")
         out.print(f"bmc {preset}: {res.result} at depth {res.depth}"
-                  + (f": {res.violation}" if res.violation else "") + (f" ({res.detail})" if res.detail else ""),
-                  markup=False, highlight=False)
+                  + (f": {res.violation}" if res.violation else "") + (f" ({res.detail})" if res.detail else "")
+                  + unshown, markup=False, highlight=False)
         for st in doc.get("counterexample", {}).get("steps", []):
             out.print(f"  {st['step']:>3}  {st['action']}", markup=False, highlight=False)
     if res.path and out_path and res.result == "violation":

@@ -490,6 +490,9 @@ class BmcResult:
     steps: list = field(default_factory=list)     # [(label, rows)] of each step, as BMC took it
     build_seconds: float = 0.0        # building the step relation, once
     detail: str = ""
+    shortest: bool = True             # a violation: no state fewer steps deep breaks an invariant
+    solve_seconds: float = 0.0        # a leap's one question (bmc_sat `_leap`): wall and CPU seconds
+    solve_cpu_seconds: float = 0.0
 
 
 class StepRelation:
@@ -735,20 +738,25 @@ def _between(A: dict, B: dict) -> list:
     return [(a, b) for n in _VAR_NAMES for a, b in zip(_leaves(A[n]), _leaves(B[n]))]
 
 
-def _replayed(W: SymbolicWorld, trace: list, violation: str, k: int) -> BmcResult:
+def _replayed(W: SymbolicWorld, trace: list, violation: str, k: int, earliest: bool = False) -> BmcResult:
     """Replay a BMC trace through the explicit checker's world model: each state must be a
     successor of the one before, and the last must break an invariant (or be reached by a
-    step that breaks one on its way, as the explicit checker reports it)."""
+    step that breaks one on its way, as the explicit checker reports it).  `earliest`: the
+    depths before k were not shown clean (a leap), so a violation met on the way is the
+    counterexample, cut there, rather than a disagreement."""
     model = W.model
     cur = model.init_states()[0]
     path = [(None, model.flat(cur))]
+    first = model.violated(cur) if earliest else None
+    if first is not None:
+        return BmcResult("violation", 0, first, path, trace[:1])
     for i, want in enumerate(trace[1:], 1):
         try:
             succ, _ = model.successors(cur)
         except InvariantViolation as e:
-            if i == len(trace) - 1:
+            if i == len(trace) - 1 or earliest:
                 path.append((model.failing_step(e), model.flat(cur)))     # as the explicit checker ends it
-                return BmcResult("violation", k, violation, path, trace,
+                return BmcResult("violation", i, e.invariant.name if earliest else violation, path, trace[:i + 1],
                                  detail=f"replayed: a row of the last step breaks {e.invariant.name} on its way")
             return BmcResult("disagreement", k, violation, path, trace,
                              detail=f"the concrete world breaks {e.invariant.name} from state {i - 1}, before the "
@@ -760,6 +768,9 @@ def _replayed(W: SymbolicWorld, trace: list, violation: str, k: int) -> BmcResul
                                     f"model: the symbolic and concrete interpretations disagree")
         cur = next(t for st, t in succ if st is step)
         path.append((step, model.flat(cur)))
+        first = model.violated(cur) if earliest else None
+        if first is not None:
+            return BmcResult("violation", i, first, path, trace[:i + 1])
     if model.violated(cur) is None:
         return BmcResult("disagreement", k, violation, path, trace,
                          detail=f"the concrete world model finds no violation of {violation} in BMC's last state")

@@ -25,6 +25,7 @@ bmc.py's are (`bmc._replayed`).
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -313,71 +314,170 @@ class _Sat:
         self.top += n
         return got
 
+    def solve(self, assumptions: list, seconds: float | None) -> bool | None:
+        """The solver's answer, or None when `seconds` ran out first.  It solves in a thread of its
+        own with the GIL released (pysat's `expect_interrupt`), so this thread stays free to run a
+        signal's handler (Ctrl-C, SIGTERM): whatever the handler raises interrupts the solver
+        before it goes on up, rather than waiting for a query that may take many minutes."""
+        got: list = []
+        done = threading.Event()        # not Thread.join: one a handler's exception broke off may return early
+
+        def work() -> None:
+            try:
+                got.append(self.solver.solve_limited(assumptions=assumptions, expect_interrupt=True))
+            finally:
+                done.set()
+        threading.Thread(target=work, daemon=True).start()
+        until = None if seconds is None else time.perf_counter() + seconds
+        try:
+            while not done.wait(0.05):
+                if until is not None and time.perf_counter() >= until:
+                    self.solver.interrupt()
+                    until = None
+        except BaseException:
+            self.solver.interrupt()
+            while not done.wait(0.05):      # the solver is not to be touched until its thread is out
+                pass
+            self.solver.clear_interrupt()
+            raise
+        self.solver.clear_interrupt()
+        return got[0]
+
+
+class _Unrolled:
+    """Copies of the step's clauses from the initial state on, in one SAT solver: `states[k]` are
+    depth k's bits, `picks[k]` the paths' Booleans of the step from k; `questions()` asks how
+    the last state, or the step into it, breaks an invariant (`only`: these alone)."""
+
+    def __init__(self, S: SatStep, only: set | None):
+        self.S, self.only = S, only
+        self.sat = _Sat()
+        self.states = [self.sat.fresh(len(S.slots))]
+        for v, b in zip(self.states[0].tolist(), S.init):
+            self.sat.solver.add_clause([v if b else -v])
+        self.picks: list = []
+        self.pending: list = []       # (name, literal): broken inside the step into the last state
+
+    def questions(self) -> list:
+        qs = self.S.state.copy(self.sat, {"x": self.states[-1]})["q"].tolist()
+        asked = self.pending + list(zip(self.S.violations, qs))
+        return [(n, q) for n, q in asked if self.only is None or n in self.only or n == OUT_OF_BOUNDS]
+
+    def extend(self) -> None:
+        got = self.S.step.copy(self.sat, {"x": self.states[-1]})
+        self.states.append(got["y"])
+        self.picks.append(got["pick"])
+        self.pending = list(zip(self.S.inside, got["q"].tolist()))
+
+    def truth(self) -> np.ndarray:
+        """The model the solver found, as a truth value per variable."""
+        truth = np.zeros(self.sat.top + 1, dtype=bool)
+        truth[np.array([x for x in self.sat.solver.get_model() if x > 0], dtype=np.int64)] = True
+        return truth
+
+    def replayed(self, truth: np.ndarray, name: str, k: int, earliest: bool = False) -> BmcResult:
+        """The model's first k steps read back into concrete states and replayed (`bmc._replayed`)."""
+        rel, S = self.S.rel, self.S
+        trace = [rel.world.concrete(_Values(S.decode(truth[s].tolist())), rel.X) for s in self.states[:k + 1]]
+        res = _replayed(rel.world, trace, name, k, earliest=earliest)
+        res.steps = [(rel.paths[i].label, rel.paths[i].rows)
+                     for i in (int(np.argmax(truth[p])) for p in self.picks[:res.depth])]
+        return res
+
 
 def bmc_sat(rel: StepRelation, depth: int, progress=None, budget_s: float | None = None,
-            only: set | None = None, sat_step: SatStep | None = None) -> BmcResult:
+            only: set | None = None, sat_step: SatStep | None = None, leap: bool = False) -> BmcResult:
     """bmc_search.bmc's search (shortest depth first, every model replayed concretely), over clauses.
-    `budget_s` is looked at before each depth: the depth under way when it runs out is finished.  `sat_step`: the clauses, if made before."""
+    `budget_s`: seconds from the call (making the clauses included); a question under way when they run
+    out is interrupted.  `sat_step`: the clauses, if made before.  `leap`: see `_leap`."""
     t0 = time.perf_counter()
     S = sat_step or SatStep(rel)
     built = rel.build_seconds + S.seconds
     n_paths = len(rel.paths)
     if progress:
         progress(0, n_paths, built)
-    sat = _Sat()
-    states = [sat.fresh(len(S.slots))]
-    for v, b in zip(states[0].tolist(), S.init):
-        sat.solver.add_clause([v if b else -v])
-    picks: list = []
-    pending: list = []          # (name, literal): broken inside the step into the last state
+    U = _Unrolled(S, only)
     secs: list = []
     cpu: list = []
 
     def result(kind: str, k: int, **kw) -> BmcResult:
         return BmcResult(kind, k, seconds_per_depth=secs, cpu_seconds_per_depth=cpu, paths_per_step=n_paths,
                          build_seconds=built, **kw)
+
+    def left() -> float | None:
+        return None if budget_s is None else budget_s - (time.perf_counter() - t0)
+
+    def stopped(k: int) -> BmcResult:
+        return result("stopped", k, detail=f"the budget of {budget_s:g} s was spent")
+
+    def found(truth, asked: list, k: int) -> BmcResult:
+        name = next(n for n, q in asked if truth[q])
+        if name == OUT_OF_BOUNDS:
+            return result("unknown", k, detail=f"depth {k}: {OUT_OF_BOUNDS[6:-1]} ([-1, {S.hi}]); "
+                                               f"BMC over Z3's terms (mode push) has no such bound")
+        res = U.replayed(truth, name, k, earliest=leap)
+        res.seconds_per_depth, res.cpu_seconds_per_depth = secs, cpu
+        res.paths_per_step, res.build_seconds = n_paths, built
+        return res
+    if leap:
+        return _leap(U, depth, progress, left, stopped, found, result, secs, cpu)
     for k in range(depth + 1):
         t1, c1 = time.perf_counter(), time.process_time()
-        qs = S.state.copy(sat, {"x": states[k]})["q"].tolist()
-        asked = pending + [(n, q) for n, q in zip(S.violations, qs)]
-        asked = [(n, q) for n, q in asked if only is None or n in only or n == OUT_OF_BOUNDS]
-        act = int(sat.fresh(1)[0])
-        sat.solver.add_clause([-act] + [q for _, q in asked])
-        if budget_s is not None and t1 - t0 >= budget_s:
-            return result("stopped", k - 1, detail=f"the budget of {budget_s:g} s was spent")
-        if sat.solver.solve(assumptions=[act]):
-            model = sat.solver.get_model()
-            truth = np.zeros(sat.top + 1, dtype=bool)
-            pos = np.array([x for x in model if x > 0], dtype=np.int64)
-            truth[pos] = True
-            name = next(n for n, q in asked if truth[q])
-            secs.append(time.perf_counter() - t1)
-            cpu.append(time.process_time() - c1)
-            if name == OUT_OF_BOUNDS:
-                return result("unknown", k, detail=f"depth {k}: {OUT_OF_BOUNDS[6:-1]} ([-1, {S.hi}]); "
-                                                   f"BMC over Z3's terms (mode push) has no such bound")
-            W = rel.world
-            trace = [W.concrete(_Values(S.decode(truth[s].tolist())), rel.X) for s in states]
-            res = _replayed(W, trace, name, k)
-            res.steps = [(rel.paths[i].label, rel.paths[i].rows)
-                         for i in (int(np.argmax(truth[p])) for p in picks)]
-            res.seconds_per_depth, res.cpu_seconds_per_depth = secs, cpu
-            res.paths_per_step, res.build_seconds = n_paths, built
-            return res
-        sat.solver.add_clause([-act])        # this depth's question is answered: retire it
-        if k == depth:
-            secs.append(time.perf_counter() - t1)
-            cpu.append(time.process_time() - c1)
-            break
-        got = S.step.copy(sat, {"x": states[k]})
-        states.append(got["y"])
-        picks.append(got["pick"])
-        pending = [(n, q) for n, q in zip(S.inside, got["q"].tolist())]
+        asked = U.questions()
+        act = int(U.sat.fresh(1)[0])
+        U.sat.solver.add_clause([-act] + [q for _, q in asked])
+        if left() is not None and left() <= 0:
+            return stopped(k - 1)
+        answer = U.sat.solve([act], left())
         secs.append(time.perf_counter() - t1)
         cpu.append(time.process_time() - c1)
+        if answer is None:
+            return stopped(k - 1)
+        if answer:
+            return found(U.truth(), asked, k)
+        U.sat.solver.add_clause([-act])        # this depth's question is answered: retire it
+        if k == depth:
+            break
+        U.extend()
+        secs[-1], cpu[-1] = time.perf_counter() - t1, time.process_time() - c1
         if progress:
             progress(k + 1, n_paths, secs[-1])
     return result("ok", depth)
+
+
+def _leap(U: _Unrolled, depth: int, progress, left, stopped, found, result, secs: list, cpu: list) -> BmcResult:
+    """One question for every depth at once: does some state within `depth` steps break an invariant?
+    Every step is unrolled first and the solver asked once, without proving each depth before it
+    clean, which is what costs depth by depth (on the 3-client world with faults, about three times
+    the depth before).  No: no state within `depth` steps breaks one (as depth by depth).  Yes: the
+    model's first state that breaks one, replayed; a violation the replay meets on the way is
+    reported where it is met.  The counterexample is not shown shortest (`shortest` is False)."""
+    asked: list = []                 # (depth, name, literal)
+    for k in range(depth + 1):
+        t1, c1 = time.perf_counter(), time.process_time()
+        asked += [(k, n, q) for n, q in U.questions()]
+        if k < depth:
+            U.extend()
+        secs.append(time.perf_counter() - t1)
+        cpu.append(time.process_time() - c1)
+        if progress and k < depth:
+            progress(k + 1, len(U.S.rel.paths), secs[-1])
+    U.sat.solver.add_clause([q for _, _, q in asked])
+    t1, c1 = time.perf_counter(), time.process_time()
+    answer = None if left() is not None and left() <= 0 else U.sat.solve([], left())
+    solving = {"solve_seconds": time.perf_counter() - t1, "solve_cpu_seconds": time.process_time() - c1}
+    if answer is None:
+        res = stopped(-1)
+    elif not answer:
+        res = result("ok", depth)
+    else:
+        truth = U.truth()
+        k = min(k for k, _, q in asked if truth[q])
+        res = found(truth, [(n, q) for j, n, q in asked if j == k], k)
+        res.shortest = res.depth == 0
+    for key, value in solving.items():
+        setattr(res, key, value)
+    return res
 
 
 class _Values:
