@@ -389,95 +389,113 @@ def bmc_sat(rel: StepRelation, depth: int, progress=None, budget_s: float | None
             only: set | None = None, sat_step: SatStep | None = None, leap: bool = False) -> BmcResult:
     """bmc_search.bmc's search (shortest depth first, every model replayed concretely), over clauses.
     `budget_s`: seconds from the call (making the clauses included); a question under way when they run
-    out is interrupted.  `sat_step`: the clauses, if made before.  `leap`: see `_leap`."""
-    t0 = time.perf_counter()
-    S = sat_step or SatStep(rel)
-    built = rel.build_seconds + S.seconds
-    n_paths = len(rel.paths)
-    if progress:
-        progress(0, n_paths, built)
-    U = _Unrolled(S, only)
-    secs: list = []
-    cpu: list = []
+    out is interrupted.  `sat_step`: the clauses, if made before.  `leap`: see `_Search.leap`."""
+    search = _Search(rel, sat_step, only, budget_s, progress)
+    return search.leap(depth) if leap else search.deepen(depth)
 
-    def result(kind: str, k: int, **kw) -> BmcResult:
-        return BmcResult(kind, k, seconds_per_depth=secs, cpu_seconds_per_depth=cpu, paths_per_step=n_paths,
-                         build_seconds=built, **kw)
 
-    def left() -> float | None:
-        return None if budget_s is None else budget_s - (time.perf_counter() - t0)
+class _Search:
+    """One search over one unrolling: its clock, its budget and the seconds each depth took."""
 
-    def stopped(k: int) -> BmcResult:
-        return result("stopped", k, detail=f"the budget of {budget_s:g} s was spent")
+    def __init__(self, rel: StepRelation, sat_step: SatStep | None, only: set | None, budget_s: float | None,
+                 progress):
+        self.t0 = time.perf_counter()
+        self.S = S = sat_step or SatStep(rel)
+        self.built, self.n_paths = rel.build_seconds + S.seconds, len(rel.paths)
+        self.budget_s, self.progress = budget_s, progress
+        if progress:
+            progress(0, self.n_paths, self.built)
+        self.U = _Unrolled(S, only)
+        self.secs: list = []
+        self.cpu: list = []
 
-    def found(truth, asked: list, k: int) -> BmcResult:
+    def result(self, kind: str, k: int, **kw) -> BmcResult:
+        return BmcResult(kind, k, seconds_per_depth=self.secs, cpu_seconds_per_depth=self.cpu,
+                         paths_per_step=self.n_paths, build_seconds=self.built, **kw)
+
+    def left(self) -> float | None:
+        return None if self.budget_s is None else self.budget_s - (time.perf_counter() - self.t0)
+
+    def ask(self, assumptions: list) -> bool | None:
+        """The solver's answer, None when the budget is spent (before or while it is asked)."""
+        left = self.left()
+        return None if left is not None and left <= 0 else self.U.sat.solve(assumptions, left)
+
+    def stopped(self, k: int) -> BmcResult:
+        return self.result("stopped", k, detail=f"the budget of {self.budget_s:g} s was spent")
+
+    def timed(self, t1: float, c1: float, k: int | None = None) -> None:
+        """Depth k's seconds, from (t1, c1) on (k None: a new depth's)."""
+        at = len(self.secs) if k is None else k
+        del self.secs[at:], self.cpu[at:]
+        self.secs.append(time.perf_counter() - t1)
+        self.cpu.append(time.process_time() - c1)
+
+    def found(self, truth, asked: list, k: int, earliest: bool) -> BmcResult:
         name = next(n for n, q in asked if truth[q])
         if name == OUT_OF_BOUNDS:
-            return result("unknown", k, detail=f"depth {k}: {OUT_OF_BOUNDS[6:-1]} ([-1, {S.hi}]); "
-                                               f"BMC over Z3's terms (mode push) has no such bound")
-        res = U.replayed(truth, name, k, earliest=leap)
-        res.seconds_per_depth, res.cpu_seconds_per_depth = secs, cpu
-        res.paths_per_step, res.build_seconds = n_paths, built
+            return self.result("unknown", k, detail=f"depth {k}: {OUT_OF_BOUNDS[6:-1]} ([-1, {self.S.hi}]); "
+                                                    f"BMC over Z3's terms (mode push) has no such bound")
+        res = self.U.replayed(truth, name, k, earliest=earliest)
+        res.seconds_per_depth, res.cpu_seconds_per_depth = self.secs, self.cpu
+        res.paths_per_step, res.build_seconds = self.n_paths, self.built
         return res
-    if leap:
-        return _leap(U, depth, progress, left, stopped, found, result, secs, cpu)
-    for k in range(depth + 1):
-        t1, c1 = time.perf_counter(), time.process_time()
-        asked = U.questions()
-        act = int(U.sat.fresh(1)[0])
-        U.sat.solver.add_clause([-act] + [q for _, q in asked])
-        if left() is not None and left() <= 0:
-            return stopped(k - 1)
-        answer = U.sat.solve([act], left())
-        secs.append(time.perf_counter() - t1)
-        cpu.append(time.process_time() - c1)
-        if answer is None:
-            return stopped(k - 1)
-        if answer:
-            return found(U.truth(), asked, k)
-        U.sat.solver.add_clause([-act])        # this depth's question is answered: retire it
-        if k == depth:
-            break
-        U.extend()
-        secs[-1], cpu[-1] = time.perf_counter() - t1, time.process_time() - c1
-        if progress:
-            progress(k + 1, n_paths, secs[-1])
-    return result("ok", depth)
 
-
-def _leap(U: _Unrolled, depth: int, progress, left, stopped, found, result, secs: list, cpu: list) -> BmcResult:
-    """One question for every depth at once: does some state within `depth` steps break an invariant?
-    Every step is unrolled first and the solver asked once, without proving each depth before it
-    clean, which is what costs depth by depth (on the 3-client world with faults, about three times
-    the depth before).  No: no state within `depth` steps breaks one (as depth by depth).  Yes: the
-    model's first state that breaks one, replayed; a violation the replay meets on the way is
-    reported where it is met.  The counterexample is not shown shortest (`shortest` is False)."""
-    asked: list = []                 # (depth, name, literal)
-    for k in range(depth + 1):
-        t1, c1 = time.perf_counter(), time.process_time()
-        asked += [(k, n, q) for n, q in U.questions()]
-        if k < depth:
+    def deepen(self, depth: int) -> BmcResult:
+        """Depth by depth: each depth's question answered before the next step is unrolled."""
+        U = self.U
+        for k in range(depth + 1):
+            t1, c1 = time.perf_counter(), time.process_time()
+            asked = U.questions()
+            act = int(U.sat.fresh(1)[0])
+            U.sat.solver.add_clause([-act] + [q for _, q in asked])
+            answer = self.ask([act])
+            self.timed(t1, c1)
+            if answer is None:
+                return self.stopped(k - 1)
+            if answer:
+                return self.found(U.truth(), asked, k, earliest=False)
+            U.sat.solver.add_clause([-act])        # this depth's question is answered: retire it
+            if k == depth:
+                break
             U.extend()
-        secs.append(time.perf_counter() - t1)
-        cpu.append(time.process_time() - c1)
-        if progress and k < depth:
-            progress(k + 1, len(U.S.rel.paths), secs[-1])
-    U.sat.solver.add_clause([q for _, _, q in asked])
-    t1, c1 = time.perf_counter(), time.process_time()
-    answer = None if left() is not None and left() <= 0 else U.sat.solve([], left())
-    solving = {"solve_seconds": time.perf_counter() - t1, "solve_cpu_seconds": time.process_time() - c1}
-    if answer is None:
-        res = stopped(-1)
-    elif not answer:
-        res = result("ok", depth)
-    else:
-        truth = U.truth()
-        k = min(k for k, _, q in asked if truth[q])
-        res = found(truth, [(n, q) for j, n, q in asked if j == k], k)
-        res.shortest = res.depth == 0
-    for key, value in solving.items():
-        setattr(res, key, value)
-    return res
+            self.timed(t1, c1, k)
+            if self.progress:
+                self.progress(k + 1, self.n_paths, self.secs[-1])
+        return self.result("ok", depth)
+
+    def leap(self, depth: int) -> BmcResult:
+        """One question for every depth at once: does some state within `depth` steps break an invariant?
+        Every step is unrolled first and the solver asked once, without proving each depth before it
+        clean, which is what costs depth by depth (on the 3-client world with faults, about three times
+        the depth before).  No: no state within `depth` steps breaks one (as depth by depth).  Yes: the
+        model's first state that breaks one, replayed; a violation the replay meets on the way is
+        reported where it is met.  The counterexample is not shown shortest (`shortest` is False)."""
+        U = self.U
+        asked: list = []                 # (depth, name, literal)
+        for k in range(depth + 1):
+            t1, c1 = time.perf_counter(), time.process_time()
+            asked += [(k, n, q) for n, q in U.questions()]
+            if k < depth:
+                U.extend()
+            self.timed(t1, c1)
+            if self.progress and k < depth:
+                self.progress(k + 1, self.n_paths, self.secs[-1])
+        U.sat.solver.add_clause([q for _, _, q in asked])
+        t1, c1 = time.perf_counter(), time.process_time()
+        answer = self.ask([])
+        solve_seconds, solve_cpu_seconds = time.perf_counter() - t1, time.process_time() - c1
+        if answer is None:
+            res = self.stopped(-1)
+        elif not answer:
+            res = self.result("ok", depth)
+        else:
+            truth = U.truth()
+            k = min(k for k, _, q in asked if truth[q])
+            res = self.found(truth, [(n, q) for j, n, q in asked if j == k], k, earliest=True)
+            res.shortest = res.depth == 0
+        res.solve_seconds, res.solve_cpu_seconds = solve_seconds, solve_cpu_seconds
+        return res
 
 
 class _Values:
