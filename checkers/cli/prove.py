@@ -66,8 +66,8 @@ def prove_cmd(
                                          "counterexamples to induction break, per invariant; full: Houdini over "
                                          "every candidate (the largest inductive subset), then unsat cores."),
     bmc: Optional[int] = typer.Option(None, "--bmc", help="Instead: bounded model checking of a closed world, "
-                                      "K steps deep from its initial state (Z3; the same declarations the "
-                                      "explicit checker compiles)."),
+                                      "K steps deep from its initial state (Z3, or a SAT solver: --bmc-solver; "
+                                      "the same declarations the explicit checker compiles)."),
     bmc_solver: Optional[str] = typer.Option(None, "--bmc-solver", help="With --bmc: z3 (Z3 asked at each depth) "
                                              "or sat (the step bit-blasted once, unrolled in a SAT solver: "
                                              "deeper in the same time) [default: z3]."),

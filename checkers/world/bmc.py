@@ -491,7 +491,7 @@ class BmcResult:
     build_seconds: float = 0.0        # building the step relation, once
     detail: str = ""
     shortest: bool = True             # a violation: no state fewer steps deep breaks an invariant
-    solve_seconds: float = 0.0        # a leap's one question (bmc_sat `_leap`): wall and CPU seconds
+    solve_seconds: float = 0.0        # a leap's one question (bmc_sat `_Search.leap`): wall and CPU seconds
     solve_cpu_seconds: float = 0.0
 
 

@@ -32,7 +32,7 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
     `only`: ask about these invariants alone (default: every state invariant of the world).
     `leap` (mode "sat" only): one question for every depth to `depth` at once, not depth by depth:
     sooner to a violation where proving each depth clean is what costs, but the violation is not
-    shown shortest (bmc_sat.py `_leap`).
+    shown shortest (bmc_sat.py `_Search.leap`).
     `cfg` may be a step relation built before (of its world and rows); its build is not timed again."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)}")
