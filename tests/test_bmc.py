@@ -226,6 +226,14 @@ def test_prove_bmc_leap_says_its_counterexample_is_not_shown_shortest(monkeypatc
     doc = json.loads(out)
     assert (code, doc["solver"], doc["leap"], doc["shortest"], doc["result"]) == (1, "sat", True, False, "violation")
     assert doc["solve_seconds"] > 0 and len(doc["counterexample"]["steps"]) == doc["depth"] + 1
+    # asked about another invariant alone, the same clauses answer clean, and say what they were asked
+    code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "4", "--bmc-solver", "sat", "-i", "no-shared-member-id")
+    assert (code, out.splitlines()[0]) == (0, "bmc tiny: ok at depth 4 (asked about no-shared-member-id only)"), err
+    code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "4", "--bmc-solver", "sat", "-i", "leader-is-member",
+                             "--json")
+    doc = json.loads(out)
+    assert (code, doc["violation"], doc["invariants"], doc["shortest"]) == (1, "leader-is-member", ["leader-is-member"],
+                                                                            True)
 
 
 def _pigeons(sat, n: int) -> None:

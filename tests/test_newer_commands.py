@@ -375,7 +375,9 @@ def test_an_adapter_that_raises_or_answers_out_of_shape_is_a_divergence(monkeypa
 # -- prove ----------------------------------------------------------------------------------------------
 
 PROVE = [
-    (["--bmc", "3", "-i", "x"], "--invariant with --bmc: it is for the induction proofs"),
+    (["--bmc", "3", "-i", "x"], "--invariant 'x': no state invariant of this world; use one of leader-is-member"),
+    (["--bmc", "3", "-i", "max-size-after-join"], "--invariant 'max-size-after-join' is a step invariant, and BMC "
+                                                  "asks about states: `groupspec check` checks it"),
     (["--bmc", "3", "--save", "p.json", "--budget", "nan"], "--budget, --save with --bmc: they are for the "
                                                             "induction proofs"),
     (["--bmc", "3", "--no-strengthen", "--jobs", "2"], "--no-strengthen, --jobs with --bmc"),

@@ -43,7 +43,8 @@ def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON 
 
 @world_options(preset="tiny")
 def prove_cmd(
-    invariant: List[str] = typer.Option([], "--invariant", "-i", help="Prove only these invariants (repeatable)."),
+    invariant: List[str] = typer.Option([], "--invariant", "-i", help="Prove only these invariants (repeatable); with --bmc, ask about these "
+                                                "state invariants alone."),
     strengthen: Optional[bool] = typer.Option(None, "--strengthen/--no-strengthen",
                                               help="Search auxiliary lemmas when plain induction fails [default: "
                                                    "strengthen]."),
@@ -95,17 +96,17 @@ def prove_cmd(
     flags of `groupspec check`, default tiny) is searched K steps deep for a state that breaks an invariant."""
     from groupspec.checkers.proofs.command import z3_interruptible
     if bmc is not None:
-        shaping = (("--invariant", invariant or None), ("--strengthen" if strengthen else "--no-strengthen",
-                                                        strengthen),
+        shaping = (("--strengthen" if strengthen else "--no-strengthen", strengthen),
                    ("--bound", bound), ("--budget", budget), ("--check-lemmas", check_lemmas), ("--save", save),
                    ("--search", search), ("--engine", engine), ("--spacer-budget", spacer_budget), ("--jobs", jobs))
         given = [flag for flag, v in shaping if v is not None]
         if given:       # they shape the induction proofs; ignored, they would look honoured
             fail_input(f"{', '.join(given)} with --bmc: {'it is' if len(given) == 1 else 'they are'} for the "
-                       f"induction proofs; --bmc checks every invariant of the world, K steps deep (--out writes "
-                       f"its counterexample); leave {'it' if len(given) == 1 else 'them'} out")
+                       f"induction proofs; --bmc checks the world's state invariants (or those given with -i), "
+                       f"K steps deep (--out writes its counterexample); leave {'it' if len(given) == 1 else 'them'} "
+                       f"out")
         with z3_interruptible():
-            run_bmc(bmc, world, timeout, out_dir, as_json, bmc_solver or "z3", leap)
+            run_bmc(bmc, world, timeout, out_dir, as_json, bmc_solver or "z3", leap, invariant)
         return
     flags = [n for n, v in world.items() if n != "preset" and v is not None]
     if flags or world["preset"] != "tiny":
@@ -165,7 +166,7 @@ def prove_cmd(
 
 
 def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None, as_json: bool,
-            solver: str = "z3", leap: bool = False) -> None:
+            solver: str = "z3", leap: bool = False, invariants: list | None = None) -> None:
     """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation (written
     with --out in the three counterexample formats, as `check` writes one), 2 when the
     interpretations disagree or the solver gives up (the answer cannot be trusted either way)."""
@@ -180,6 +181,7 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
         fail_input("--leap asks the SAT solver one question for every depth: give --bmc-solver sat with it")
     cfg = world_of(**world)
     preset = world["preset"]
+    only = _bmc_invariants(invariants, cfg)
     if timeout is not None and not 0 < timeout <= 86_400:
         fail_input(f"--timeout {timeout:g}: give seconds in (0, 86400] per Z3 query, or leave it out for none")
     if timeout is not None and solver == "sat":
@@ -195,10 +197,11 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
             if leap and k == depth:
                 err.print(f"bmc: asking once for a violation within {depth} steps", markup=False, highlight=False)
     res = bmc(cfg, depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress,
-              mode="sat" if solver == "sat" else "push", leap=leap)
+              mode="sat" if solver == "sat" else "push", leap=leap, only=only)
     model = WorldModel(cfg)
     doc = {"result": res.result, "preset": preset, "depth": res.depth, "violation": res.violation,
-           "detail": res.detail, "solver": solver, "leap": leap, "paths_per_step": res.paths_per_step,
+           "detail": res.detail, "solver": solver, "leap": leap, "invariants": sorted(only) if only else "all",
+           "paths_per_step": res.paths_per_step,
            "build_seconds": round(res.build_seconds, 2), "seconds_per_depth": [round(x, 2) for x in res.seconds_per_depth]}
     if res.result == "violation":
         doc["shortest"] = res.shortest
@@ -213,9 +216,10 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
     else:
         unshown = ("; not shown shortest (a leap): `--bmc` without --leap finds a shortest"
                    if res.result == "violation" and not res.shortest else "")
+        asked = f" (asked about {', '.join(sorted(only))} only)" if only and res.result == "ok" else ""
         out.print(f"bmc {preset}: {res.result} at depth {res.depth}"
                   + (f": {res.violation}" if res.violation else "") + (f" ({res.detail})" if res.detail else "")
-                  + unshown, markup=False, highlight=False)
+                  + unshown + asked, markup=False, highlight=False)
         for st in doc.get("counterexample", {}).get("steps", []):
             out.print(f"  {st['step']:>3}  {st['action']}", markup=False, highlight=False)
     if res.path and out_path and res.result == "violation":
@@ -224,3 +228,21 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
         raise typer.Exit(1)
     if res.result in ("disagreement", "unknown"):
         raise typer.Exit(2)
+
+
+def _bmc_invariants(names: list | None, cfg) -> set | None:
+    """prove --bmc -i NAME...: the state invariants BMC is to ask about alone (None: every one)."""
+    if not names:
+        return None
+    from groupspec.spec.invariants import INVARIANTS
+    from groupspec.checkers.world.state_space import world_invariants
+    askable = [i.name for i in INVARIANTS if i.kind == "state"] + [i.name for i in world_invariants(cfg)]
+    kinds = {i.name: i.kind for i in INVARIANTS}
+    for name in names:
+        if name in askable:
+            continue
+        if name in kinds:
+            fail_input(f"--invariant {name!r} is a {kinds[name]} invariant, and BMC asks about states: "
+                       f"`groupspec check` checks it in the same world")
+        fail_input(f"--invariant {name!r}: no state invariant of this world; use one of {', '.join(askable)}")
+    return set(names)
