@@ -65,7 +65,36 @@ def test_a_compile_error_is_one_line_naming_the_compiler(native_cache, cc):
     class Broken:
         source = "this is not C"
     with pytest.raises(NativeError, match=f"^{cc} could not compile the world's step: .*error"):
-        compile_world(Broken(), "", "-O0", cc)
+        compile_world(Broken(), {}, "-O0", cc)
+
+
+def test_the_packed_state_gives_each_leaf_its_declared_range_within_one_word(native_cache):
+    from groupspec.checkers.native import packing
+    world = NativeWorld(TINY, cc="tcc")
+    slots = world.slots
+    assert len(slots) == world.gen.leaves
+    assert all(s.shift + s.width <= packing.WORD for s in slots)          # no leaf straddles two words
+    assert [(s.word, s.shift) for s in slots] == sorted((s.word, s.shift) for s in slots)
+    by_name = {s.name: s for s in slots}
+    assert (by_name["dx.state"].lo, by_name["dx.state"].hi) == (0, 7)     # the group's five states in 3 bits
+    assert (by_name["dx.leader"].lo, by_name["dx.leader"].hi) == (-1, 2)  # no member, or one of tiny's 3
+    assert by_name["dx.members"].width == 3                               # a set of 3 member ids
+    # every state the search reached came back from its packing whole (the level-by-level test agrees with
+    # the Python search); here, that a packed state is a small part of the leaves it holds
+    assert slots[-1].word + 1 < world.gen.leaves / 8
+
+
+def test_a_leaf_outside_its_packed_range_stops_the_search_naming_it(native_cache, monkeypatch):
+    # plain integers packed as if the largest the step wrote were 1: the first timer's deadline does not fit
+    from groupspec.checkers.native import packing
+    monkeypatch.setattr(packing, "int_ceiling", lambda rel: 1)
+    world = NativeWorld(TINY, cc="tcc")
+    native = world.search()
+    assert native.result == "stopped"
+    assert "is outside the range [-1, 2] the packed state holds" in native.detail
+    assert native.detail.endswith("search this world with --engine python")
+    name, value = native.detail.split("a state's ")[1].split(" is outside")[0].split(" = ")
+    assert name in {s.name for s in world.slots if (s.lo, s.hi) == (-1, 2)} and int(value) > 2
 
 
 def test_an_operator_with_no_c_is_refused_not_guessed():

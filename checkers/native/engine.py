@@ -28,6 +28,7 @@ from groupspec.checkers.search.explicit import Result
 from groupspec.checkers.world.bmc import BOUND_BROKEN, StepRelation, _flat, _replayed
 from groupspec.checkers.world.bmc_sat import _Values
 
+from . import packing as _packing
 from . import symmetry as _symmetry
 from .codegen import MAX_SUCC, Generated
 
@@ -76,15 +77,16 @@ class _Result(ctypes.Structure):
     _fields_ = [("states", ctypes.c_long), ("transitions", ctypes.c_long), ("depth", ctypes.c_int),
                 ("complete", ctypes.c_int), ("violation", ctypes.c_int), ("at", ctypes.c_uint64),
                 ("parent", ctypes.c_uint64), ("bad_step_from", ctypes.c_uint64), ("ends", ctypes.c_long),
-                ("unreduced", ctypes.c_long)]
+                ("unreduced", ctypes.c_long), ("leaf", ctypes.c_int), ("value", ctypes.c_int64)]
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("GROUPSPEC_NATIVE_CACHE", Path.home() / ".cache" / "groupspec" / "native"))
 
 
-def compile_world(gen: Generated, sym: str, opt: str | None = None, cc: str = "gcc") -> Path:
-    """The shared library of `gen`'s C with the symmetry tables `sym`, compiled at most once for each source
+def compile_world(gen: Generated, headers: dict[str, str], opt: str | None = None, cc: str = "gcc") -> Path:
+    """The shared library of `gen`'s C with the `headers` search.c includes (name: C), compiled at most once
+    for each source
     (the file's name is its hash, written under another name and renamed, so a killed compile leaves no
     library).  `cc`: gcc at `opt`, or tcc (which has no optimiser: `opt` is not given to it)."""
     if cc not in COMPILERS:
@@ -92,7 +94,8 @@ def compile_world(gen: Generated, sym: str, opt: str | None = None, cc: str = "g
     opt = opt or OPT
     flags = [opt] if cc == "gcc" else []
     search = (_HERE / "search.c").read_text()
-    digest = hashlib.sha256((gen.source + search + sym + cc + " ".join(flags)).encode()).hexdigest()[:24]
+    included = "".join(f"{name}\n{text}" for name, text in sorted(headers.items()))
+    digest = hashlib.sha256((gen.source + search + included + cc + " ".join(flags)).encode()).hexdigest()[:24]
     lib = cache_dir() / f"world-{digest}.so"
     if lib.exists():
         return lib
@@ -100,7 +103,8 @@ def compile_world(gen: Generated, sym: str, opt: str | None = None, cc: str = "g
     with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
         (Path(tmp) / "step.c").write_text(gen.source)
         (Path(tmp) / "search.c").write_text(search)
-        (Path(tmp) / "symmetry.h").write_text(sym)
+        for name, text in headers.items():
+            (Path(tmp) / name).write_text(text)
         try:
             done = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", "world.so", "step.c"], cwd=tmp,
                                   capture_output=True, text=True)
@@ -138,7 +142,9 @@ class NativeWorld:
     def __init__(self, cfg, rows=None, opt: str | None = None, symmetry: bool = True, cc: str = "gcc"):
         t0 = time.perf_counter()
         self.rel, self.gen = _generated(cfg, rows)
-        self.lib = ctypes.CDLL(str(compile_world(self.gen, _symmetry.source(cfg, self.gen.leaves), opt, cc)))
+        self.slots = _packing.layout(self.rel)
+        headers = {"symmetry.h": _symmetry.source(cfg, self.gen.leaves), "packing.h": _packing.source(self.slots)}
+        self.lib = ctypes.CDLL(str(compile_world(self.gen, headers, opt, cc)))
         self.lib.gs_symmetry(ctypes.c_int(int(symmetry)))
         self.symmetry = symmetry
         self.lib.gs_fp.restype = ctypes.c_uint64
@@ -190,6 +196,11 @@ class NativeWorld:
                     levels=[int(v) for v in levels[:r.depth + 1]], seconds=seconds, build_seconds=self.build_seconds)
         if r.violation == -2:
             return NativeResult("stopped", **base, detail=f"a state has more than {MAX_SUCC} successors")
+        if r.violation == -3:
+            slot = self.slots[r.leaf]
+            return NativeResult("stopped", **base, detail=f"a state's {slot.name} = {r.value} is outside the range "
+                                                          f"[{slot.lo}, {slot.hi}] the packed state holds (read off "
+                                                          f"its declared type): search this world with --engine python")
         if r.violation >= 0:
             return self._counterexample(r, base)
         model = self.rel.world.model

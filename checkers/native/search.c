@@ -1,9 +1,11 @@
 /* Breadth-first search over the generated step (codegen.py writes step.c, which includes this file
    after its own definitions).  The visited set holds 64-bit fingerprints and each state's parent's,
    as TLC's does and the Python search's `seen` does: a counterexample is rebuilt by following the
-   parents back and replaying forward (engine.py).  Two levels of full states are kept, no more. */
+   parents back and replaying forward (engine.py).  Two levels of states are kept, no more, packed
+   (packing.py): a state is unpacked into one 64-bit integer per leaf when it is expanded. */
 #include <stdlib.h>
 #include "symmetry.h"            /* symmetry.py's tables of the renamings of clients */
+#include "packing.h"             /* packing.py's pack and unpack */
 
 typedef struct {
   long states, transitions;
@@ -13,6 +15,8 @@ typedef struct {
   uint64_t bad_step_from;        /* a step breaking an invariant on its way: the state it leaves */
   long ends;                     /* states without successors (engine.py asks which are deadlocks) */
   long unreduced;                /* the states they stand for (symmetry: each state's orbit) */
+  int leaf;                      /* violation -3: a leaf outside the range its packing holds, and its value */
+  int64_t value;
 } gs_result;
 
 /* static, so the search calls it directly (gs_fp, for engine.py, goes through the library's table) */
@@ -129,21 +133,23 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
               gs_result *r) {
   S *s = scratch();
   size_t fn = 1, fcap = 1024, nn, ncap = 1024;
-  int64_t *front = malloc(fcap * NL * 8), *next = malloc(ncap * NL * 8), *out = malloc((size_t)MAX_SUCC * NL * 8);
+  uint64_t *front = malloc(fcap * PW * 8), *next = malloc(ncap * PW * 8);
+  int64_t *out = malloc((size_t)MAX_SUCC * NL * 8), x[NL];
   uint64_t *ffp = malloc(fcap * 8), *nfp = malloc(ncap * 8);     /* the levels' fingerprints, made once */
   memset(r, 0, sizeof *r); r->violation = -1; r->complete = 1;
   free(keys); free(parents); keys = parents = 0; cap = used = 0;
   memset(hits, 0, sizeof hits);
-  memcpy(front, init, NL * 8);
-  canon(front);
-  uint64_t h0 = fp(front);
+  memcpy(x, init, NL * 8);
+  canon(x);
+  uint64_t h0 = fp(x);
   ffp[0] = h0;
-  admit(h0, 0); r->states = 1; r->unreduced = orbit(front); levels[0] = 1;
-  if ((r->violation = broken(front, s)) >= 0) { r->at = h0; goto done; }
+  admit(h0, 0); r->states = 1; r->unreduced = orbit(x); levels[0] = 1;
+  if ((r->violation = broken(x, s)) >= 0) { r->at = h0; goto done; }
+  if ((r->leaf = pack(x, front)) >= 0) { r->violation = -3; r->value = x[r->leaf]; goto done; }
   for (;;) {
     nn = 0;
     for (size_t i = 0; i < fn; i++) {
-      const int64_t *x = front + i * NL;
+      unpack(front + i * PW, x);
       int bad = -1, cut = 0;
       int k = step(x, out, &bad, &cut, s);
       uint64_t hx = ffp[i];
@@ -163,13 +169,14 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
         if (r->depth + 1 < max_levels) levels[r->depth + 1]++;
         int v = broken(y, s);
         if (v >= 0) { r->violation = v; r->at = hy; r->parent = hx; r->depth++; goto done; }
-        if (nn == ncap) { ncap *= 2; next = realloc(next, ncap * NL * 8); nfp = realloc(nfp, ncap * 8); }
-        memcpy(next + nn * NL, y, NL * 8); nfp[nn] = hy; nn++;
+        if (nn == ncap) { ncap *= 2; next = realloc(next, ncap * PW * 8); nfp = realloc(nfp, ncap * 8); }
+        if ((r->leaf = pack(y, next + nn * PW)) >= 0) { r->violation = -3; r->value = y[r->leaf]; goto done; }
+        nfp[nn] = hy; nn++;
       }
       if (r->states >= max_states) { r->complete = 0; if (nn) r->depth++; goto done; }
     }
     if (!nn) break;
-    int64_t *t = front; front = next; next = t;
+    uint64_t *t = front; front = next; next = t;
     uint64_t *tf = ffp; ffp = nfp; nfp = tf;
     size_t tc = fcap; fcap = ncap; ncap = tc; fn = nn;
     r->depth++;

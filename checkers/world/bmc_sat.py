@@ -116,6 +116,33 @@ def _int_ceiling(terms) -> int:
     return top
 
 
+def int_ceiling(rel: StepRelation) -> int:
+    """H: the largest integer literal the step's post-states and the initial state can hold (a plain integer
+    leaf's range is taken as [-1, H]; a step that writes outside it is a question of its own, OUT_OF_BOUNDS)."""
+    post_ints = [v for p in rel.paths for n in _INT_VARS for v in _leaves_of(p.state[n])]
+    init = rel.world.initial()
+    return _int_ceiling(post_ints + [v for n in _INT_VARS for v in _leaves_of(init[n])])
+
+
+def typed_leaves(state: dict, sizes: dict, hi: int) -> list[_Leaf]:
+    """The leaves of a state (template) in flat order, each with its kind and range from the declared types:
+    a set is a bit-vector, an enumeration or a domain value a bounded integer, a plain integer [-1, hi]."""
+    out = []
+    for v in ALL_VARS:
+        for term, t in _typed_leaves(state[v.name], v.type):
+            if t.kind == "bool":
+                out.append(_Leaf(term, "bool"))
+            elif t.kind == "set":
+                out.append(_Leaf(term, "bv"))
+            elif t.kind == "enum":
+                out.append(_Leaf(term, "int", 0, len(t.values) - 1))
+            elif t.kind == "dom":
+                out.append(_Leaf(term, "int", -1, sizes[t.name] - 1))
+            else:
+                out.append(_Leaf(term, "int", -1, hi))
+    return out
+
+
 class SatStep:
     """A step relation as clauses: `step` over the pre-state's bits, the post-state's and its own;
     `state` (the questions asked of one state) over a state's bits and its own."""
@@ -125,11 +152,10 @@ class SatStep:
         t0 = time.perf_counter()
         self.rel, W = rel, rel.world
         sizes = W.sizes
-        post_ints = [v for p in rel.paths for n in _INT_VARS for v in _leaves_of(p.state[n])]
         init = W.initial()
-        self.hi = _int_ceiling(post_ints + [v for n in _INT_VARS for v in _leaves_of(init[n])]) if hi is None else hi
-        self.X = self._leaves(rel.X, sizes)
-        self.Y = self._leaves(rel.X2, sizes)
+        self.hi = int_ceiling(rel) if hi is None else hi
+        self.X = typed_leaves(rel.X, sizes, self.hi)
+        self.Y = typed_leaves(rel.X2, sizes, self.hi)
         self.init = [b for leaf, v in zip(self.X, _flat(init)) for b in leaf.encode(_value(v))]
         self.slots = [b for leaf in self.X for b in leaf.bits]          # a state's bits, in order
         choice_bounds = [c for ch in rel.choices for c in W.choice_bound(ch)]
@@ -150,22 +176,6 @@ class SatStep:
                            *choice_bounds, *(c for leaf in self.X for c in leaf.channel())],
                           {"x": self.slots, "q": qs})
         self.seconds = time.perf_counter() - t0
-
-    def _leaves(self, state: dict, sizes: dict) -> list[_Leaf]:
-        out = []
-        for v in ALL_VARS:
-            for term, t in _typed_leaves(state[v.name], v.type):
-                if t.kind == "bool":
-                    out.append(_Leaf(term, "bool"))
-                elif t.kind == "set":
-                    out.append(_Leaf(term, "bv"))
-                elif t.kind == "enum":
-                    out.append(_Leaf(term, "int", 0, len(t.values) - 1))
-                elif t.kind == "dom":
-                    out.append(_Leaf(term, "int", -1, sizes[t.name] - 1))
-                else:
-                    out.append(_Leaf(term, "int", -1, self.hi))
-        return out
 
     def _out_of_bounds(self):
         """Some path from the pre-state writes a plain integer outside [-1, H]."""
