@@ -35,29 +35,38 @@ def native_cache(tmp_path_factory):
 def test_the_compiled_tiny_world_reaches_the_states_the_python_search_reaches_level_by_level(native_cache, cc):
     # with and without symmetry in one test: the second world is the first's step and library (generated once
     # for each world in a process, compiled once for each source), where a test each might run on two workers
-    for symmetry in (True, False):
-        native = NativeWorld(TINY, opt="-O0", symmetry=symmetry, cc=cc).search()
+    # and with one worker and three (threads taking the levels' states in chunks: the same levels, whoever admits)
+    transitions = {}
+    for symmetry, workers in ((True, 1), (False, 1), (True, 3), (False, 3)):
+        reported = []
+        native = NativeWorld(TINY, opt="-O0", symmetry=symmetry, cc=cc).search(
+            workers=workers, progress=lambda *level: reported.append(level))
         python = check(WorldModel(TINY), symmetry=symmetry)
         assert (native.result, python.result) == ("ok", "ok")
         # with symmetry, one state for each orbit: the same orbits, whichever representative each search picks
         assert native.distinct_states == python.distinct_states and native.levels == python.levels, symmetry
         assert native.unreduced_states == python.unreduced_states
         assert native.depth == python.depth
+        assert transitions.setdefault(symmetry, native.transitions) == native.transitions
         assert set(native.coverage) == set(python.coverage)        # the same rows fire
         assert (native.distinct_states < native.unreduced_states) == symmetry
+        # after each level but the last (which leads nowhere): its depth, the states so far, its own
+        assert reported == [(d, sum(native.levels[:d + 1]), native.levels[d]) for d in range(1, native.depth + 1)]
 
 
 @pytest.mark.slow      # a second world's step generated and compiled: about a minute of the 15-minute suite
 def test_a_planted_bug_is_found_at_the_python_search_s_depth_and_replays(native_cache):
     # KAFKA-2017's class: the leader's assignment propagated without storing the group
     rows = plant(propagate_without_storing, LEADER_SYNCS.__eq__)
-    native = NativeWorld(TINY, rows, opt="-O0").search()
+    world = NativeWorld(TINY, rows, opt="-O0")
     python = check(WorldModel(TINY, rows))
-    assert native.result == "violation", native.detail       # replayed through the world model
-    assert (native.violation, native.depth) == (python.violation, python.depth) == ("membership-durable",
-                                                                                       python.depth)
-    assert len(native.path) == len(python.path)
-    assert any(LEADER_SYNCS in step.rows for step, _ in native.path[1:])
+    for workers in (1, 3):            # with threads, one of the shortest counterexamples, replayed as well
+        native = world.search(workers=workers)
+        assert native.result == "violation", native.detail       # replayed through the world model
+        assert (native.violation, native.depth) == (python.violation, python.depth) == ("membership-durable",
+                                                                                           python.depth)
+        assert len(native.path) == len(python.path)
+        assert any(LEADER_SYNCS in step.rows for step, _ in native.path[1:])
 
 
 @pytest.mark.parametrize("cc", ["gcc", "tcc"])
@@ -113,7 +122,7 @@ def test_check_with_the_native_engine_says_what_it_found_and_what_it_did_not_che
     assert out.startswith("ok — 375 distinct states")       # clients configured alike reduced, as --engine python
     assert ("not checked by --engine native: one-leader-per-generation, assignment-only-when-stable, "
             "generation-monotone, max-size-after-join, commit-fenced (step and output invariants") in out
-    assert "engine: native (the world's step compiled to C by tcc)" in out
+    assert "engine: native (the world's step compiled to C by tcc; 2 threads)" in out
     assert "symmetry reduction: 1.99x (748 states without it)" in out
 
 
@@ -122,7 +131,7 @@ def test_check_with_the_native_engine_says_what_it_found_and_what_it_did_not_che
     (["--engine", "native", "--cc", "clang"], "--cc 'clang': use tcc or gcc"),
     (["--cc", "tcc"], "--cc tcc with --engine python: only the native engine compiles; add --engine native"),
     (["--engine", "native", "--liveness"], "--liveness with --engine native: the native search is a breadth-first"),
-    (["--engine", "native", "--workers", "2"], "--workers 2 with --engine native"),
+    (["--engine", "native", "--workers", "0"], "--workers must be at least 1, got 0"),
     (["--engine", "native", "--memory", "1"], "--visited, --visited-dir and --memory with --engine native"),
 ])
 def test_check_refuses_what_the_native_engine_does_not_do(monkeypatch, capsys, args, says):

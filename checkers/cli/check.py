@@ -3,6 +3,7 @@ for TLC, and the checker itself tested on mutants of the table."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -28,7 +29,8 @@ def check_cmd(
                                         "process; a counterexample may be longer than the shortest)"),
     max_states: Optional[int] = typer.Option(None, "--max-states", help="stop after this many distinct states"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes expanding states (default 2; "
-                                                                   "1: a single process)"),
+                                                                   "1: a single process; threads of one process "
+                                                                   "with --engine native)"),
     visited: str = typer.Option("memory", "--visited", help="where the visited set and the search's levels live: "
                                                              "memory, or disk (past --memory, fingerprints spill "
                                                              "to sorted files and states to level files)"),
@@ -78,7 +80,6 @@ def check_cmd(
         cc = cc or COMPILERS[0]
         if cc not in COMPILERS:
             fail_input(f"--cc {cc!r}: use {' or '.join(COMPILERS)}")
-        workers = 1
     workers = 1 if liveness or reduction else bounded_workers("--workers", 2 if workers is None else workers)
     on_disk, memo_limit = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
     if max_states is not None and max_states < 1:
@@ -101,7 +102,7 @@ def check_cmd(
     spilled = None
     try:
         if engine == "native":
-            res = _native_search(cfg, max_states, live, symmetry, cc)
+            res = _native_search(cfg, max_states, live, symmetry, cc, workers)
         elif workers > 1:
             res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
                                  visited=on_disk)
@@ -188,7 +189,8 @@ def check_cmd(
         for n, w in cfg.waive:
             out.print(f"not checked in this world: {n} ({w})", markup=False)
         if engine == "native":
-            out.print(f"engine: native (the world's step compiled to C by {cc})", markup=False)
+            out.print(f"engine: native (the world's step compiled to C by {cc}; "
+                      f"{workers} thread{'s' if workers > 1 else ''})", markup=False)
         if unchecked:
             out.print(f"not checked by --engine native: {', '.join(unchecked)} (step and output invariants: the "
                       f"compiled step has no row's before and after; --engine python checks them)", markup=False)
@@ -202,15 +204,15 @@ def check_cmd(
 def _native_options(liveness: bool, reduction: bool, workers: Optional[int], visited: str, visited_dir, memory) -> None:
     """What --engine native does not do, refused by name (it would be silently ignored otherwise)."""
     for given, what in ((liveness, "--liveness"), (reduction, "--reduction"),
-                        (workers is not None and workers != 1, f"--workers {workers}"),
                         (visited != "memory" or visited_dir is not None or memory is not None,
                          "--visited, --visited-dir and --memory")):
         if given:
             fail_input(f"{what} with --engine native: the native search is a breadth-first safety search in one "
-                       f"process with its fingerprints in memory; leave out {what} or use --engine python")
+                       f"process (its --workers are threads) with its fingerprints in memory; leave out {what} or use "
+                       f"--engine python")
 
 
-def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str):
+def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str, workers: int):
     """The native engine's search, as the Python search reports one (its path replayed concretely)."""
     from rich.text import Text
     from groupspec.checkers.native.engine import NativeError, NativeWorld
@@ -222,7 +224,13 @@ def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str
         fail_input(f"--engine native: {e}")
     if live:
         live.update(Text("searching ..."))
-    res = native.search(max_states)
+    t0 = time.perf_counter()
+
+    def progress(depth, states, level):
+        if live:
+            live.update(Text(f"{states:,} distinct, depth {depth} ({level:,} new), "
+                             f"{states / max(time.perf_counter() - t0, 1e-9):,.0f} states/s"))
+    res = native.search(max_states, workers=workers, progress=progress)
     if res.result == "disagreement":
         fail_input(f"--engine native: {res.detail}; the compiled step and the world model disagree, which is a "
                    f"bug in groupspec: report it, and search with --engine python meanwhile")

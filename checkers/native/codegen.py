@@ -283,9 +283,10 @@ class Generated:
         self.source = "\n".join([
             "#include <stdint.h>", "#include <string.h>",
             f"#define NL {len(X)}", f"#define NF {max(1, len(T.functions))}", f"#define MAX_SUCC {MAX_SUCC}",
+            f"#define NPATHS {max(1, len(rel.paths))}",
+            "/* a searching thread's own: the memo functions' cache, the choices, the steps taken per path */",
             "typedef struct { uint64_t counter, state_epoch, choice_epoch; "
-            f"int64_t ch[{n_choices}]; struct {{ uint64_t f; int64_t t; }} m[NF]; }} S;",
-            f"#define NPATHS {max(1, len(rel.paths))}", "static long hits[NPATHS];    /* steps taken, per path */",
+            f"int64_t ch[{n_choices}]; struct {{ uint64_t f; int64_t t; }} m[NF]; long hits[NPATHS]; }} S;",
             *T.functions, *parts,
             "/* the successors of x into out (NL each); *bad: an invariant a row of the last one breaks on its way;",
             "   *cut: a path a bound cut was enabled */",
@@ -393,7 +394,7 @@ class Generated:
         else:
             lines += [inner + "{", inner + "  if (n >= MAX_SUCC) return -1;", inner + "  int64_t *y = out + (size_t)n * NL; memcpy(y, x, NL * sizeof(int64_t));",
                       *[inner + f"  y[{j}] = {T.expr(v)};" for j, v in writes],
-                      inner + f"  n++; hits[{self._number[id(p)]}]++;", inner + "}"]
+                      inner + f"  n++; s->hits[{self._number[id(p)]}]++;", inner + "}"]
         lines += [inner + f"if (*bad < 0 && {T.expr(c)}) {{ *bad = {self._index[n]}; return n; }}" for n, c in bad]
         self._bound = saved
         return lines + closed

@@ -73,6 +73,9 @@ class NativeResult:
                       complete=self.result != "stopped", unreduced_states=self.unreduced_states, levels=self.levels)
 
 
+_PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_long, ctypes.c_long)
+
+
 class _Result(ctypes.Structure):
     _fields_ = [("states", ctypes.c_long), ("transitions", ctypes.c_long), ("depth", ctypes.c_int),
                 ("complete", ctypes.c_int), ("violation", ctypes.c_int), ("at", ctypes.c_uint64),
@@ -106,7 +109,7 @@ def compile_world(gen: Generated, headers: dict[str, str], opt: str | None = Non
         for name, text in headers.items():
             (Path(tmp) / name).write_text(text)
         try:
-            done = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", "world.so", "step.c"], cwd=tmp,
+            done = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", "world.so", "step.c", "-lpthread"], cwd=tmp,
                                   capture_output=True, text=True)
         except FileNotFoundError:
             raise NativeError(f"no C compiler: the native search compiles the world with {cc} (apt-get install "
@@ -175,14 +178,18 @@ class NativeWorld:
         k = self.lib.gs_successors(self._ptr(x), self._ptr(out), ctypes.byref(bad), ctypes.byref(cut))
         return out[:max(k, 0)], bad.value, bool(cut.value)
 
-    def search(self, max_states: int | None = None) -> NativeResult:
+    def search(self, max_states: int | None = None, workers: int = 1, progress=None) -> NativeResult:
+        """Breadth-first from the initial state, with `workers` threads; `progress(depth, states, level)` after
+        each level (the level's depth, the distinct states so far, the level's)."""
         levels = np.zeros(MAX_LEVELS, dtype=np.int64)
         ends = np.zeros((MAX_ENDS, self.gen.leaves), dtype=np.int64)
         r = _Result()
+        # held until the search returns: the C calls it
+        report = _PROGRESS(lambda d, n, level: progress(d, n, level)) if progress else None
         t0 = time.perf_counter()
         self.lib.gs_search(self._ptr(self.init), ctypes.c_long(max_states or (1 << 62)),
                            levels.ctypes.data_as(ctypes.POINTER(ctypes.c_long)), ctypes.c_int(MAX_LEVELS),
-                           self._ptr(ends), ctypes.c_long(MAX_ENDS), ctypes.byref(r))
+                           self._ptr(ends), ctypes.c_long(MAX_ENDS), ctypes.byref(r), ctypes.c_int(workers), report)
         seconds = time.perf_counter() - t0
         self.lib.gs_hits.restype = ctypes.POINTER(ctypes.c_long)
         hits = np.ctypeslib.as_array(self.lib.gs_hits(), shape=(len(self.gen.path_rows),))

@@ -2,8 +2,16 @@
    after its own definitions).  The visited set holds 64-bit fingerprints and each state's parent's,
    as TLC's does and the Python search's `seen` does: a counterexample is rebuilt by following the
    parents back and replaying forward (engine.py).  Two levels of states are kept, no more, packed
-   (packing.py): a state is unpacked into one 64-bit integer per leaf when it is expanded. */
+   (packing.py): a state is unpacked into one 64-bit integer per leaf when it is expanded.
+
+   With more than one worker (threads), the level's states are handed out in chunks; a worker computes
+   a state's successors, their representatives and fingerprints on its own, and takes the one lock to
+   admit them to the visited set, to add the new ones to the next level, and to stop the search.  The
+   levels are the same sets whatever the workers; which parent a state records, and so which of the
+   shortest counterexamples is found, may differ from run to run.  One worker searches as it always has
+   (the same order, the same counts at a violation). */
 #include <stdlib.h>
+#include <pthread.h>
 #include "symmetry.h"            /* symmetry.py's tables of the renamings of clients */
 #include "packing.h"             /* packing.py's pack and unpack */
 
@@ -47,7 +55,7 @@ static inline int64_t image(const int64_t *x, int p, int j) {
 }
 
 static void canon(int64_t *x) {
-  static int64_t orig[NL], img[SYM_NM];
+  int64_t orig[NL], img[SYM_NM];
   if (!sym_on || SYM_P < 2) return;
   memcpy(orig, x, sizeof orig);
   for (int p = 1; p < SYM_P; p++) {          /* each image made from the state as it was, against the least */
@@ -78,13 +86,13 @@ static long orbit(const int64_t *x) {
 
 /* the fingerprint of x's representative (x itself without symmetry) */
 uint64_t gs_key(const int64_t *x) {
-  static int64_t y[NL];
+  int64_t y[NL];
   memcpy(y, x, sizeof y);
   canon(y);
   return fp(y);
 }
 
-static uint64_t *keys, *parents;
+static uint64_t *keys, *parents;           /* the visited set: read and written under the lock */
 static size_t cap, used;
 
 static void grow(void) {
@@ -114,74 +122,171 @@ uint64_t gs_parent(uint64_t h) {
   return 0;
 }
 
-static S *scratch(void) { static S *s; if (!s) s = calloc(1, sizeof(S)); return s; }
+#define MAX_WORKERS 64
+static S *scr[MAX_WORKERS];                /* each worker's memo cache and path counts (scr[0]: gs_successors') */
+static S *scratch(int w) { if (!scr[w]) scr[w] = calloc(1, sizeof(S)); return scr[w]; }
 
 /* the successors of x (for rebuilding a path): their count; *bad as step() says */
 int gs_successors(const int64_t *x, int64_t *out, int *bad, int *cut) {
   *bad = -1; *cut = 0;
-  return step(x, out, bad, cut, scratch());
+  return step(x, out, bad, cut, scratch(0));
 }
 
-int gs_broken(const int64_t *x) { return broken(x, scratch()); }
+int gs_broken(const int64_t *x) { return broken(x, scratch(0)); }
 
-/* how often each path was taken by the last search's expansions (and by gs_successors since) */
-long *gs_hits(void) { return hits; }
+/* how often each path was taken by the last search's expansions (and by gs_successors since), all workers' */
+long *gs_hits(void) {
+  static long total[NPATHS];
+  memset(total, 0, sizeof total);
+  for (int w = 0; w < MAX_WORKERS; w++)
+    if (scr[w]) for (int p = 0; p < NPATHS; p++) total[p] += scr[w]->hits[p];
+  return total;
+}
+
+/* a level's expansion, shared by its workers; everything but `front` under `mu` */
+typedef struct {
+  pthread_mutex_t mu;
+  const uint64_t *front, *ffp;             /* this level: packed states and their fingerprints */
+  size_t fn, claimed;
+  uint64_t *next, *nfp;                    /* the next level, as it grows */
+  size_t nn, ncap;
+  int stop, full;                          /* the search ends (a result, or `full`: max_states reached) */
+  long max_states, *levels, max_ends;
+  int max_levels;
+  int64_t *ends;
+  gs_result *r;
+} Level;
+
+typedef struct { Level *L; int w; } Worker;
+
+#define CHUNK 32                           /* states a worker claims at a time */
+
+static void *expand(void *arg) {
+  Level *L = ((Worker *)arg)->L;
+  S *s = scratch(((Worker *)arg)->w);
+  gs_result *r = L->r;
+  int64_t x[NL], *out = malloc((size_t)MAX_SUCC * NL * 8);
+  uint64_t *h = malloc(MAX_SUCC * 8), *mine = malloc(MAX_SUCC * PW * 8), *mfp = malloc(MAX_SUCC * 8);
+  unsigned char *fresh = malloc(MAX_SUCC);
+  for (;;) {
+    pthread_mutex_lock(&L->mu);
+    size_t i0 = L->claimed, i1 = i0 + CHUNK < L->fn ? i0 + CHUNK : L->fn;
+    L->claimed = i1;
+    int stop = L->stop;
+    pthread_mutex_unlock(&L->mu);
+    if (stop || i0 >= i1) break;
+    for (size_t i = i0; i < i1; i++) {
+      unpack(L->front + i * PW, x);
+      uint64_t hx = L->ffp[i];
+      int bad = -1, cut = 0;
+      int k = step(x, out, &bad, &cut, s);
+      if (k > 0 && bad < 0)
+        for (int j = 0; j < k; j++) { canon(out + (size_t)j * NL); h[j] = fp(out + (size_t)j * NL); }
+      pthread_mutex_lock(&L->mu);
+      if (L->stop) { pthread_mutex_unlock(&L->mu); goto out; }
+      long first = r->states;
+      if (k < 0) { r->violation = -2; L->stop = 1; }                /* more successors than MAX_SUCC */
+      else {
+        r->transitions += k;
+        if (bad >= 0) { r->violation = bad; r->bad_step_from = hx; L->stop = 1; }
+        else if (k == 0 && !cut) {
+          if (r->ends < L->max_ends) memcpy(L->ends + r->ends * NL, x, NL * 8);
+          r->ends++;
+        }
+        else for (int j = 0; j < k; j++) r->states += fresh[j] = admit(h[j], hx);
+        if (r->depth + 1 < L->max_levels) L->levels[r->depth + 1] += r->states - first;
+      }
+      pthread_mutex_unlock(&L->mu);
+      if (k < 0 || bad >= 0) goto out;                   /* this worker stopped the search */
+      /* the new states, in order: checked, counted for their orbits, packed for the next level */
+      long unreduced = 0, made = 0, news = 0, n = 0;
+      int v = -1, leaf = -1;
+      for (int j = 0; j < k && bad < 0; j++) {
+        if (!fresh[j]) continue;
+        int64_t *y = out + (size_t)j * NL;
+        news++; unreduced += orbit(y);
+        if ((v = broken(y, s)) >= 0) { n = j; break; }
+        if ((leaf = pack(y, mine + made * PW)) >= 0) { n = j; break; }
+        mfp[made++] = h[j];
+      }
+      pthread_mutex_lock(&L->mu);
+      if (L->stop) { pthread_mutex_unlock(&L->mu); goto out; }
+      r->unreduced += unreduced;
+      if (v >= 0 || leaf >= 0) {
+        /* counted up to this state, as one worker that stops at it counts: the new states after it are not */
+        long after = 0;
+        for (int j = n + 1; j < k; j++) after += fresh[j];
+        r->states -= after;
+        if (r->depth + 1 < L->max_levels) L->levels[r->depth + 1] -= after;
+        if (v >= 0) { r->violation = v; r->at = h[n]; r->parent = hx; r->depth++; }
+        else { r->violation = -3; r->leaf = leaf; r->value = out[(size_t)n * NL + leaf]; }
+        L->stop = 1;
+      } else {
+        if (L->nn + made > L->ncap) {
+          while (L->nn + made > L->ncap) L->ncap *= 2;
+          L->next = realloc(L->next, L->ncap * PW * 8); L->nfp = realloc(L->nfp, L->ncap * 8);
+        }
+        memcpy(L->next + L->nn * PW, mine, made * PW * 8);
+        memcpy(L->nfp + L->nn, mfp, made * 8);
+        L->nn += made;
+        if (r->states >= L->max_states) { L->stop = L->full = 1; r->complete = 0; }
+      }
+      stop = L->stop;
+      pthread_mutex_unlock(&L->mu);
+      if (stop) goto out;
+    }
+  }
+out:
+  free(out); free(h); free(mine); free(mfp); free(fresh);
+  return 0;
+}
 
 /* levels[d]: the states first reached at depth d (up to max_levels); ends: up to max_ends states
-   without successors and with no step a bound cut, for engine.py to judge */
+   without successors and with no step a bound cut, for engine.py to judge; progress (if given) is
+   called after each level with its depth, the states so far and the level's */
+typedef void (*gs_progress)(int depth, long states, long level);
+
 int gs_search(const int64_t *init, long max_states, long *levels, int max_levels, int64_t *ends, long max_ends,
-              gs_result *r) {
-  S *s = scratch();
-  size_t fn = 1, fcap = 1024, nn, ncap = 1024;
-  uint64_t *front = malloc(fcap * PW * 8), *next = malloc(ncap * PW * 8);
-  int64_t *out = malloc((size_t)MAX_SUCC * NL * 8), x[NL];
-  uint64_t *ffp = malloc(fcap * 8), *nfp = malloc(ncap * 8);     /* the levels' fingerprints, made once */
+              gs_result *r, int workers, gs_progress progress) {
+  Level L = {.max_states = max_states, .levels = levels, .max_levels = max_levels, .ends = ends,
+             .max_ends = max_ends, .r = r, .ncap = 1024};
+  pthread_mutex_init(&L.mu, 0);
+  if (workers < 1) workers = 1;
+  if (workers > MAX_WORKERS) workers = MAX_WORKERS;
+  uint64_t *front = malloc(PW * 8), *ffp = malloc(8);
+  L.next = malloc(L.ncap * PW * 8); L.nfp = malloc(L.ncap * 8);
   memset(r, 0, sizeof *r); r->violation = -1; r->complete = 1;
   free(keys); free(parents); keys = parents = 0; cap = used = 0;
-  memset(hits, 0, sizeof hits);
+  for (int w = 0; w < workers; w++) memset(scratch(w)->hits, 0, sizeof scratch(w)->hits);
+  for (int w = workers; w < MAX_WORKERS; w++) if (scr[w]) memset(scr[w]->hits, 0, sizeof scr[w]->hits);
+  int64_t x[NL];
   memcpy(x, init, NL * 8);
   canon(x);
   uint64_t h0 = fp(x);
   ffp[0] = h0;
   admit(h0, 0); r->states = 1; r->unreduced = orbit(x); levels[0] = 1;
-  if ((r->violation = broken(x, s)) >= 0) { r->at = h0; goto done; }
+  if ((r->violation = broken(x, scratch(0))) >= 0) { r->at = h0; goto done; }
   if ((r->leaf = pack(x, front)) >= 0) { r->violation = -3; r->value = x[r->leaf]; goto done; }
+  size_t fn = 1, fcap = 1;
+  Worker ws[MAX_WORKERS];
+  pthread_t threads[MAX_WORKERS];
   for (;;) {
-    nn = 0;
-    for (size_t i = 0; i < fn; i++) {
-      unpack(front + i * PW, x);
-      int bad = -1, cut = 0;
-      int k = step(x, out, &bad, &cut, s);
-      uint64_t hx = ffp[i];
-      if (k < 0) { r->violation = -2; goto done; }          /* more successors than MAX_SUCC */
-      r->transitions += k;
-      if (bad >= 0) { r->violation = bad; r->bad_step_from = hx; goto done; }
-      if (k == 0 && !cut) {
-        if (r->ends < max_ends) memcpy(ends + r->ends * NL, x, NL * 8);
-        r->ends++;
-      }
-      for (int j = 0; j < k; j++) {
-        int64_t *y = out + (size_t)j * NL;
-        canon(y);
-        uint64_t hy = fp(y);
-        if (!admit(hy, hx)) continue;
-        r->states++; r->unreduced += orbit(y);
-        if (r->depth + 1 < max_levels) levels[r->depth + 1]++;
-        int v = broken(y, s);
-        if (v >= 0) { r->violation = v; r->at = hy; r->parent = hx; r->depth++; goto done; }
-        if (nn == ncap) { ncap *= 2; next = realloc(next, ncap * PW * 8); nfp = realloc(nfp, ncap * 8); }
-        if ((r->leaf = pack(y, next + nn * PW)) >= 0) { r->violation = -3; r->value = y[r->leaf]; goto done; }
-        nfp[nn] = hy; nn++;
-      }
-      if (r->states >= max_states) { r->complete = 0; if (nn) r->depth++; goto done; }
-    }
-    if (!nn) break;
-    uint64_t *t = front; front = next; next = t;
-    uint64_t *tf = ffp; ffp = nfp; nfp = tf;
-    size_t tc = fcap; fcap = ncap; ncap = tc; fn = nn;
+    L.front = front; L.ffp = ffp; L.fn = fn; L.claimed = 0; L.nn = 0;
+    for (int w = 0; w < workers; w++) ws[w] = (Worker){&L, w};
+    for (int w = 1; w < workers; w++) pthread_create(&threads[w], 0, expand, &ws[w]);
+    expand(&ws[0]);                        /* this thread is worker 0 */
+    for (int w = 1; w < workers; w++) pthread_join(threads[w], 0);
+    if (L.stop) { if (L.full && L.nn) r->depth++; break; }
+    if (!L.nn) break;
+    /* the next level becomes this one; this one's room, the next's */
+    uint64_t *t = front; front = L.next; L.next = t;
+    uint64_t *tf = ffp; ffp = L.nfp; L.nfp = tf;
+    size_t tc = fcap; fcap = L.ncap; L.ncap = tc; fn = L.nn;
     r->depth++;
+    if (progress) progress(r->depth, r->states, (long)fn);
   }
 done:
-  free(front); free(next); free(out); free(ffp); free(nfp);
+  free(front); free(ffp); free(L.next); free(L.nfp);
+  pthread_mutex_destroy(&L.mu);
   return 0;
 }
