@@ -126,13 +126,29 @@ def test_check_with_the_native_engine_says_what_it_found_and_what_it_did_not_che
     assert "symmetry reduction: 1.99x (748 states without it)" in out
 
 
+def test_a_search_its_memory_cannot_hold_stops_and_says_why(native_cache, monkeypatch, capsys):
+    # 10,000 bytes: the visited set's first table (256 entries, 4 KB) but not the second beside it (8 KB more)
+    world = NativeWorld(TINY, cc="tcc")
+    for workers in (1, 2):
+        native = world.search(workers=workers, memory=1e-5)
+        assert (native.result, native.detail) == ("stopped", "the visited set may not grow past 10,000 bytes (--memory)")
+        assert 0 < native.distinct_states <= 128 and native.levels[0] == 1
+    assert world.search(memory=1e-5, max_states=50).detail == "stopped at --max-states"     # the first limit met
+    from test_cli_input import run_cli
+    code, out, err = run_cli(monkeypatch, capsys, "check", "--preset", "tiny", "--engine", "native", "--memory", "1e-5")
+    assert code == 0, err
+    assert out.startswith("stopped — ")
+    assert "(stopped: the visited set may not grow past 10,000 bytes (--memory))" in out.splitlines()[0]
+
+
 @pytest.mark.parametrize("args, says", [
     (["--engine", "rust"], "--engine 'rust': use python or native"),
     (["--engine", "native", "--cc", "clang"], "--cc 'clang': use tcc or gcc"),
     (["--cc", "tcc"], "--cc tcc with --engine python: only the native engine compiles; add --engine native"),
     (["--engine", "native", "--liveness"], "--liveness with --engine native: the native search is a breadth-first"),
     (["--engine", "native", "--workers", "0"], "--workers must be at least 1, got 0"),
-    (["--engine", "native", "--memory", "1"], "--visited, --visited-dir and --memory with --engine native"),
+    (["--engine", "native", "--visited", "disk"], "--visited and --visited-dir with --engine native"),
+    (["--engine", "native", "--memory", "0"], "--memory must be more than 0 GB (a finite number), got 0"),
 ])
 def test_check_refuses_what_the_native_engine_does_not_do(monkeypatch, capsys, args, says):
     from test_cli_input import refused

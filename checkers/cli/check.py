@@ -39,7 +39,9 @@ def check_cmd(
     memory: Optional[float] = typer.Option(None, "--memory", help="GB the search may hold: past it, the visited "
                                                                   "set and the levels spill to disk and memo "
                                                                   "tables are dropped (implies --visited disk; "
-                                                                  "default 2)"),
+                                                                  "default 2); with --engine native, the GB its "
+                                                                  "fingerprints may take, past which it stops "
+                                                                  "(default: 4/5 of the memory available)"),
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     engine: str = typer.Option("python", "--engine", help="python, or native: the world's step compiled to C (--cc) "
@@ -81,7 +83,8 @@ def check_cmd(
         if cc not in COMPILERS:
             fail_input(f"--cc {cc!r}: use {' or '.join(COMPILERS)}")
     workers = 1 if liveness or reduction else bounded_workers("--workers", 2 if workers is None else workers)
-    on_disk, memo_limit = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
+    on_disk, memo_limit = _visited_on_disk(visited, visited_dir, None if engine == "native" else memory, workers,
+                                           liveness)
     if max_states is not None and max_states < 1:
         fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
     cfg = world_of(**world)
@@ -102,7 +105,7 @@ def check_cmd(
     spilled = None
     try:
         if engine == "native":
-            res = _native_search(cfg, max_states, live, symmetry, cc, workers)
+            res = _native_search(cfg, max_states, live, symmetry, cc, workers, memory)
         elif workers > 1:
             res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
                                  visited=on_disk)
@@ -157,6 +160,8 @@ def check_cmd(
     unchecked = [n for n in model.invariants() if n not in res.invariants]
     if unchecked:
         doc["not_checked"] = unchecked
+    if res.stopped_because:
+        doc["stopped_because"] = res.stopped_because
     doc["engine"] = engine
     if engine == "native":
         doc["compiler"] = cc
@@ -169,7 +174,7 @@ def check_cmd(
     else:
         out.print(f"{doc['result']}{': ' + res.violation if res.violation else ''} — {res.distinct_states:,} distinct "
                   f"states ({res.generated:,} generated), depth {res.depth}, {res.seconds:.1f}s, "
-                  f"{res.states_per_second:,.0f} states/s{'' if res.complete else ' (stopped at --max-states)'}",
+                  f"{res.states_per_second:,.0f} states/s{_incomplete(res)}",
                   markup=False)
         for st in doc.get("counterexample", {}).get("steps", []):
             mark = " ⟲ loop from here" if st["step"] == res.loop_start else ""
@@ -201,18 +206,27 @@ def check_cmd(
         raise typer.Exit(1)
 
 
+def _incomplete(res) -> str:
+    """What the result line adds for a search that stopped before the end: why."""
+    if res.complete:
+        return ""
+    return f" (stopped: {res.stopped_because})" if res.stopped_because else " (stopped at --max-states)"
+
+
 def _native_options(liveness: bool, reduction: bool, workers: Optional[int], visited: str, visited_dir, memory) -> None:
     """What --engine native does not do, refused by name (it would be silently ignored otherwise)."""
     for given, what in ((liveness, "--liveness"), (reduction, "--reduction"),
-                        (visited != "memory" or visited_dir is not None or memory is not None,
-                         "--visited, --visited-dir and --memory")):
+                        (visited != "memory" or visited_dir is not None, "--visited and --visited-dir")):
         if given:
             fail_input(f"{what} with --engine native: the native search is a breadth-first safety search in one "
-                       f"process (its --workers are threads) with its fingerprints in memory; leave out {what} or use "
-                       f"--engine python")
+                       f"process (its --workers are threads) with its fingerprints in memory (--memory bounds them); "
+                       f"leave out {what} or use --engine python")
+    if memory is not None and not 0 < memory < float("inf"):
+        fail_input(f"--memory must be more than 0 GB (a finite number), got {memory}")
 
 
-def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str, workers: int):
+def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str, workers: int,
+                   memory: Optional[float]):
     """The native engine's search, as the Python search reports one (its path replayed concretely)."""
     from rich.text import Text
     from groupspec.checkers.native.engine import NativeError, NativeWorld
@@ -230,7 +244,7 @@ def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str
         if live:
             live.update(Text(f"{states:,} distinct, depth {depth} ({level:,} new), "
                              f"{states / max(time.perf_counter() - t0, 1e-9):,.0f} states/s"))
-    res = native.search(max_states, workers=workers, progress=progress)
+    res = native.search(max_states, workers=workers, progress=progress, memory=memory)
     if res.result == "disagreement":
         fail_input(f"--engine native: {res.detail}; the compiled step and the world model disagree, which is a "
                    f"bug in groupspec: report it, and search with --engine python meanwhile")

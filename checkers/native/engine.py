@@ -36,6 +36,7 @@ _HERE = Path(__file__).resolve().parent
 OPT = "-O1"          # gcc's optimisation: what the compile costs against what the search gains (benchmarks/native.py)
 COMPILERS = ("tcc", "gcc")      # the first is the CLI's default: a compile in a second (docs/benchmarks.md)
 MAX_LEVELS = 4096
+AT_MAX_STATES = "stopped at --max-states"
 MAX_ENDS = 4096
 
 
@@ -70,7 +71,8 @@ class NativeResult:
         it checked."""
         return Result(self.result, self.distinct_states, self.transitions, self.seconds, self.depth, symmetry,
                       invariants, Counter(self.coverage), self.violation, self.path,
-                      complete=self.result != "stopped", unreduced_states=self.unreduced_states, levels=self.levels)
+                      complete=self.result != "stopped", unreduced_states=self.unreduced_states, levels=self.levels,
+                      stopped_because=self.detail if self.result == "stopped" and self.detail != AT_MAX_STATES else "")
 
 
 _PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_long, ctypes.c_long)
@@ -178,9 +180,14 @@ class NativeWorld:
         k = self.lib.gs_successors(self._ptr(x), self._ptr(out), ctypes.byref(bad), ctypes.byref(cut))
         return out[:max(k, 0)], bad.value, bool(cut.value)
 
-    def search(self, max_states: int | None = None, workers: int = 1, progress=None) -> NativeResult:
+    def search(self, max_states: int | None = None, workers: int = 1, progress=None,
+               memory: float | None = None) -> NativeResult:
         """Breadth-first from the initial state, with `workers` threads; `progress(depth, states, level)` after
-        each level (the level's depth, the distinct states so far, the level's)."""
+        each level (the level's depth, the distinct states so far, the level's).  `memory`: the GB the visited set
+        may take as it grows (None: four fifths of the memory available now); past it the search stops, where
+        the system would kill it."""
+        budget = int(memory * 1e9) if memory is not None else available_bytes() * 4 // 5
+        self.lib.gs_budget(ctypes.c_size_t(budget))
         levels = np.zeros(MAX_LEVELS, dtype=np.int64)
         ends = np.zeros((MAX_ENDS, self.gen.leaves), dtype=np.int64)
         r = _Result()
@@ -203,6 +210,10 @@ class NativeWorld:
                     levels=[int(v) for v in levels[:r.depth + 1]], seconds=seconds, build_seconds=self.build_seconds)
         if r.violation == -2:
             return NativeResult("stopped", **base, detail=f"a state has more than {MAX_SUCC} successors")
+        if r.violation == -4:
+            given = "" if memory is not None else ", four fifths of the memory available when it began"
+            return NativeResult("stopped", **base, detail=f"the visited set may not grow past {_size(budget)} "
+                                                          f"(--memory{given})")
         if r.violation == -3:
             slot = self.slots[r.leaf]
             return NativeResult("stopped", **base, detail=f"a state's {slot.name} = {r.value} is outside the range "
@@ -217,8 +228,7 @@ class NativeWorld:
         if r.ends > MAX_ENDS:
             return NativeResult("stopped", **base, detail=f"more than {MAX_ENDS} states without successors: "
                                                           f"not all were judged")
-        return NativeResult("ok" if r.complete else "stopped", **base,
-                            detail="" if r.complete else "stopped at --max-states")
+        return NativeResult("ok" if r.complete else "stopped", **base, detail="" if r.complete else AT_MAX_STATES)
 
     # -- paths, read back and replayed -------------------------------------------------------
 
@@ -290,6 +300,21 @@ class NativeWorld:
         ok = not model.successors(cur)[0] and not model.is_end(cur)
         return NativeResult("deadlock" if ok else "disagreement", **base, path=path,
                             detail="" if ok else "the compiled step has no successor where the world model has one")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n:,} bytes"
+
+
+def available_bytes() -> int:
+    """The memory the system says is available (MemAvailable), or 0 (no limit) where it does not say."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _int(v) -> int:

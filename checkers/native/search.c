@@ -98,11 +98,17 @@ uint64_t gs_key(const int64_t *x) {
 typedef struct { uint64_t key, parent; } Entry;
 static Entry *seen;
 static size_t cap, used;
+static size_t budget;                      /* bytes the visited set may take while it grows (0: no limit) */
+void gs_budget(size_t bytes) { budget = bytes; }
 
-static void grow(void) {
-  size_t old = cap; Entry *was = seen;
-  cap = old ? old * 2 : 1 << 16;
-  seen = calloc(cap, sizeof(Entry));
+/* twice the room, or 0 if that would take more than the budget (the old table and the new, while the one is
+   copied into the other) or more than there is */
+static int grow(void) {
+  size_t old = cap, want = old ? old * 2 : 1 << 8;
+  if (budget && (old + want) * sizeof(Entry) > budget) return 0;
+  Entry *was = seen, *now = calloc(want, sizeof(Entry));
+  if (!now) return 0;
+  seen = now; cap = want;
   for (size_t i = 0; i < old; i++)
     if (was[i].key) {
       size_t j = was[i].key & (cap - 1);
@@ -110,10 +116,12 @@ static void grow(void) {
       seen[j] = was[i];
     }
   free(was);
+  return 1;
 }
 
+/* 1: h is new (admitted with its parent), 0: seen before, -1: no room to admit it */
 static int admit(uint64_t h, uint64_t parent) {
-  if (2 * (used + 1) > cap) grow();
+  if (2 * (used + 1) > cap && !grow()) return -1;
   size_t j = h & (cap - 1);
   while (seen[j].key) { if (seen[j].key == h) return 0; j = (j + 1) & (cap - 1); }
   seen[j].key = h; seen[j].parent = parent; used++;
@@ -129,6 +137,7 @@ static inline void soon(uint64_t h) {     /* outside the lock: a stale cap or ta
 }
 
 uint64_t gs_parent(uint64_t h) {
+  if (!cap) return 0;
   size_t j = h & (cap - 1);
   while (seen[j].key) { if (seen[j].key == h) return seen[j].parent; j = (j + 1) & (cap - 1); }
   return 0;
@@ -197,6 +206,7 @@ static void *expand(void *arg) {
       pthread_mutex_lock(&L->mu);
       if (L->stop) { pthread_mutex_unlock(&L->mu); goto out; }
       long first = r->states;
+      int full = 0;
       if (k < 0) { r->violation = -2; L->stop = 1; }                /* more successors than MAX_SUCC */
       else {
         r->transitions += k;
@@ -205,18 +215,26 @@ static void *expand(void *arg) {
           if (r->ends < L->max_ends) memcpy(L->ends + r->ends * NL, x, NL * 8);
           r->ends++;
         }
-        else for (int j = 0; j < k; j++) r->states += fresh[j] = admit(h[j], hx);
+        else for (int j = 0; j < k; j++) {
+          int a = admit(h[j], hx);
+          if (a < 0) {                 /* the rest of this state's successors not admitted: none of them */
+            for (int i = 0; i < j; i++) r->states -= fresh[i];
+            L->stop = L->full = full = 1; r->complete = 0; r->violation = -4;
+            break;
+          }
+          r->states += fresh[j] = a;
+        }
         if (r->depth + 1 < L->max_levels) L->levels[r->depth + 1] += r->states - first;
       }
       pthread_mutex_unlock(&L->mu);
-      if (k < 0 || bad >= 0) goto out;                   /* this worker stopped the search */
+      if (k < 0 || bad >= 0 || full) goto out;           /* this worker stopped the search */
       /* the new states, in order: checked, counted for their orbits, packed for the next level */
-      long unreduced = 0, made = 0, news = 0, n = 0;
+      long unreduced = 0, made = 0, n = 0;
       int v = -1, leaf = -1;
       for (int j = 0; j < k && bad < 0; j++) {
         if (!fresh[j]) continue;
         int64_t *y = out + (size_t)j * NL;
-        news++; unreduced += orbit(y);
+        unreduced += orbit(y);
         if ((v = broken(y, s)) >= 0) { n = j; break; }
         if ((leaf = pack(y, mine + made * PW)) >= 0) { n = j; break; }
         mfp[made++] = h[j];
@@ -276,7 +294,8 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
   canon(x);
   uint64_t h0 = fp(x);
   ffp[0] = h0;
-  admit(h0, 0); r->states = 1; r->unreduced = orbit(x); levels[0] = 1;
+  if (admit(h0, 0) < 0) { r->violation = -4; r->complete = 0; goto done; }
+  r->states = 1; r->unreduced = orbit(x); levels[0] = 1;
   if ((r->violation = broken(x, scratch(0))) >= 0) { r->at = h0; goto done; }
   if ((r->leaf = pack(x, front)) >= 0) { r->violation = -3; r->value = x[r->leaf]; goto done; }
   size_t fn = 1, fcap = 1;

@@ -130,6 +130,7 @@ class Result:
     ample_states: int = 0                        # with it: the states expanded by an ample set
     enabled: int = 0                             # with it: the successors of the states expanded, all of them
     levels: list = field(default_factory=list)   # distinct states first reached at each depth 0, 1, ...
+    stopped_because: str = ""                    # incomplete, for another reason than --max-states: which
 
     @property
     def states_per_second(self) -> float:
