@@ -35,7 +35,9 @@ def check_cmd(
                                                              "memory, or disk (past --memory, fingerprints spill "
                                                              "to sorted files and states to level files)"),
     visited_dir: Optional[str] = typer.Option(None, "--visited-dir", help="the folder --visited disk writes in "
-                                                                           "(default: the system's temporary one)"),
+                                                                           "(and --engine native its trail of "
+                                                                           "parents; default: the system's "
+                                                                           "temporary one)"),
     memory: Optional[float] = typer.Option(None, "--memory", help="GB the search may hold: past it, the visited "
                                                                   "set and the levels spill to disk and memo "
                                                                   "tables are dropped (implies --visited disk; "
@@ -83,8 +85,12 @@ def check_cmd(
         if cc not in COMPILERS:
             fail_input(f"--cc {cc!r}: use {' or '.join(COMPILERS)}")
     workers = 1 if liveness or reduction else bounded_workers("--workers", 2 if workers is None else workers)
-    on_disk, memo_limit = _visited_on_disk(visited, visited_dir, None if engine == "native" else memory, workers,
-                                           liveness)
+    if engine == "native":
+        if visited_dir is not None and Path(visited_dir).exists() and not Path(visited_dir).is_dir():
+            fail_input(f"--visited-dir {visited_dir}: not a folder; give a folder (it is made if missing)")
+        on_disk = memo_limit = None
+    else:
+        on_disk, memo_limit = _visited_on_disk(visited, visited_dir, memory, workers, liveness)
     if max_states is not None and max_states < 1:
         fail_input(f"--max-states must be at least 1, got {max_states} (leave it out for no limit)")
     cfg = world_of(**world)
@@ -105,7 +111,7 @@ def check_cmd(
     spilled = None
     try:
         if engine == "native":
-            res = _native_search(cfg, max_states, live, symmetry, cc, workers, memory)
+            res = _native_search(cfg, max_states, live, symmetry, cc, workers, memory, visited_dir)
         elif workers > 1:
             res = check_parallel(model, workers=workers, symmetry=symmetry, progress=progress, max_states=max_states,
                                  visited=on_disk)
@@ -216,17 +222,17 @@ def _incomplete(res) -> str:
 def _native_options(liveness: bool, reduction: bool, workers: Optional[int], visited: str, visited_dir, memory) -> None:
     """What --engine native does not do, refused by name (it would be silently ignored otherwise)."""
     for given, what in ((liveness, "--liveness"), (reduction, "--reduction"),
-                        (visited != "memory" or visited_dir is not None, "--visited and --visited-dir")):
+                        (visited != "memory", f"--visited {visited}")):
         if given:
             fail_input(f"{what} with --engine native: the native search is a breadth-first safety search in one "
-                       f"process (its --workers are threads) with its fingerprints in memory (--memory bounds them); "
-                       f"leave out {what} or use --engine python")
+                       f"process (its --workers are threads) with its fingerprints in memory (--memory bounds them) "
+                       f"and its trail of parents on disk (--visited-dir); leave out {what} or use --engine python")
     if memory is not None and not 0 < memory < float("inf"):
         fail_input(f"--memory must be more than 0 GB (a finite number), got {memory}")
 
 
 def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str, workers: int,
-                   memory: Optional[float]):
+                   memory: Optional[float], trail_dir: Optional[str]):
     """The native engine's search, as the Python search reports one (its path replayed concretely)."""
     from rich.text import Text
     from groupspec.checkers.native.engine import NativeError, NativeWorld
@@ -244,7 +250,11 @@ def _native_search(cfg, max_states: Optional[int], live, symmetry: bool, cc: str
         if live:
             live.update(Text(f"{states:,} distinct, depth {depth} ({level:,} new), "
                              f"{states / max(time.perf_counter() - t0, 1e-9):,.0f} states/s"))
-    res = native.search(max_states, workers=workers, progress=progress, memory=memory)
+    try:
+        res = native.search(max_states, workers=workers, progress=progress, memory=memory, trail_dir=trail_dir)
+    except OSError as e:         # the trail's folder: not made, not writable
+        fail_input(f"--visited-dir {e.filename or trail_dir}: {e.strerror or e}; give a folder with room that this "
+                   f"user may write")
     if res.result == "disagreement":
         fail_input(f"--engine native: {res.detail}; the compiled step and the world model disagree, which is a "
                    f"bug in groupspec: report it, and search with --engine python meanwhile")

@@ -154,8 +154,6 @@ class NativeWorld:
         self.symmetry = symmetry
         self.lib.gs_fp.restype = ctypes.c_uint64
         self.lib.gs_key.restype = ctypes.c_uint64
-        self.lib.gs_parent.restype = ctypes.c_uint64
-        self.lib.gs_parent.argtypes = [ctypes.c_uint64]
         self.build_seconds = time.perf_counter() - t0
         self.X = _flat(self.rel.X)
         self.init = np.array([_int(v) for v in _flat(self.rel.world.initial())], dtype=np.int64)
@@ -181,11 +179,19 @@ class NativeWorld:
         return out[:max(k, 0)], bad.value, bool(cut.value)
 
     def search(self, max_states: int | None = None, workers: int = 1, progress=None,
-               memory: float | None = None) -> NativeResult:
+               memory: float | None = None, trail_dir: str | None = None) -> NativeResult:
         """Breadth-first from the initial state, with `workers` threads; `progress(depth, states, level)` after
         each level (the level's depth, the distinct states so far, the level's).  `memory`: the GB the visited set
         may take as it grows (None: four fifths of the memory available now); past it the search stops, where
-        the system would kill it."""
+        the system would kill it.  The trail (each state's parent, 16 bytes a state) goes to a folder made in
+        `trail_dir` (None: the system's temporary folder) and removed when the search returns."""
+        if trail_dir is not None:
+            Path(trail_dir).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="groupspec-trail-", dir=trail_dir) as trail:
+            self._trail = trail.encode()
+            return self._search(max_states, workers, progress, memory)
+
+    def _search(self, max_states, workers, progress, memory) -> NativeResult:
         budget = int(memory * 1e9) if memory is not None else available_bytes() * 4 // 5
         self.lib.gs_budget(ctypes.c_size_t(budget))
         levels = np.zeros(MAX_LEVELS, dtype=np.int64)
@@ -196,7 +202,8 @@ class NativeWorld:
         t0 = time.perf_counter()
         self.lib.gs_search(self._ptr(self.init), ctypes.c_long(max_states or (1 << 62)),
                            levels.ctypes.data_as(ctypes.POINTER(ctypes.c_long)), ctypes.c_int(MAX_LEVELS),
-                           self._ptr(ends), ctypes.c_long(MAX_ENDS), ctypes.byref(r), ctypes.c_int(workers), report)
+                           self._ptr(ends), ctypes.c_long(MAX_ENDS), ctypes.byref(r), ctypes.c_int(workers), report,
+                           ctypes.c_char_p(self._trail))
         seconds = time.perf_counter() - t0
         self.lib.gs_hits.restype = ctypes.POINTER(ctypes.c_long)
         hits = np.ctypeslib.as_array(self.lib.gs_hits(), shape=(len(self.gen.path_rows),))
@@ -210,6 +217,11 @@ class NativeWorld:
                     levels=[int(v) for v in levels[:r.depth + 1]], seconds=seconds, build_seconds=self.build_seconds)
         if r.violation == -2:
             return NativeResult("stopped", **base, detail=f"a state has more than {MAX_SUCC} successors")
+        if r.violation == -5:
+            return NativeResult("stopped", **base, detail=f"the trail of parents could not be written in "
+                                                          f"{os.path.dirname(self._trail.decode())}: "
+                                                          f"{os.strerror(r.value)} (give --visited-dir a folder "
+                                                          f"with room: 16 bytes a state)")
         if r.violation == -4:
             given = "" if memory is not None else ", four fifths of the memory available when it began"
             return NativeResult("stopped", **base, detail=f"the visited set may not grow past {_size(budget)} "
@@ -243,16 +255,17 @@ class NativeWorld:
                 values[leaf.get_id()] = z3.IntVal(v)
         return self.rel.world.concrete(_Values(values), self.rel.X)
 
-    def _path_to(self, h: int) -> list[np.ndarray] | None:
-        """The states from the initial one to one whose representative has fingerprint `h`, by parents and the
-        step (each a successor of the one before, not its representative: a path the world takes); None if the
-        step does not lead along the parents (the table and the library disagree)."""
-        root, chain = self.key(self.init), [h]
-        while chain[-1] != root:
-            chain.append(self.lib.gs_parent(chain[-1]))
-            if chain[-1] == 0:
-                return None
-        chain.reverse()
+    def _path_to(self, h: int, deepest: int) -> list[np.ndarray] | None:
+        """The states from the initial one to one whose representative has fingerprint `h` (first reached at
+        depth `deepest` or before), by the trail's parents and the step (each a successor of the one before, not
+        its representative: a path the world takes); None if the step does not lead along the parents (the
+        table and the library disagree)."""
+        chain = np.zeros(deepest + 1, dtype=np.uint64)
+        n = self.lib.gs_trail(ctypes.c_char_p(self._trail), ctypes.c_uint64(h), ctypes.c_int(deepest),
+                              chain.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), ctypes.c_int(deepest + 1))
+        if n < 1 or int(chain[n - 1]) != self.key(self.init):
+            return None
+        chain = [int(c) for c in chain[:n][::-1]]
         states = [self.init]
         for want in chain[1:]:
             succ, _, _ = self.successors(states[-1])
@@ -267,7 +280,7 @@ class NativeWorld:
         if name == BOUND_BROKEN:
             return NativeResult("stopped", **base, detail="the symbolic step nests eager re-checks deeper than its "
                                                           "bound here: search this world with --engine python")
-        states = self._path_to(r.bad_step_from or r.at)
+        states = self._path_to(r.bad_step_from or r.at, r.depth)
         if states is None:
             return NativeResult("disagreement", **base, violation=name, detail=_UNLED)
         if r.bad_step_from:
@@ -283,7 +296,7 @@ class NativeWorld:
         return NativeResult(replay.result, **base, violation=name, path=replay.path, detail=replay.detail)
 
     def _deadlock(self, x: np.ndarray, base: dict) -> NativeResult:
-        states = self._path_to(self.key(x))
+        states = self._path_to(self.key(x), base["depth"])
         if states is None:
             return NativeResult("disagreement", **base, detail=_UNLED)
         model, path = self.rel.world.model, []

@@ -10,7 +10,9 @@
    levels are the same sets whatever the workers; which parent a state records, and so which of the
    shortest counterexamples is found, may differ from run to run.  One worker searches as it always has
    (the same order, the same counts at a violation). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <pthread.h>
 #include "symmetry.h"            /* symmetry.py's tables of the renamings of clients */
 #include "packing.h"             /* packing.py's pack and unpack */
@@ -92,11 +94,11 @@ uint64_t gs_key(const int64_t *x) {
   return fp(y);
 }
 
-/* the visited set: read and written under the lock.  A fingerprint and its parent side by side, in one cache
-   line: at tens of millions of states each admission is a miss in memory (a fifth of the search, measured on the
-   3-client world), and a new state's parent is written where its key is */
-typedef struct { uint64_t key, parent; } Entry;
-static Entry *seen;
+/* The visited set: fingerprints alone, in a table at most three quarters full, read and written under the
+   lock.  Each new state's parent goes to its level's file in the trail folder (its fingerprint and its parent's,
+   16 bytes), as TLC keeps its trace on disk: a path is rebuilt by reading the levels back (gs_trail).  Memory
+   is what ends a big search (the 3-client world ran out of it), so a state costs 11-21 bytes of it, not 32-48. */
+static uint64_t *seen;
 static size_t cap, used;
 static size_t budget;                      /* bytes the visited set may take while it grows (0: no limit) */
 void gs_budget(size_t bytes) { budget = bytes; }
@@ -105,26 +107,26 @@ void gs_budget(size_t bytes) { budget = bytes; }
    copied into the other) or more than there is */
 static int grow(void) {
   size_t old = cap, want = old ? old * 2 : 1 << 8;
-  if (budget && (old + want) * sizeof(Entry) > budget) return 0;
-  Entry *was = seen, *now = calloc(want, sizeof(Entry));
+  if (budget && (old + want) * 8 > budget) return 0;
+  uint64_t *was = seen, *now = calloc(want, 8);
   if (!now) return 0;
   seen = now; cap = want;
   for (size_t i = 0; i < old; i++)
-    if (was[i].key) {
-      size_t j = was[i].key & (cap - 1);
-      while (seen[j].key) j = (j + 1) & (cap - 1);
+    if (was[i]) {
+      size_t j = was[i] & (cap - 1);
+      while (seen[j]) j = (j + 1) & (cap - 1);
       seen[j] = was[i];
     }
   free(was);
   return 1;
 }
 
-/* 1: h is new (admitted with its parent), 0: seen before, -1: no room to admit it */
-static int admit(uint64_t h, uint64_t parent) {
-  if (2 * (used + 1) > cap && !grow()) return -1;
+/* 1: h is new, 0: seen before, -1: no room to admit it */
+static int admit(uint64_t h) {
+  if (4 * (used + 1) > 3 * cap && !grow()) return -1;
   size_t j = h & (cap - 1);
-  while (seen[j].key) { if (seen[j].key == h) return 0; j = (j + 1) & (cap - 1); }
-  seen[j].key = h; seen[j].parent = parent; used++;
+  while (seen[j]) { if (seen[j] == h) return 0; j = (j + 1) & (cap - 1); }
+  seen[j] = h; used++;
   return 1;
 }
 
@@ -136,11 +138,39 @@ static inline void soon(uint64_t h) {     /* outside the lock: a stale cap or ta
 #endif
 }
 
-uint64_t gs_parent(uint64_t h) {
-  if (!cap) return 0;
-  size_t j = h & (cap - 1);
-  while (seen[j].key) { if (seen[j].key == h) return seen[j].parent; j = (j + 1) & (cap - 1); }
-  return 0;
+static FILE *level_file(const char *trail, int d, const char *mode) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/level-%d", trail, d);
+  return fopen(path, mode);
+}
+
+/* 1 and *parent if level d's file has `want`, 0 if not, -1 if it cannot be read */
+static int find(const char *trail, int d, uint64_t want, uint64_t *parent) {
+  FILE *f = level_file(trail, d, "rb");
+  if (!f) return -1;
+  static uint64_t e[2 * 4096];
+  size_t k;
+  int found = 0;
+  while (!found && (k = fread(e, 16, 4096, f)) > 0)
+    for (size_t i = 0; i < k; i++) if (e[2 * i] == want) { *parent = e[2 * i + 1]; found = 1; break; }
+  fclose(f);
+  return found;
+}
+
+/* chain[0] = h, then its parent, ... to the initial state's fingerprint: the chain's length, or -1 if the trail
+   does not lead there within max.  h is looked for from level `deepest` down; its parent one level up, ... */
+int gs_trail(const char *trail, uint64_t h, int deepest, uint64_t *chain, int max) {
+  int d = deepest, n = 0;
+  uint64_t parent = 0;
+  while (d >= 0 && find(trail, d, h, &parent) != 1) d--;
+  if (d < 0) return -1;
+  for (;;) {
+    if (n == max) return -1;
+    chain[n++] = h;
+    if (d == 0) return n;
+    h = parent; d--;
+    if (find(trail, d, h, &parent) != 1) return -1;
+  }
 }
 
 #define MAX_WORKERS 64
@@ -172,6 +202,7 @@ typedef struct {
   uint64_t *next, *nfp;                    /* the next level, as it grows */
   size_t nn, ncap;
   int stop, full;                          /* the search ends (a result, or `full`: max_states reached) */
+  FILE *log;                               /* the next level's trail: its states' fingerprints and parents' */
   long max_states, *levels, max_ends;
   int max_levels;
   int64_t *ends;
@@ -216,11 +247,18 @@ static void *expand(void *arg) {
           r->ends++;
         }
         else for (int j = 0; j < k; j++) {
-          int a = admit(h[j], hx);
+          int a = admit(h[j]);
           if (a < 0) {                 /* the rest of this state's successors not admitted: none of them */
             for (int i = 0; i < j; i++) r->states -= fresh[i];
             L->stop = L->full = full = 1; r->complete = 0; r->violation = -4;
             break;
+          }
+          if (a) {
+            uint64_t e[2] = {h[j], hx};
+            if (fwrite(e, 16, 1, L->log) != 1) {          /* checked again when the file is closed */
+              L->stop = full = 1; r->complete = 0; r->violation = -5; r->value = errno;
+              break;
+            }
           }
           r->states += fresh[j] = a;
         }
@@ -273,11 +311,12 @@ out:
 
 /* levels[d]: the states first reached at depth d (up to max_levels); ends: up to max_ends states
    without successors and with no step a bound cut, for engine.py to judge; progress (if given) is
-   called after each level with its depth, the states so far and the level's */
+   called after each level with its depth, the states so far and the level's; trail: a folder for the levels'
+   files of parents (empty, or the files of an earlier search are overwritten) */
 typedef void (*gs_progress)(int depth, long states, long level);
 
 int gs_search(const int64_t *init, long max_states, long *levels, int max_levels, int64_t *ends, long max_ends,
-              gs_result *r, int workers, gs_progress progress) {
+              gs_result *r, int workers, gs_progress progress, const char *trail) {
   Level L = {.max_states = max_states, .levels = levels, .max_levels = max_levels, .ends = ends,
              .max_ends = max_ends, .r = r, .ncap = 1024};
   pthread_mutex_init(&L.mu, 0);
@@ -294,7 +333,11 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
   canon(x);
   uint64_t h0 = fp(x);
   ffp[0] = h0;
-  if (admit(h0, 0) < 0) { r->violation = -4; r->complete = 0; goto done; }
+  if (admit(h0) < 0) { r->violation = -4; r->complete = 0; goto done; }
+  uint64_t root[2] = {h0, 0};
+  if (!(L.log = level_file(trail, 0, "wb")) || fwrite(root, 16, 1, L.log) != 1 || fclose(L.log)) {
+    r->violation = -5; r->value = errno; r->complete = 0; goto done;
+  }
   r->states = 1; r->unreduced = orbit(x); levels[0] = 1;
   if ((r->violation = broken(x, scratch(0))) >= 0) { r->at = h0; goto done; }
   if ((r->leaf = pack(x, front)) >= 0) { r->violation = -3; r->value = x[r->leaf]; goto done; }
@@ -303,10 +346,17 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
   pthread_t threads[MAX_WORKERS];
   for (;;) {
     L.front = front; L.ffp = ffp; L.fn = fn; L.claimed = 0; L.nn = 0;
+    if (!(L.log = level_file(trail, r->depth + 1, "wb"))) {
+      r->violation = -5; r->value = errno; r->complete = 0; break;
+    }
+    setvbuf(L.log, 0, _IOFBF, 1 << 20);
     for (int w = 0; w < workers; w++) ws[w] = (Worker){&L, w};
     for (int w = 1; w < workers; w++) pthread_create(&threads[w], 0, expand, &ws[w]);
     expand(&ws[0]);                        /* this thread is worker 0 */
     for (int w = 1; w < workers; w++) pthread_join(threads[w], 0);
+    if (fclose(L.log) && r->violation != -5) {      /* what the buffer held could not be written */
+      r->violation = -5; r->value = errno; r->complete = 0; break;
+    }
     if (L.stop) { if (L.full && L.nn) r->depth++; break; }
     if (!L.nn) break;
     /* the next level becomes this one; this one's room, the next's */
