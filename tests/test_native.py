@@ -129,19 +129,30 @@ def test_check_with_the_native_engine_says_what_it_found_and_what_it_did_not_che
 
 
 def test_a_search_its_memory_cannot_hold_stops_and_says_why(native_cache, monkeypatch, capsys):
-    # 5,000 bytes: the visited set's first table (256 fingerprints, 2 KB) but not the second beside it (4 KB more),
-    # which it needs past three quarters full (192 states)
     world = NativeWorld(TINY, cc="tcc")
+    says = "the visited set and the levels may not grow past {} (--memory)"
+    # 4,680 bytes: the visited set's first table (256 fingerprints, 2,048 bytes) and the levels' first room (17
+    # states of 11 words and a fingerprint, 1,632 bytes), but not the room for a level of more than 16 states: the
+    # levels stop it, before the table would need to grow (at 192 states)
     for workers in (1, 2):
-        native = world.search(workers=workers, memory=5e-6)
-        assert (native.result, native.detail) == ("stopped", "the visited set may not grow past 5,000 bytes (--memory)")
-        assert 0 < native.distinct_states <= 192 and native.levels[0] == 1
-    assert world.search(memory=5e-6, max_states=50).detail == "stopped at --max-states"     # the first limit met
+        native = world.search(workers=workers, memory=4.68e-6)
+        assert (native.result, native.detail) == ("stopped", says.format("4,680 bytes"))
+        assert 16 < native.distinct_states < 192 and native.levels[0] == 1
+    # more and more memory: the search goes as far or further, and all of it once there is room
+    reached = []
+    for budget in (1_000, 4_680, 6_000, 9_000, 12_000, 15_000, 20_000, 40_000):
+        native = world.search(memory=budget / 1e9)
+        assert native.result == ("stopped" if native.distinct_states < 375 else "ok")
+        assert native.detail == ("" if native.result == "ok" else says.format(f"{budget:,} bytes"))
+        reached.append(native.distinct_states)
+    assert reached == sorted(reached) and reached[0] == 0 and reached[-1] == 375 and len(set(reached)) > 3
+    assert world.search(memory=4.68e-6, max_states=10).detail == "stopped at --max-states"     # the first limit met
     from test_cli_input import run_cli
-    code, out, err = run_cli(monkeypatch, capsys, "check", "--preset", "tiny", "--engine", "native", "--memory", "5e-6")
+    code, out, err = run_cli(monkeypatch, capsys, "check", "--preset", "tiny", "--engine", "native", "--memory",
+                             "4.68e-6")
     assert code == 0, err
     assert out.startswith("stopped — ")
-    assert "(stopped: the visited set may not grow past 5,000 bytes (--memory))" in out.splitlines()[0]
+    assert f"(stopped: {says.format('4,680 bytes')})" in out.splitlines()[0]
 
 
 def test_a_trail_that_cannot_be_written_stops_the_search_and_says_where(native_cache, tmp_path):

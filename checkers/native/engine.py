@@ -182,8 +182,8 @@ class NativeWorld:
                memory: float | None = None, trail_dir: str | None = None) -> NativeResult:
         """Breadth-first from the initial state, with `workers` threads; `progress(depth, states, level)` after
         each level (the level's depth, the distinct states so far, the level's).  `memory`: the GB the visited set
-        may take as it grows (None: four fifths of the memory available now); past it the search stops, where
-        the system would kill it.  The trail (each state's parent, 16 bytes a state) goes to a folder made in
+        and the two levels of states may take as they grow (None: four fifths of the memory available now); past it
+        the search stops, where the system would kill it.  The trail (each state's parent, 16 bytes a state) goes to a folder made in
         `trail_dir` (None: the system's temporary folder) and removed when the search returns."""
         if trail_dir is not None:
             Path(trail_dir).mkdir(parents=True, exist_ok=True)
@@ -224,8 +224,8 @@ class NativeWorld:
                                                           f"with room: 16 bytes a state)")
         if r.violation == -4:
             given = "" if memory is not None else ", four fifths of the memory available when it began"
-            return NativeResult("stopped", **base, detail=f"the visited set may not grow past {_size(budget)} "
-                                                          f"(--memory{given})")
+            return NativeResult("stopped", **base, detail=f"the visited set and the levels may not grow past "
+                                                          f"{_size(budget)} (--memory{given})")
         if r.violation == -3:
             slot = self.slots[r.leaf]
             return NativeResult("stopped", **base, detail=f"a state's {slot.name} = {r.value} is outside the range "
@@ -316,7 +316,7 @@ class NativeWorld:
 
 
 def _size(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n:,} bytes"
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n:,} bytes"
 
 
 def available_bytes() -> int:

@@ -100,14 +100,15 @@ uint64_t gs_key(const int64_t *x) {
    is what ends a big search (the 3-client world ran out of it), so a state costs 11-21 bytes of it, not 32-48. */
 static uint64_t *seen;
 static size_t cap, used;
-static size_t budget;                      /* bytes the visited set may take while it grows (0: no limit) */
+static size_t budget;       /* bytes the visited set and the two levels may take as they grow (0: no limit) */
+static size_t level_bytes;  /* what the two levels take: their room, as allocated */
 void gs_budget(size_t bytes) { budget = bytes; }
 
 /* twice the room, or 0 if that would take more than the budget (the old table and the new, while the one is
-   copied into the other) or more than there is */
+   copied into the other, and the levels) or more than there is */
 static int grow(void) {
   size_t old = cap, want = old ? old * 2 : 1 << 8;
-  if (budget && (old + want) * 8 > budget) return 0;
+  if (budget && (old + want) * 8 + level_bytes > budget) return 0;
   uint64_t *was = seen, *now = calloc(want, 8);
   if (!now) return 0;
   seen = now; cap = want;
@@ -291,8 +292,20 @@ static void *expand(void *arg) {
         L->stop = 1;
       } else {
         if (L->nn + made > L->ncap) {
-          while (L->nn + made > L->ncap) L->ncap *= 2;
-          L->next = realloc(L->next, L->ncap * PW * 8); L->nfp = realloc(L->nfp, L->ncap * 8);
+          size_t want = L->ncap;
+          while (L->nn + made > want) want *= 2;
+          size_t more = (want - L->ncap) * (PW + 1) * 8;
+          uint64_t *nx = 0, *nf = 0;
+          if (!budget || cap * 8 + level_bytes + more <= budget) {
+            if ((nx = realloc(L->next, want * PW * 8))) L->next = nx;
+            if (nx && (nf = realloc(L->nfp, want * 8))) L->nfp = nf;
+          }
+          if (!nx || !nf) {            /* this state's new states are counted, not kept: the search ends here */
+            L->stop = L->full = 1; r->complete = 0; r->violation = -4;
+            pthread_mutex_unlock(&L->mu);
+            goto out;
+          }
+          level_bytes += more; L->ncap = want;
         }
         memcpy(L->next + L->nn * PW, mine, made * PW * 8);
         memcpy(L->nfp + L->nn, mfp, made * 8);
@@ -318,12 +331,13 @@ typedef void (*gs_progress)(int depth, long states, long level);
 int gs_search(const int64_t *init, long max_states, long *levels, int max_levels, int64_t *ends, long max_ends,
               gs_result *r, int workers, gs_progress progress, const char *trail) {
   Level L = {.max_states = max_states, .levels = levels, .max_levels = max_levels, .ends = ends,
-             .max_ends = max_ends, .r = r, .ncap = 1024};
+             .max_ends = max_ends, .r = r, .ncap = 16};
   pthread_mutex_init(&L.mu, 0);
   if (workers < 1) workers = 1;
   if (workers > MAX_WORKERS) workers = MAX_WORKERS;
   uint64_t *front = malloc(PW * 8), *ffp = malloc(8);
   L.next = malloc(L.ncap * PW * 8); L.nfp = malloc(L.ncap * 8);
+  level_bytes = (1 + L.ncap) * (PW + 1) * 8;
   memset(r, 0, sizeof *r); r->violation = -1; r->complete = 1;
   free(seen); seen = 0; cap = used = 0;
   for (int w = 0; w < workers; w++) memset(scratch(w)->hits, 0, sizeof scratch(w)->hits);
