@@ -170,6 +170,36 @@ def test_a_trail_that_cannot_be_written_stops_the_search_and_says_where(native_c
         world.search(trail_dir=str(tmp_path / "a-file"))
 
 
+def test_a_signal_stops_the_search_in_its_next_chunk_and_its_exception_goes_on(native_cache, tmp_path):
+    import signal
+    import time
+
+    class Stop(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Stop()
+    world = NativeWorld(TINY, cc="tcc")
+    was = signal.signal(signal.SIGUSR1, handler)
+    try:
+        reported = []
+
+        def level(depth, states, size):
+            reported.append(depth)
+            if depth == 3:            # the handler runs in the waiting thread, while the search's thread is here
+                os.kill(os.getpid(), signal.SIGUSR1)
+                time.sleep(0.5)
+        t0 = time.perf_counter()
+        with pytest.raises(Stop):
+            world.search(trail_dir=str(tmp_path), progress=level)
+        assert time.perf_counter() - t0 < 5
+        assert reported == [1, 2, 3]                  # no level after it: the search stopped, not ran out
+    finally:
+        signal.signal(signal.SIGUSR1, was)
+    assert list(tmp_path.iterdir()) == []                 # the trail removed
+    assert world.search().distinct_states == 375         # and the world searches again, whole
+
+
 @pytest.mark.parametrize("args, says", [
     (["--engine", "rust"], "--engine 'rust': use python or native"),
     (["--engine", "native", "--cc", "clang"], "--cc 'clang': use tcc or gcc"),

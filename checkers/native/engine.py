@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import z3
 
+from groupspec.checkers.interruptible import interruptible
 from groupspec.checkers.search.explicit import Result
 
 from groupspec.checkers.world.bmc import BOUND_BROKEN, StepRelation, _flat, _replayed
@@ -200,10 +201,12 @@ class NativeWorld:
         # held until the search returns: the C calls it
         report = _PROGRESS(lambda d, n, level: progress(d, n, level)) if progress else None
         t0 = time.perf_counter()
-        self.lib.gs_search(self._ptr(self.init), ctypes.c_long(max_states or (1 << 62)),
-                           levels.ctypes.data_as(ctypes.POINTER(ctypes.c_long)), ctypes.c_int(MAX_LEVELS),
-                           self._ptr(ends), ctypes.c_long(MAX_ENDS), ctypes.byref(r), ctypes.c_int(workers), report,
-                           ctypes.c_char_p(self._trail))
+        # in a thread of its own, so that Ctrl-C and SIGTERM stop it (the library's workers stop at their next chunk)
+        interruptible(lambda: self.lib.gs_search(
+            self._ptr(self.init), ctypes.c_long(max_states or (1 << 62)),
+            levels.ctypes.data_as(ctypes.POINTER(ctypes.c_long)), ctypes.c_int(MAX_LEVELS), self._ptr(ends),
+            ctypes.c_long(MAX_ENDS), ctypes.byref(r), ctypes.c_int(workers), report, ctypes.c_char_p(self._trail)),
+            self.lib.gs_halt)
         seconds = time.perf_counter() - t0
         self.lib.gs_hits.restype = ctypes.POINTER(ctypes.c_long)
         hits = np.ctypeslib.as_array(self.lib.gs_hits(), shape=(len(self.gen.path_rows),))

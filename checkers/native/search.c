@@ -214,6 +214,11 @@ typedef struct { Level *L; int w; } Worker;
 
 #define CHUNK 32                           /* states a worker claims at a time */
 
+/* set by gs_halt (engine.py, from the thread waiting for the search, when a signal's handler raised there):
+   the workers stop at their next chunk */
+static volatile int halt;
+void gs_halt(void) { halt = 1; }
+
 static void *expand(void *arg) {
   Level *L = ((Worker *)arg)->L;
   S *s = scratch(((Worker *)arg)->w);
@@ -225,6 +230,7 @@ static void *expand(void *arg) {
     pthread_mutex_lock(&L->mu);
     size_t i0 = L->claimed, i1 = i0 + CHUNK < L->fn ? i0 + CHUNK : L->fn;
     L->claimed = i1;
+    if (halt && !L->stop) { L->stop = 1; r->violation = -6; r->complete = 0; }
     int stop = L->stop;
     pthread_mutex_unlock(&L->mu);
     if (stop || i0 >= i1) break;
@@ -339,6 +345,7 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
   L.next = malloc(L.ncap * PW * 8); L.nfp = malloc(L.ncap * 8);
   level_bytes = (1 + L.ncap) * (PW + 1) * 8;
   memset(r, 0, sizeof *r); r->violation = -1; r->complete = 1;
+  halt = 0;
   free(seen); seen = 0; cap = used = 0;
   for (int w = 0; w < workers; w++) memset(scratch(w)->hits, 0, sizeof scratch(w)->hits);
   for (int w = workers; w < MAX_WORKERS; w++) if (scr[w]) memset(scr[w]->hits, 0, sizeof scr[w]->hits);

@@ -25,13 +25,13 @@ bmc.py's are (`bmc._replayed`).
 """
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import z3
 from pysat.solvers import Solver
 
+from groupspec.checkers.interruptible import interruptible
 from groupspec.spec.symbolic import well_formed
 from groupspec.spec.world import ALL_VARS
 from groupspec.spec.z3_fast import conj, disj, eq, implies, neg
@@ -326,32 +326,14 @@ class _Sat:
 
     def solve(self, assumptions: list, seconds: float | None) -> bool | None:
         """The solver's answer, or None when `seconds` ran out first.  It solves in a thread of its
-        own with the GIL released (pysat's `expect_interrupt`), so this thread stays free to run a
-        signal's handler (Ctrl-C, SIGTERM): whatever the handler raises interrupts the solver
-        before it goes on up, rather than waiting for a query that may take many minutes."""
-        got: list = []
-        done = threading.Event()        # not Thread.join: one a handler's exception broke off may return early
-
-        def work() -> None:
-            try:
-                got.append(self.solver.solve_limited(assumptions=assumptions, expect_interrupt=True))
-            finally:
-                done.set()
-        threading.Thread(target=work, daemon=True).start()
-        until = None if seconds is None else time.perf_counter() + seconds
+        own with the GIL released (pysat's `expect_interrupt`), so a signal's handler (Ctrl-C,
+        SIGTERM) interrupts the solver before its exception goes on up, rather than waiting for a
+        query that may take many minutes (checkers/interruptible.py)."""
         try:
-            while not done.wait(0.05):
-                if until is not None and time.perf_counter() >= until:
-                    self.solver.interrupt()
-                    until = None
-        except BaseException:
-            self.solver.interrupt()
-            while not done.wait(0.05):      # the solver is not to be touched until its thread is out
-                pass
+            return interruptible(lambda: self.solver.solve_limited(assumptions=assumptions, expect_interrupt=True),
+                                 self.solver.interrupt, seconds)
+        finally:
             self.solver.clear_interrupt()
-            raise
-        self.solver.clear_interrupt()
-        return got[0]
 
 
 class _Unrolled:
