@@ -42,8 +42,9 @@ def check_cmd(
                                                                   "set and the levels spill to disk and memo "
                                                                   "tables are dropped (implies --visited disk; "
                                                                   "default 2); with --engine native, the GB its "
-                                                                  "fingerprints may take, past which it stops "
-                                                                  "(default: 4/5 of the memory available)"),
+                                                                  "fingerprints and levels may take, past which "
+                                                                  "it stops (default: 4/5 of the memory "
+                                                                  "available)"),
     no_waivers: bool = typer.Option(False, "--no-waivers", help="check the invariants a preset waives, too"),
     out_dir: Optional[str] = typer.Option(None, "--out", help="where to write a counterexample (ITF, table, Mermaid)"),
     engine: str = typer.Option("python", "--engine", help="python, or native: the world's step compiled to C (--cc) "
@@ -79,7 +80,7 @@ def check_cmd(
     if engine != "native" and cc is not None:
         fail_input(f"--cc {cc} with --engine {engine}: only the native engine compiles; add --engine native")
     if engine == "native":
-        _native_options(liveness, reduction, workers, visited, visited_dir, memory)
+        _native_options(liveness, reduction, visited, memory)
         from groupspec.checkers.native.engine import COMPILERS      # (z3 and numpy: only when native)
         cc = cc or COMPILERS[0]
         if cc not in COMPILERS:
@@ -219,7 +220,7 @@ def _incomplete(res) -> str:
     return f" (stopped: {res.stopped_because})" if res.stopped_because else " (stopped at --max-states)"
 
 
-def _native_options(liveness: bool, reduction: bool, workers: Optional[int], visited: str, visited_dir, memory) -> None:
+def _native_options(liveness: bool, reduction: bool, visited: str, memory: Optional[float]) -> None:
     """What --engine native does not do, refused by name (it would be silently ignored otherwise)."""
     for given, what in ((liveness, "--liveness"), (reduction, "--reduction"),
                         (visited != "memory", f"--visited {visited}")):
