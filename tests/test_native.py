@@ -159,8 +159,8 @@ def test_a_trail_that_cannot_be_written_stops_the_search_and_says_where(native_c
     import shutil
     world = NativeWorld(TINY, cc="tcc")
     # the trail's folder removed after the first level: the next level's file cannot be made
-    native = world.search(trail_dir=str(tmp_path), progress=lambda *level: shutil.rmtree(world._trail.decode(),
-                                                                                          ignore_errors=True))
+    native = world.search(trail_dir=str(tmp_path), progress=lambda *level: [shutil.rmtree(made, ignore_errors=True)
+                                                                             for made in tmp_path.iterdir()])
     assert native.result == "stopped" and native.depth == 1
     assert native.detail == (f"the trail of parents could not be written in {tmp_path}: No such file or directory "
                              f"(give --visited-dir a folder with room: 16 bytes a state)")

@@ -184,15 +184,14 @@ class NativeWorld:
         """Breadth-first from the initial state, with `workers` threads; `progress(depth, states, level)` after
         each level (the level's depth, the distinct states so far, the level's).  `memory`: the GB the visited set
         and the two levels of states may take as they grow (None: four fifths of the memory available now); past it
-        the search stops, where the system would kill it.  The trail (each state's parent, 16 bytes a state) goes to a folder made in
-        `trail_dir` (None: the system's temporary folder) and removed when the search returns."""
+        the search stops, where the system would kill it.  The trail (each state's parent, 16 bytes a state) goes
+        to a folder made in `trail_dir` (None: the system's temporary folder), removed when the search returns."""
         if trail_dir is not None:
             Path(trail_dir).mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="groupspec-trail-", dir=trail_dir) as trail:
-            self._trail = trail.encode()
-            return self._search(max_states, workers, progress, memory)
+            return self._search(trail.encode(), max_states, workers, progress, memory)
 
-    def _search(self, max_states, workers, progress, memory) -> NativeResult:
+    def _search(self, trail: bytes, max_states, workers, progress, memory) -> NativeResult:
         budget = int(memory * 1e9) if memory is not None else available_bytes() * 4 // 5
         self.lib.gs_budget(ctypes.c_size_t(budget))
         levels = np.zeros(MAX_LEVELS, dtype=np.int64)
@@ -205,7 +204,7 @@ class NativeWorld:
         interruptible(lambda: self.lib.gs_search(
             self._ptr(self.init), ctypes.c_long(max_states or (1 << 62)),
             levels.ctypes.data_as(ctypes.POINTER(ctypes.c_long)), ctypes.c_int(MAX_LEVELS), self._ptr(ends),
-            ctypes.c_long(MAX_ENDS), ctypes.byref(r), ctypes.c_int(workers), report, ctypes.c_char_p(self._trail)),
+            ctypes.c_long(MAX_ENDS), ctypes.byref(r), ctypes.c_int(workers), report, ctypes.c_char_p(trail)),
             self.lib.gs_halt)
         seconds = time.perf_counter() - t0
         self.lib.gs_hits.restype = ctypes.POINTER(ctypes.c_long)
@@ -222,7 +221,7 @@ class NativeWorld:
             return NativeResult("stopped", **base, detail=f"a state has more than {MAX_SUCC} successors")
         if r.violation == -5:
             return NativeResult("stopped", **base, detail=f"the trail of parents could not be written in "
-                                                          f"{os.path.dirname(self._trail.decode())}: "
+                                                          f"{os.path.dirname(trail.decode())}: "
                                                           f"{os.strerror(r.value)} (give --visited-dir a folder "
                                                           f"with room: 16 bytes a state)")
         if r.violation == -4:
@@ -235,11 +234,11 @@ class NativeWorld:
                                                           f"[{slot.lo}, {slot.hi}] the packed state holds (read off "
                                                           f"its declared type): search this world with --engine python")
         if r.violation >= 0:
-            return self._counterexample(r, base)
+            return self._counterexample(r, base, trail)
         model = self.rel.world.model
         for x in ends[:min(r.ends, MAX_ENDS)]:
             if not model.is_end(model.unflat(self._concrete(x))):
-                return self._deadlock(x, base)
+                return self._deadlock(x, base, trail)
         if r.ends > MAX_ENDS:
             return NativeResult("stopped", **base, detail=f"more than {MAX_ENDS} states without successors: "
                                                           f"not all were judged")
@@ -258,13 +257,13 @@ class NativeWorld:
                 values[leaf.get_id()] = z3.IntVal(v)
         return self.rel.world.concrete(_Values(values), self.rel.X)
 
-    def _path_to(self, h: int, deepest: int) -> list[np.ndarray] | None:
+    def _path_to(self, trail: bytes, h: int, deepest: int) -> list[np.ndarray] | None:
         """The states from the initial one to one whose representative has fingerprint `h` (first reached at
         depth `deepest` or before), by the trail's parents and the step (each a successor of the one before, not
         its representative: a path the world takes); None if the step does not lead along the parents (the
         table and the library disagree)."""
         chain = np.zeros(deepest + 1, dtype=np.uint64)
-        n = self.lib.gs_trail(ctypes.c_char_p(self._trail), ctypes.c_uint64(h), ctypes.c_int(deepest),
+        n = self.lib.gs_trail(ctypes.c_char_p(trail), ctypes.c_uint64(h), ctypes.c_int(deepest),
                               chain.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), ctypes.c_int(deepest + 1))
         if n < 1 or int(chain[n - 1]) != self.key(self.init):
             return None
@@ -278,12 +277,12 @@ class NativeWorld:
             states.append(nxt)
         return states
 
-    def _counterexample(self, r: _Result, base: dict) -> NativeResult:
+    def _counterexample(self, r: _Result, base: dict, trail: bytes) -> NativeResult:
         name = self.gen.invariants[r.violation]
         if name == BOUND_BROKEN:
             return NativeResult("stopped", **base, detail="the symbolic step nests eager re-checks deeper than its "
                                                           "bound here: search this world with --engine python")
-        states = self._path_to(r.bad_step_from or r.at, r.depth)
+        states = self._path_to(trail, r.bad_step_from or r.at, r.depth)
         if states is None:
             return NativeResult("disagreement", **base, violation=name, detail=_UNLED)
         if r.bad_step_from:
@@ -298,8 +297,8 @@ class NativeWorld:
         replay = _replayed(self.rel.world, [self._concrete(x) for x in states], name, len(states) - 1)
         return NativeResult(replay.result, **base, violation=name, path=replay.path, detail=replay.detail)
 
-    def _deadlock(self, x: np.ndarray, base: dict) -> NativeResult:
-        states = self._path_to(self.key(x), base["depth"])
+    def _deadlock(self, x: np.ndarray, base: dict, trail: bytes) -> NativeResult:
+        states = self._path_to(trail, self.key(x), base["depth"])
         if states is None:
             return NativeResult("disagreement", **base, detail=_UNLED)
         model, path = self.rel.world.model, []
