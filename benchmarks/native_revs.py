@@ -71,15 +71,17 @@ def main() -> None:
                 levels = np.zeros(MAX_LEVELS, dtype=np.int64)
                 ends = np.zeros((MAX_ENDS, len(init)), dtype=np.int64)
                 r = _Result()
-                c0 = time.process_time()
-                lib.gs_search(ptr(init), ctypes.c_long(a.max_states), levels.ctypes.data_as(ctypes.POINTER(ctypes.c_long)),
-                              ctypes.c_int(MAX_LEVELS), ptr(ends), ctypes.c_long(MAX_ENDS), ctypes.byref(r),
-                              ctypes.c_int(a.workers), None)     # (a revision before workers ignores the two)
-                cpu = time.process_time() - c0
+                c0, w0 = time.process_time(), time.perf_counter()
+                with tempfile.TemporaryDirectory(prefix="groupspec-trail-") as trail:
+                    lib.gs_search(ptr(init), ctypes.c_long(a.max_states),
+                                  levels.ctypes.data_as(ctypes.POINTER(ctypes.c_long)), ctypes.c_int(MAX_LEVELS),
+                                  ptr(ends), ctypes.c_long(MAX_ENDS), ctypes.byref(r), ctypes.c_int(a.workers), None,
+                                  trail.encode())     # (a revision before workers, or the trail, ignores them)
+                cpu, wall = time.process_time() - c0, time.perf_counter() - w0
                 print(json.dumps({"world": a.world, "clients": cfg.clients, "rev": rev, "run": run, "cc": a.cc, "workers": a.workers,
                                   "opt": a.opt if a.cc == "gcc" else "", "generate_seconds": gen_s,
                                   "compile_seconds": cc_s, "states": r.states, "transitions": r.transitions,
-                                  "depth": r.depth, "cpu_seconds": round(cpu, 2),
+                                  "depth": r.depth, "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2),
                                   "states_per_cpu_second": round(r.states / cpu),
                                   # the process's peak so far: run one revision alone to read its own
                                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}),
