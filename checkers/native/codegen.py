@@ -281,7 +281,6 @@ class Generated:
         invariants = [f"  if ({T.expr(c)}) return {index[n]};" for n, c in state_bad]
         n_choices = 1 + max((_choice_index(str(c)) for c in rel.choices), default=0)
         self.source = "\n".join([
-            "#define _GNU_SOURCE     /* before any header: search.c's adaptive mutex is glibc's */",
             "#include <stdint.h>", "#include <string.h>",
             f"#define NL {len(X)}", f"#define NF {max(1, len(T.functions))}", f"#define MAX_SUCC {MAX_SUCC}",
             f"#define NPATHS {max(1, len(rel.paths))}",

@@ -338,13 +338,7 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
               gs_result *r, int workers, gs_progress progress, const char *trail) {
   Level L = {.max_states = max_states, .levels = levels, .max_levels = max_levels, .ends = ends,
              .max_ends = max_ends, .r = r, .ncap = 16};
-  /* glibc's adaptive mutex spins a while before it sleeps: the lock is held for a state's admission at a
-     time, far shorter than a futex sleep and wake-up, which took a tenth of two workers' time (perf) */
-  pthread_mutexattr_t adaptive;
-  pthread_mutexattr_init(&adaptive);
-  pthread_mutexattr_settype(&adaptive, PTHREAD_MUTEX_ADAPTIVE_NP);
-  pthread_mutex_init(&L.mu, &adaptive);
-  pthread_mutexattr_destroy(&adaptive);
+  pthread_mutex_init(&L.mu, 0);
   if (workers < 1) workers = 1;
   if (workers > MAX_WORKERS) workers = MAX_WORKERS;
   uint64_t *front = malloc(PW * 8), *ffp = malloc(8);
