@@ -18,8 +18,9 @@ holds for any number of members, instance ids, partitions and protocols:
 
 Counting and maximum (``Count``, ``MaxOver``) and ``Lowest`` have no
 decidable meaning over an uninterpreted sort.  They are over-approximated
-soundly: an uninterpreted function of the set for a count and a lowest
-element (so one set has one count wherever it is counted), a fresh value for
+soundly: an integer constant of each set for a count (related to the other
+counts of a query by what finite sets obey: ``Sorts.cardinality``), an
+uninterpreted function of the set for a lowest element, a fresh value for
 a maximum (a fresh function of the bound variables in scope, for all three,
 inside a binder), with what is surely known of it (a count of a set is >= 0
 and 0 exactly when the set is empty; a maximum is at least its default; the
@@ -53,13 +54,82 @@ class Sorts:
         self.sort = {d: z3.DeclareSort(d) for d in domains}
         self.none = {d: z3.Const(f"none_{d}", s) for d, s in self.sort.items()}
         self._measures: dict = {}
+        # each count of a set read outside a binder: by its set's id, and by the id of its first
+        # fact (`count`, which `cardinality` finds among a query's facts); what finite cardinality
+        # says of two of them, made once a pair
+        self._counted: dict[int, tuple] = {}
+        self._count_of: dict[int, tuple] = {}
+        self._pairs: dict[tuple[int, int], list] = {}
 
     def measure(self, op: str, key: str, result):
-        """The uninterpreted function `op` (count, lowest) of the sets of `key`."""
+        """The uninterpreted function `op` (lowest) of the sets of `key`."""
         name = f"{op}_{key}"
         if name not in self._measures:
             self._measures[name] = z3.Function(name, z3.ArraySort(self.sort[key], z3.BoolSort()), result)
         return self._measures[name]
+
+    def count(self, key: str, s) -> tuple:
+        """The count of set `s` of `key` (a set read outside a binder): one integer constant for
+        each set (the same set counted in two places, a guard and the chain's earlier guards, a
+        lemma and a goal, has one count), with what is surely known of it: at least 0, and 0
+        exactly when `s` is empty.  A constant, not a function applied to the set: a function of
+        an array that is a lambda leaves Z3's array theory incomplete (every such query
+        'unknown'); sets equal but written apart are told equal by `cardinality`."""
+        got = self._count_of.get(s.get_id())
+        if got is None:
+            v = z3.Int(f"count_{key}!{len(self._count_of)}")
+            e = z3.Const(f"count_{key}_e", self.sort[key])
+            first = v >= 0
+            facts = [first, (v == 0) == forall(e, neg(select(s, e)))]
+            self._counted[first.get_id()] = (key, s, v, first)
+            got = self._count_of[s.get_id()] = (v, facts, s)
+        return got[:2]
+
+    def cardinality(self, facts: list) -> list:
+        """What the counts of finite sets say of every two counts among `facts` of sets of one
+        sort (A, B): A ⊆ B gives |A| ≤ |B|, and |A| < |B| when B has an element A has not;
+        B ⊆ A ∪ {d} gives |B| ≤ |A| + 1, and |B| ≤ |A| when A has an element B has not (a
+        member id replaced), for `d` an element of B not in A if there is one (a fresh constant:
+        each fact holds whichever element it is).  Without them two counts are any integers, and
+        no lemma bounding a count (`group.max.size`) survives a join that adds one member.  True
+        of every finite set, so still an over-approximation."""
+        counts = [self._counted[f.get_id()] for f in facts if f.get_id() in self._counted]
+        out: list = []
+        for i, a in enumerate(counts):
+            for b in counts[i + 1:]:
+                if a[0] == b[0] and not a[2].eq(b[2]):
+                    key = (a[2].get_id(), b[2].get_id())
+                    if key not in self._pairs:
+                        self._pairs[key] = self._pair(a[0], a[1], a[2], b[1], b[2])
+                    out += self._pairs[key]
+        return out
+
+    def _pair(self, key: str, a, ca, b, cb) -> list:
+        srt = self.sort[key]
+        n = len(self._pairs)
+        e = z3.Const(f"card_e{n}", srt)
+
+        def subset(x, y, plus=None):
+            """x ⊆ y (∪ {plus}), said of elements: no store over a lambda, which leaves Z3's
+            array theory incomplete"""
+            inside = select(y, e) if plus is None else disj([select(y, e), eq(e, plus)])
+            return forall(e, implies(select(x, e), inside))
+
+        # d[x, y]: an element of y not in x, if there is one
+        d = {("a", "b"): z3.Const(f"card_d{n}ab", srt), ("b", "a"): z3.Const(f"card_d{n}ba", srt)}
+        out = []
+        for (x, cx, y, cy, tag) in ((a, ca, b, cb, ("a", "b")), (b, cb, a, ca, ("b", "a"))):
+            new, gone = d[tag], d[tag[::-1]]
+            x_in_y, y_in_x = subset(x, y), subset(y, x)
+            y_in_x_and_new = subset(y, x, new)
+            out += [disj([y_in_x, conj([select(y, new), neg(select(x, new))])]),
+                    implies(x_in_y, cx <= cy),
+                    implies(conj([x_in_y, neg(y_in_x)]), cx + 1 <= cy),
+                    # y is x with at most one element added ...
+                    implies(y_in_x_and_new, cy <= cx + 1),
+                    # ... and, when one of x is not in y, as large as x at most (a replacement)
+                    implies(conj([y_in_x_and_new, select(x, gone), neg(select(y, gone))]), cy <= cx)]
+        return out
 
     def of(self, t: Type):
         if t.kind == "bool":
@@ -252,14 +322,17 @@ class Reading:
         if free:
             v = z3.Function(self.fresh_name(n.op), *[x.sort() for x in free], result)(*free)
         else:
-            # count and lowest are functions of the set alone: one uninterpreted function each, so
-            # the same set counted in two places (a guard and the chain's earlier guards, a lemma
-            # and a goal) has one count; maxover depends on its body too, so it stays fresh
-            v = (self.sorts.measure(n.op, n.args[0].type.key, result)(s) if n.op in ("count", "lowest")
-                 else z3.Const(self.fresh_name(n.op), result))
+            # lowest is a function of the set alone, as count is (`Sorts.count`): the same set read
+            # in two places has one value; maxover depends on its body too, so it stays fresh
+            if n.op == "count":
+                v, facts = self.sorts.count(n.args[0].type.key, s)
+            elif n.op == "lowest":
+                v = self.sorts.measure(n.op, n.args[0].type.key, result)(s)
+            else:
+                v = z3.Const(self.fresh_name(n.op), result)
         empty = s == z3.K(self.sorts.sort[n.args[0].type.key], z3.BoolVal(False))
         if n.op == "count":
-            facts = [v >= 0, (v == 0) == empty]
+            facts = facts if not free else [v >= 0, (v == 0) == empty]
         elif n.op == "maxover":
             facts = [v >= self.go(n.args[2], bound)]
         else:

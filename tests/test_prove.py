@@ -24,6 +24,7 @@ from groupspec.checkers.proofs.reached import refuted_by
 from groupspec.checkers.proofs.readings import Reading, RowCtx, Shared, steps_of
 from groupspec.checkers.proofs.results import model_value
 from groupspec.spec.invariants import INVARIANTS, structural
+from groupspec.spec.lang import Implies, singleton
 from groupspec.spec.schema import PARAM_TYPES, STATE_VARS
 from groupspec.spec.table import ROW_BY_NAME, ROWS
 
@@ -96,9 +97,9 @@ def test_the_logged_records_protocols_are_spoken_of_and_hold_where_the_checker_g
 
 
 def test_one_set_has_one_count_in_the_unbounded_reading():
-    """Count has no decidable meaning for every size: it is an uninterpreted function of the
-    set, so two terms counting the same set (a guard, a lemma) agree, and a count is 0
-    exactly when its set is empty."""
+    """Count has no decidable meaning for every size: a count is an integer of its set, and with
+    what finite cardinality says of two counts (`Sorts.cardinality`), two terms counting the same
+    set written apart (a guard, a lemma) agree, and a count is 0 exactly when its set is empty."""
     from groupspec.spec import unbounded as U
     from groupspec.spec.lang import Count
     from groupspec.spec.schema import V
@@ -109,12 +110,46 @@ def test_one_set_has_one_count_in_the_unbounded_reading():
     b = r.term(Count(V.members, lambda m: m.in_(V.awaiting_join)))
     s = z3.Solver()
     s.add(*r.side, *U.state_well_formed(sorts, state), a != b)
+    assert s.check() == z3.sat          # two integers, nothing yet relates them
+    s.add(*sorts.cardinality(r.side))
     assert s.check() == z3.unsat
     s = z3.Solver()
     s.add(*r.side, a == 0, z3.Exists([x := z3.Const("x", sorts.sort["Member"])],
                                      z3.And(state["members"][x], state["awaiting_join"][x])))
     assert s.check() == z3.unsat
     assert r.approximated == {"count"}
+
+
+@pytest.mark.parametrize("grown,bound,holds", [
+    # one id added: at most one more, and exactly one more is possible (the facts are not too strong)
+    (lambda V, P: V.members | singleton(P.member), lambda V, P, a, b: b <= a + 1, True),
+    (lambda V, P: V.members | singleton(P.member), lambda V, P, a, b: b == a + 1, False),
+    # a subset: no more, and strictly fewer when an element is left out
+    (lambda V, P: V.members & V.awaiting_join, lambda V, P, a, b: b <= a, True),
+    (lambda V, P: V.members - singleton(P.member), lambda V, P, a, b: Implies(P.member.in_(V.members), b < a), True),
+    # one id replaced by another (a static member's new id): no more
+    (lambda V, P: (V.members - singleton(V.leader)) | singleton(P.member),
+     lambda V, P, a, b: Implies(V.leader.in_(V.members), b <= a), True),
+    # two ids added: up to two more, which a bound of one more must not claim
+    (lambda V, P: V.members | singleton(P.member) | singleton(V.leader), lambda V, P, a, b: b <= a + 1, False),
+])
+def test_what_finite_cardinality_says_of_two_counts_for_any_number_of_members(grown, bound, holds):
+    """The unbounded reading's counts, related by `Sorts.cardinality`: what a row that adds, keeps
+    or replaces one member id does to a count follows for every size (so a bound on a count, such as
+    group.max.size's, can be proved inductive), and no more than finite sets allow: a bound that
+    fails for some finite sets is not proved."""
+    from groupspec.spec import unbounded as U
+    from groupspec.spec.lang import Count
+    from groupspec.spec.schema import P, V
+    sorts = U.Sorts()
+    state, params = U.fresh_state(sorts), U.fresh_params(sorts)
+    r = U.Reading(sorts, state, params)
+    a, b = Count(V.members), Count(grown(V, P))
+    claim = r.term(bound(V, P, a, b))
+    s = z3.Solver()
+    s.add(*r.side, *U.state_well_formed(sorts, state), *U.params_well_formed(sorts, params))
+    s.add(*sorts.cardinality(r.side), z3.Not(claim))
+    assert s.check() == (z3.unsat if holds else z3.sat)
 
 
 def test_load_rebuilds_the_instance_id_map_faithfully_for_any_number_of_members():

@@ -210,6 +210,12 @@ def templates() -> list[Lemma]:
             out.append(Lemma(f"|members ∩ {b}| ≤ group.max.size",
                              f"at most group.max.size members are in {b}",
                              Count(V.members & sets_[b]) <= P.cfg_max_size))
+            # in Stable a join is accepted from an unknown id only below the limit (GC.acceptJoiningMember
+            # counts the group's size there), so what Stable holds parked (a static member's rejoin
+            # while its new id is stored) is below it, and the leader's rejoin keeps it within
+            out.append(Lemma(f"Stable ⇒ |members ∩ {b}| < group.max.size",
+                             f"in Stable, fewer than group.max.size members are in {b}",
+                             Implies(V.state == S("Stable"), Count(V.members & sets_[b]) < P.cfg_max_size)))
     for b in MEMBER_SETS:
         out.append(Lemma(f"leader ∈ {b}", f"the leader, if any, is in {b}", V.leader.is_none() | V.leader.in_(sets_[b])))
         out.append(Lemma(f"sync timer ⇒ {b} ≠ ∅", f"the pending-sync timer runs only while {b} is not empty",

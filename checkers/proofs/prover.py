@@ -303,6 +303,7 @@ class Prover:
         alive, cores = self.joint(inv.scope)
         if alive is None:
             return None
+        how = ""
         left = {lm.name for lm in alive}
         mine = {lm.name for lm in part_lemmas([as_lemma(inv)]) if not lm.record} if inv.kind == "state" else set()
         if mine:
@@ -311,6 +312,10 @@ class Prover:
             used = mine
         else:
             fails, unknown, used = system.check_goal(goal, alive, reads)
+            if fails and not unknown:
+                widened = self._for_goal(inv, system, goal, reads, alive)
+                if widened is not None:
+                    (alive, cores, used), fails, how = widened, [], " and the invariant's vocabulary"
             if fails or unknown:
                 return None
         names = [n for n in system.closure_by_cores(used, alive, cores) if n not in mine]
@@ -321,8 +326,26 @@ class Prover:
         with_ = sorted({whole(n) if parts_left.get(whole(n)) else n for n in names
                         if named[n].origin == "catalog"} - {inv.name})
         return Proof(inv.name, "proved", "induction, jointly with the catalog's other invariants (Houdini over "
-                     "the catalog, unbounded)", names, together=with_,
+                     f"the catalog{how}, unbounded)", names, together=with_,
                      reason=("proved together with " + ", ".join(with_)) if with_ else "")
+
+    def _for_goal(self, inv: Invariant, system: System, goal, reads, alive: list[Lemma]):
+        """A step or output invariant's goal that the joint set does not give: Houdini over the joint
+        set and the candidates that speak only of the invariant's vocabulary, together (for
+        max-size-after-join, the bounds on |members ∩ awaiting_join| its count needs).  Returns the
+        set left, its steps' unsat cores and the lemmas the goal's proof used; None when the goal
+        does not follow (or the budget was spent first)."""
+        vocab = {v.removeprefix("prev:") for v in vars_of(inv.formula)} | {"record"}
+        names = {lm.name for lm in alive}
+        mine = [lm for lm in self.candidates(inv.scope) if not lm.record and lm.origin != "catalog"
+                and lm.name not in names and vocabulary(lm) <= vocab]
+        if not mine:
+            return None
+        left, _ = system.houdini(alive + mine, budget=Work(self.budget_s))
+        if left is None:
+            return None
+        fails, unknown, used = system.check_goal(goal, left, reads)
+        return None if fails or unknown else (left, dict(system.cores), used)
 
     def _over_all(self, inv: Invariant, system: System, own: list[Lemma], goal, reads, where: str, sizes):
         """Houdini over every candidate: the largest inductive subset, then the unsat cores.

@@ -52,6 +52,11 @@ class Reading:
         approx |= r.approximated
         return v
 
+    def cardinality(self, facts: list) -> list:
+        """What finite cardinality says of the counts among `facts` (unbounded: `Sorts.cardinality`;
+        for fixed sizes a count is exact)."""
+        return self.sorts.cardinality(facts) if self.sorts else []
+
     def relation(self, row, state, params, tag: str):
         if self.sizes:
             g, post, outs = row_relation(row, state, params, self.sizes, meaning=FixedMeaning(self.sizes, tag),
@@ -246,8 +251,10 @@ class RowCtx:
         return v
 
     def facts(self) -> list:
-        """What every query of this step assumes: the step, and the facts its readings added."""
-        return self.base + [f for side in self.sides for f in side]
+        """What every query of this step assumes: the step, the facts its readings added, and what
+        finite cardinality says of the counts among them."""
+        facts = self.base + [f for side in self.sides for f in side]
+        return facts + self.rd.cardinality(facts)
 
     def step_of(self, t: Term):
         """Step term t of the step's last row (from the state before it)."""
