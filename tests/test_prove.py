@@ -340,6 +340,20 @@ def test_invariants_that_need_each_other_are_proved_together_for_any_number_of_m
         assert refuted_by([named[n] for n in p.lemmas], ("tiny", "small", "static")) == {}
 
 
+@pytest.mark.slow      # about five minutes; the counting facts it needs are in CI (the tests above)
+def test_the_group_max_size_bound_is_proved_for_any_number_of_members():
+    """max-size-after-join (a step invariant about a count) for every size: its goal follows from the joint
+    search's lemmas with the bounds on |members ∩ awaiting_join| of its own vocabulary, which survive every
+    step only with the counts related by finite cardinality; each lemma holds where the checker goes."""
+    prover = Prover(presets=())
+    p = prover.prove(BY_NAME["max-size-after-join"])
+    assert p.status == "proved" and "unbounded" in p.method, (p.status, p.reason)
+    assert {"|members ∩ awaiting_join| ≤ group.max.size",
+            "Stable ⇒ |members ∩ awaiting_join| < group.max.size"} <= set(p.lemmas), p.lemmas
+    named = prover.named("coordinator")
+    assert refuted_by([named[n] for n in p.lemmas], ("tiny", "small", "static")) == {}
+
+
 @pytest.mark.slow      # 40-60 s of Z3; the joint search itself is in CI (the test above)
 def test_the_joint_search_drops_what_a_planted_bug_breaks():
     """Sound as a fixpoint: with a static member's rejoin that leaves the replaced id its
