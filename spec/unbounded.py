@@ -54,11 +54,11 @@ class Sorts:
         self.sort = {d: z3.DeclareSort(d) for d in domains}
         self.none = {d: z3.Const(f"none_{d}", s) for d, s in self.sort.items()}
         self._measures: dict = {}
-        # each count of a set read outside a binder: by its set's id, and by the id of its first
-        # fact (`count`, which `cardinality` finds among a query's facts); what finite cardinality
-        # says of two of them, made once a pair
-        self._counted: dict[int, tuple] = {}
+        # each count of a set read outside a binder, (key, set, count, its facts): by its set's id,
+        # and by the id of its first fact (which `cardinality` finds among a query's facts); what
+        # finite cardinality says of two of them, made once a pair
         self._count_of: dict[int, tuple] = {}
+        self._counted: dict[int, tuple] = {}
         self._pairs: dict[tuple[int, int], list] = {}
 
     def measure(self, op: str, key: str, result):
@@ -79,11 +79,9 @@ class Sorts:
         if got is None:
             v = z3.Int(f"count_{key}!{len(self._count_of)}")
             e = z3.Const(f"count_{key}_e", self.sort[key])
-            first = v >= 0
-            facts = [first, (v == 0) == forall(e, neg(select(s, e)))]
-            self._counted[first.get_id()] = (key, s, v, first)
-            got = self._count_of[s.get_id()] = (v, facts, s)
-        return got[:2]
+            facts = [v >= 0, (v == 0) == forall(e, neg(select(s, e)))]
+            got = self._count_of[s.get_id()] = self._counted[facts[0].get_id()] = (key, s, v, facts)
+        return got[2], got[3]
 
     def cardinality(self, facts: list) -> list:
         """What the counts of finite sets say of every two counts among `facts` of sets of one
@@ -326,13 +324,13 @@ class Reading:
             # in two places has one value; maxover depends on its body too, so it stays fresh
             if n.op == "count":
                 v, facts = self.sorts.count(n.args[0].type.key, s)
-            elif n.op == "lowest":
-                v = self.sorts.measure(n.op, n.args[0].type.key, result)(s)
-            else:
-                v = z3.Const(self.fresh_name(n.op), result)
+                self.side += facts
+                return v
+            v = (self.sorts.measure(n.op, n.args[0].type.key, result)(s) if n.op == "lowest"
+                 else z3.Const(self.fresh_name(n.op), result))
         empty = s == z3.K(self.sorts.sort[n.args[0].type.key], z3.BoolVal(False))
         if n.op == "count":
-            facts = facts if not free else [v >= 0, (v == 0) == empty]
+            facts = [v >= 0, (v == 0) == empty]
         elif n.op == "maxover":
             facts = [v >= self.go(n.args[2], bound)]
         else:

@@ -335,7 +335,7 @@ class Prover:
         max-size-after-join, the bounds on |members ∩ awaiting_join| its count needs).  Returns the
         set left, its steps' unsat cores and the lemmas the goal's proof used; None when the goal
         does not follow (or the budget was spent first)."""
-        vocab = {v.removeprefix("prev:") for v in vars_of(inv.formula)} | {"record"}
+        vocab = _vocabulary_of(inv)
         names = {lm.name for lm in alive}
         mine = [lm for lm in self.candidates(inv.scope) if not lm.record and lm.origin != "catalog"
                 and lm.name not in names and vocabulary(lm) <= vocab]
@@ -369,7 +369,7 @@ class Prover:
         then spends its queries on lemmas that may well be invariants.  Returns the proof, or
         (the last counterexample (ctx, model) or (None, None), rows Z3 gave up on)."""
         cands = self.candidates(inv.scope)
-        vocab = {v.removeprefix("prev:") for v in vars_of(inv.formula)} | {"record"}
+        vocab = _vocabulary_of(inv)
         budget = Work(self.budget_s)
         cex, unknown = (None, None), []
         while True:
@@ -441,6 +441,11 @@ class Prover:
 # the worlds whose reachable states sift the candidate lemmas before any is given to Z3 (static:
 # for the group.instance.id lemmas)
 SAMPLE_WORLDS = ("tiny", "small", "static")
+
+
+def _vocabulary_of(inv: Invariant) -> set[str]:
+    """The state variables an invariant speaks of (before or after a step), and the record's."""
+    return {v.removeprefix("prev:") for v in vars_of(inv.formula)} | {"record"}
 
 
 def _sizes_words(sizes: dict) -> str:
