@@ -2,7 +2,7 @@
 each finds, and the seconds it takes.  Prints JSON.
 
     .venv/bin/python benchmarks/bmc_planted.py [--tests NAME,...] [--mode sat] [--budget 300] [--only]
-                                               [--leap DEPTH] [--world PRESET --clients N]
+                                               [--leap DEPTH] [--world PRESET --clients N] [--after D]
 
 A test's world and planted table are taken from the explicit checks it runs (its `check` is
 watched, so the bug is planted exactly as the test plants it).  For each: breadth-first search
@@ -13,6 +13,9 @@ relation is built) is spent.  `--only`: BMC asks about the invariant breadth-fir
 broken, alone.  `--leap DEPTH` (mode sat): one question for every depth to DEPTH instead (the
 violation found is then not shown shortest).  `--world PRESET --clients N`: the planted table in
 that world instead of the test's (as the 3-client world with faults: `--world ci --clients 3`).
+`--after D` (mode sat): breadth-first search to depth D first, BMC from the states it keeps there
+(the depth found is still counted from the initial state, and shortest but with `--leap`).
+`--bfs-max-states N`: the breadth-first search that gives the depth to compare with stops there.
 """
 from __future__ import annotations
 
@@ -60,6 +63,8 @@ def main() -> None:
     ap.add_argument("--leap", type=int, default=None)
     ap.add_argument("--world", default=None)
     ap.add_argument("--clients", type=int, default=None)
+    ap.add_argument("--after", type=int, default=None)
+    ap.add_argument("--bfs-max-states", type=int, default=2_000_000)
     args = ap.parse_args()
     if args.leap is not None and args.mode != "sat":
         ap.error("--leap is a question of --mode sat")
@@ -76,18 +81,19 @@ def main() -> None:
             if args.clients is not None:
                 cfg = dataclasses.replace(cfg, clients=args.clients)
             t = time.perf_counter()
-            explicit = check(WorldModel(cfg, rows, eager), max_states=2_000_000)
+            explicit = check(WorldModel(cfg, rows, eager), max_states=args.bfs_max_states)
             bfs_s = time.perf_counter() - t
             if explicit.result != "violation":
                 continue         # a world the test checks clean (the table without its bug)
             cpu, t = time.process_time(), time.perf_counter()
             rel = StepRelation(cfg, rows, eager)
             r = bmc(rel, 64 if args.leap is None else args.leap, mode=args.mode, budget_s=args.budget,
-                    only={explicit.violation} if args.only else None, leap=args.leap is not None)
+                    only={explicit.violation} if args.only else None, leap=args.leap is not None, after=args.after)
             run = {"test": test, "world": args.world, "clients": cfg.clients, "leap": args.leap, "bfs_result": explicit.result, "bfs_depth": explicit.depth,
                    "bfs_violation": explicit.violation, "bfs_seconds": round(bfs_s, 2), "mode": args.mode,
                    "only": args.only, "bmc_result": r.result, "bmc_depth": r.depth, "bmc_violation": r.violation,
-                   "bmc_shortest": r.shortest, "bmc_solve_seconds": round(r.solve_seconds, 1),
+                   "bmc_shortest": r.shortest, "after": args.after, "prefix_states": r.prefix_states,
+                   "prefix_level": r.prefix_level, "prefix_seconds": round(r.prefix_seconds, 2), "bmc_solve_seconds": round(r.solve_seconds, 1),
                    "bmc_solve_cpu_seconds": round(r.solve_cpu_seconds, 1), "build_seconds": round(r.build_seconds, 1),
                    "bmc_seconds": round(time.perf_counter() - t, 1), "bmc_cpu_seconds": round(time.process_time() - cpu, 1),
                    "cpu_seconds_per_depth": [round(s, 2) for s in r.cpu_seconds_per_depth],

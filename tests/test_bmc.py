@@ -21,6 +21,7 @@ from groupspec.checkers.world.bmc import StepRelation, _replayed, reachable
 from groupspec.checkers.world.bmc_search import bmc
 from groupspec.checkers.world.bmc_sat import SatStep, bmc_sat
 from groupspec.checkers.search.explicit import check
+from groupspec.checkers.search.prefix import levels_to
 from groupspec.checkers.world.state_space import WorldModel
 from groupspec.checkers.world.presets import PRESETS
 from groupspec.spec.handling import Eager
@@ -29,8 +30,8 @@ from groupspec.spec.table import ROWS
 from groupspec.spec.schema import P, V
 
 from test_cli_input import refused, run_cli
-from test_planted_bugs import (LEADER_SYNCS, TINY, _new_member_rows, edit_sets, plant, propagate_without_storing,
-                               rows_fired, subst_row)
+from test_planted_bugs import (LEADER_SYNCS, TINY, _new_member_rows, edit_sets, keep_session_timer, plant,
+                               propagate_without_storing, rows_fired, subst_row)
 
 # the tiny world with one client: the cheapest world a violation can be found in end to end
 ONE = dataclasses.replace(TINY, clients=1)
@@ -109,6 +110,11 @@ def test_prove_bmc_writes_its_counterexample_in_the_three_formats(monkeypatch, c
     (["--bmc", "2", "--leap"], "--leap asks the SAT solver one question for every depth: give --bmc-solver sat"),
     (["--bmc", "2", "--bmc-solver", "cvc5"], "--bmc-solver 'cvc5': use z3 or sat"),
     (["--bmc", "2", "--bmc-solver", "sat", "--timeout", "5"], "--timeout 5 is Z3's time per query"),
+    (["--after-search", "2"], "--after-search is for --bmc K's search of a closed world"),
+    (["--bmc", "3", "--after-search", "2"], "--after-search 2: BMC from the search's level is the SAT solver's"),
+    (["--bmc", "3", "--bmc-solver", "sat", "--after-search", "5"], "--after-search 5: give a depth from 0 to --bmc's 3"),
+    (["--bmc", "3", "--bmc-solver", "sat", "--after-search", "-1"], "--after-search -1: give a depth from 0 to"),
+    (["--bmc", "3", "--bmc-solver", "sat", "--after-search", "soon"], "(the search goes that deep, BMC the rest of the way), or auto"),
 ])
 def test_prove_bmc_refuses_bad_input(monkeypatch, capsys, tmp_path, args, says):
     (tmp_path / "f").write_text("")
@@ -276,3 +282,84 @@ def test_a_long_sat_question_stops_at_its_budget_and_at_a_signal():
         timer.cancel()
         signal.signal(signal.SIGUSR1, before)
     assert sat.solve([], 0.2) is None        # interrupted, not broken: it answers (or runs out) again
+
+
+# == BMC after breadth-first search: the search to depth D, then SAT from the states it kept there ==
+
+def test_the_search_to_a_depth_keeps_the_explicit_search_s_levels_as_states_at_the_end_of_their_paths():
+    model = WorldModel(PRESETS["small"])
+    full = check(model)
+    for d in (0, 3, 7):
+        pre = levels_to(model, d)
+        assert pre.ended is None and pre.levels == full.levels[:d + 1] and len(pre.states) == full.levels[d]
+        assert pre.distinct_states == sum(full.levels[:d + 1])
+        for i in range(0, len(pre.states), max(1, len(pre.states) // 7)):
+            path = pre.path(i)          # concrete, each state a successor of the one before, ending at the kept one
+            assert len(path) == d + 1 and path[-1][1] == model.flat(pre.states[i])
+            for (_, a), (step, b) in zip(path, path[1:]):
+                assert any(st is step and model.flat(t) == b for st, t in model.successors(model.unflat(a))[0])
+    # no level wider than asked: the search stops at the deepest level within it
+    widest = full.levels[5]
+    pre = levels_to(model, 30, widest=widest)
+    stop = next(d for d, n in enumerate(full.levels) if d > 0 and n > widest) - 1
+    assert pre.ended is None and pre.depth == stop >= 5 and len(pre.states) == full.levels[stop] <= widest
+    assert pre.levels == full.levels[:stop + 1] and pre.distinct_states == sum(full.levels[:stop + 1])
+    # deeper than the world: it ends, every state reached
+    deep = levels_to(WorldModel(TINY), 64)
+    assert deep.ended is not None and deep.ended.result == "ok" and deep.distinct_states == check(WorldModel(TINY)).distinct_states
+
+
+LEAVE_KEEPS_TIMER = plant(keep_session_timer, lambda n: n.startswith("LeaveMember: member leaves during"))
+
+
+@pytest.fixture(scope="module")
+def leave_keeps_timer() -> SatStep:
+    return SatStep(StepRelation(TINY, LEAVE_KEEPS_TIMER))
+
+
+def test_bmc_after_the_search_finds_the_shortest_violation_from_any_depth_and_replays_it(leave_keeps_timer):
+    explicit = check(WorldModel(TINY, LEAVE_KEEPS_TIMER))
+    assert (explicit.result, explicit.depth) == ("violation", 10)
+    rel = leave_keeps_timer.rel
+    for after in (0, 5, 9):
+        r = bmc_sat(rel, 12, sat_step=leave_keeps_timer, prefix=levels_to(rel.world.model, after))
+        assert (r.result, r.depth, r.violation, r.shortest) == ("violation", 10, explicit.violation, True), r.detail
+        assert len(r.path) == len(explicit.path) and len(r.steps) == 10     # the search's steps, then BMC's
+        assert len(r.seconds_per_depth) == 10 - after + 1        # BMC asked the depths from `after` on only
+    # the search alone reaches it: BMC is not asked, the result is the search's, its path concrete
+    r = bmc(rel, 12, mode="sat", after=12)
+    assert (r.result, r.depth, r.violation) == ("violation", 10, explicit.violation) and r.prefix_states > 0
+    assert r.seconds_per_depth == [] and len(r.path) == len(explicit.path)
+    # short of it: clean to the depth asked
+    r = bmc_sat(rel, 9, sat_step=leave_keeps_timer, prefix=levels_to(rel.world.model, 6))
+    assert (r.result, r.depth) == ("ok", 9)
+
+
+def test_bmc_after_the_search_is_the_sat_search_s_and_within_its_depth():
+    with pytest.raises(ValueError, match="mode sat's, at a depth from 0 to 3"):
+        bmc(PRESETS["tiny"], 3, mode="push", after=2)
+    with pytest.raises(ValueError, match="from 0 to 3"):
+        bmc(PRESETS["tiny"], 3, mode="sat", after=4)
+
+
+def test_prove_bmc_after_search_says_what_the_search_did(monkeypatch, capsys):
+    code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "6", "--bmc-solver", "sat", "--after-search", "4")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "bmc tiny: ok at depth 6", out
+    assert lines[1].startswith("  breadth-first search to depth 4 first: ") and " states, BMC from the " in lines[1]
+    assert "depth 4 answered, depth 5 unrolled" in err and "depth 0 answered" not in err
+    code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "12", "--bmc-solver", "sat", "--after-search", "auto",
+                             "--preset", "small", "--json")
+    doc = json.loads(out)
+    assert (code, doc["result"], doc["depth"]) == (0, "ok", 12)
+    levels = check(WorldModel(PRESETS["small"])).levels        # auto: the deepest level of at most 4,096 states
+    assert doc["after_search"]["depth"] == min(12, next((d for d, n in enumerate(levels) if n > 4096), 99) - 1)
+    assert doc["after_search"]["last_level"] == levels[doc["after_search"]["depth"]]
+    code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "40", "--bmc-solver", "sat", "--after-search", "40",
+                             "--json")
+    doc = json.loads(out)
+    assert (code, doc["result"], doc["depth"]) == (0, "ok", 40)
+    deepest = check(WorldModel(TINY)).depth
+    assert doc["detail"] == f"breadth-first search reached every state within {deepest} steps; none breaks an invariant"
+    assert doc["after_search"]["depth"] == deepest < 40

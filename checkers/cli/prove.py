@@ -11,6 +11,10 @@ from groupspec.checkers.console import err, fail_input, finite, out, output_path
 
 from .shared import CE_FILES, bounded_workers, no_status, preset_list, world_of, world_options, write_counterexample
 
+# --after-search auto: the deepest level of at most this many states starts BMC (each state is a Boolean and a
+# clause per bit it does not share with the others; a few thousand states answer in seconds, docs/benchmarks.md)
+AUTO_WIDEST = 4096
+
 
 def lint_cmd(as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
              trigger: List[str] = typer.Option([], "--trigger", "-t", help="Lint only this trigger's rows "
@@ -75,6 +79,13 @@ def prove_cmd(
     leap: bool = typer.Option(False, "--leap", help="With --bmc K --bmc-solver sat: ask once for a violation "
                               "within K steps rather than depth by depth; sooner to a violation, which is then "
                               "not shown shortest."),
+    after_search: Optional[str] = typer.Option(None, "--after-search", help="With --bmc K --bmc-solver sat: "
+                                               "breadth-first search to depth D first (auto: the deepest level "
+                                               f"of at most {AUTO_WIDEST:,} states), then BMC from the states "
+                                               "it reaches there (depths still counted from the initial state, "
+                                               "the first violation still shortest; the search checks every "
+                                               "invariant to D); proving the depths before D clean is what grows "
+                                               "with depth."),
     out_dir: Optional[str] = typer.Option(None, "--out", help="With --bmc: where to write a counterexample (ITF, "
                                                                "table, Mermaid)."),
     engine: Optional[str] = typer.Option(None, "--engine", help="houdini: induction and Houdini's search over "
@@ -106,7 +117,7 @@ def prove_cmd(
                        f"K steps deep (--out writes its counterexample); leave {'it' if len(given) == 1 else 'them'} "
                        f"out")
         with z3_interruptible():
-            run_bmc(bmc, world, timeout, out_dir, as_json, bmc_solver or "z3", leap, invariant)
+            run_bmc(bmc, world, timeout, out_dir, as_json, bmc_solver or "z3", leap, invariant, after_search)
         return
     flags = [n for n, v in world.items() if n != "preset" and v is not None]
     if flags or world["preset"] != "tiny":
@@ -114,7 +125,8 @@ def prove_cmd(
         fail_input(f"{given}: a closed world is for --bmc K; the induction proofs are over every group state")
     if out_dir is not None:
         fail_input("--out is for --bmc's counterexample; the proofs' result is written with --save")
-    for flag, given in (("--bmc-solver", bmc_solver is not None), ("--leap", leap)):
+    for flag, given in (("--bmc-solver", bmc_solver is not None), ("--leap", leap),
+                        ("--after-search", after_search is not None)):
         if given:
             fail_input(f"{flag} is for --bmc K's search of a closed world; give --bmc K with it")
     timeout = 3.0 if timeout is None else timeout
@@ -166,7 +178,8 @@ def prove_cmd(
 
 
 def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None, as_json: bool,
-            solver: str = "z3", leap: bool = False, invariants: list | None = None) -> None:
+            solver: str = "z3", leap: bool = False, invariants: list | None = None,
+            after: int | None = None) -> None:
     """prove --bmc: exit 0 when no invariant breaks within the depth, 1 on a violation (written
     with --out in the three counterexample formats, as `check` writes one), 2 when the
     interpretations disagree or the solver gives up (the answer cannot be trusted either way)."""
@@ -179,6 +192,16 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
         fail_input(f"--bmc-solver {solver!r}: use z3 or sat")
     if leap and solver != "sat":
         fail_input("--leap asks the SAT solver one question for every depth: give --bmc-solver sat with it")
+    if after is not None and solver != "sat":
+        fail_input(f"--after-search {after}: BMC from the search's level is the SAT solver's; give --bmc-solver "
+                   f"sat with it")
+    widest = None
+    if after == "auto":
+        after, widest = str(depth), AUTO_WIDEST
+    if after is not None and not (after.isdigit() and int(after) <= depth):
+        fail_input(f"--after-search {after}: give a depth from 0 to --bmc's {depth} (the search goes that deep, "
+                   f"BMC the rest of the way), or auto")
+    after = None if after is None else int(after)
     cfg = world_of(**world)
     preset = world["preset"]
     only = _bmc_invariants(invariants, cfg)
@@ -197,7 +220,7 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
             if leap and k == depth:
                 err.print(f"bmc: asking once for a violation within {depth} steps", markup=False, highlight=False)
     res = bmc(cfg, depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress,
-              mode="sat" if solver == "sat" else "push", leap=leap, only=only)
+              mode="sat" if solver == "sat" else "push", leap=leap, only=only, after=after, widest=widest)
     model = WorldModel(cfg)
     doc = {"result": res.result, "preset": preset, "depth": res.depth, "violation": res.violation,
            "detail": res.detail, "solver": solver, "leap": leap, "invariants": sorted(only) if only else "all",
@@ -207,6 +230,9 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
         doc["shortest"] = res.shortest
     if leap:
         doc["solve_seconds"] = round(res.solve_seconds, 2)
+    if after is not None:
+        doc["after_search"] = {"depth": res.prefix_depth, "states": res.prefix_states, "last_level": res.prefix_level,
+                               "seconds": round(res.prefix_seconds, 2)}
     if res.path:
         doc["counterexample"] = {"steps": step_table(res.path, model),
                                  "itf": to_itf(res.path, model, res.violation, source="groupspec prove --bmc"),
@@ -220,6 +246,10 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
         out.print(f"bmc {preset}: {res.result} at depth {res.depth}"
                   + (f": {res.violation}" if res.violation else "") + (f" ({res.detail})" if res.detail else "")
                   + unshown + asked, markup=False, highlight=False)
+        if after is not None:
+            out.print(f"  breadth-first search to depth {res.prefix_depth} first: {res.prefix_states:,} states, "
+                      + (f"BMC from the {res.prefix_level:,} at depth {res.prefix_depth}" if res.prefix_level else
+                         "where it ended") + f" ({res.prefix_seconds:.1f} s)", markup=False, highlight=False)
         for st in doc.get("counterexample", {}).get("steps", []):
             out.print(f"  {st['step']:>3}  {st['action']}", markup=False, highlight=False)
     if res.path and out_path and res.result == "violation":

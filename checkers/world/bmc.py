@@ -398,8 +398,11 @@ class SymbolicWorld:
     # -- states and properties ---------------------------------------------------------------
 
     def initial(self) -> dict:
-        return {v.name: concrete_to_z3(x, v.type, self.sizes)
-                for v, x in zip(ALL_VARS, self.model.flat(self.model.init_states()[0]))}
+        return self.valued(self.model.flat(self.model.init_states()[0]))
+
+    def valued(self, flat: tuple) -> dict:
+        """A concrete flat state (the world model's view) as Z3 values of the state's variables."""
+        return {v.name: concrete_to_z3(x, v.type, self.sizes) for v, x in zip(ALL_VARS, flat)}
 
     def fresh_state(self, k) -> tuple[dict, list]:
         s = {v.name: fresh(f"d{k}.{v.name}", v.type, self.sizes) for v in ALL_VARS}
@@ -493,6 +496,10 @@ class BmcResult:
     shortest: bool = True             # a violation: no state fewer steps deep breaks an invariant
     solve_seconds: float = 0.0        # a leap's one question (bmc_sat `_Search.leap`): wall and CPU seconds
     solve_cpu_seconds: float = 0.0
+    prefix_states: int = 0            # from breadth-first search's level (`bmc(after=)`): the states it kept
+    prefix_depth: int = 0             # its last level's depth, where BMC starts
+    prefix_level: int = 0             # the states of that level
+    prefix_seconds: float = 0.0
 
 
 class StepRelation:

@@ -8,7 +8,9 @@ bits), and depth k's copy is those clauses with their variables renumbered: the 
 bits are depth k's, the post-state's depth k+1's, every other variable fresh.  An incremental
 SAT solver (Glucose 4.1, through python-sat) keeps every step added and asks each depth's question
 under an assumption, so what it learnt at one depth serves the next; the encoding grows by one
-copy of the step per depth.
+copy of the step per depth.  A question's literal is equivalent to its invariant being broken, so a
+depth answered clean is said for good (each of its literals false): every deeper question then has
+the invariants holding at every step before it, which it would otherwise have to derive.
 
 Bits need bounds, and bounds are checked, never assumed:
 - a member, client or other domain value, and an enumeration, has its type's range (as before,
@@ -36,6 +38,8 @@ from groupspec.spec.symbolic import well_formed
 from groupspec.spec.world import ALL_VARS
 from groupspec.spec.z3_fast import conj, disj, eq, implies, neg
 
+from groupspec.checkers.search.prefix import Prefix
+
 from .bmc import BmcResult, StepRelation, _flat, _leaves, _replayed
 
 # The finite-domain solver is used only to turn terms into clauses: it must not simplify the
@@ -49,6 +53,10 @@ OUT_OF_BOUNDS = "(bmc: a step writes an integer outside the bounds the bit encod
 # Glucose 4.1 over CaDiCaL 1.9.5 (both in python-sat): on tiny, every depth to 10 in 18.6 CPU s
 # against 57.9 (the same clauses, one run each; docs/benchmarks.md)
 SOLVER = "glucose4"
+
+
+class OutOfBits(ValueError):
+    """A concrete state's integer outside the range its leaf's bits hold."""
 
 
 class _Leaf:
@@ -78,7 +86,7 @@ class _Leaf:
             return [bool(v)]
         x = v - self.lo
         if not (self.kind == "bv" or self.lo <= v <= self.hi):
-            raise ValueError(f"{self.term} = {v} is outside [{self.lo}, {self.hi}]")
+            raise OutOfBits(f"{self.term} = {v} is outside [{self.lo}, {self.hi}]")
         return [bool(x >> i & 1) for i in range(self.width)]
 
     def decode(self, bits: list[bool]):
@@ -152,11 +160,10 @@ class SatStep:
         t0 = time.perf_counter()
         self.rel, W = rel, rel.world
         sizes = W.sizes
-        init = W.initial()
         self.hi = int_ceiling(rel) if hi is None else hi
         self.X = typed_leaves(rel.X, sizes, self.hi)
         self.Y = typed_leaves(rel.X2, sizes, self.hi)
-        self.init = [b for leaf, v in zip(self.X, _flat(init)) for b in leaf.encode(_value(v))]
+        self.init = self.bits(W.initial())
         self.slots = [b for leaf in self.X for b in leaf.bits]          # a state's bits, in order
         choice_bounds = [c for ch in rel.choices for c in W.choice_bound(ch)]
 
@@ -164,7 +171,7 @@ class SatStep:
         wf = [c for v in ALL_VARS for c in well_formed(rel.X2[v.name], v.type, sizes)]
         self.inside = [n for n, _ in inside]
         self.step = _Cnf([*_framed_relation(rel), *wf, *choice_bounds, *(c for leaf in self.X + self.Y for c in leaf.channel()),
-                          *(implies(q, rel.inside[n]) for n, q in inside)],
+                          *(eq(q, rel.inside[n]) for n, q in inside)],
                          {"x": self.slots, "y": [b for leaf in self.Y for b in leaf.bits],
                           "q": [q for _, q in inside], "pick": rel.picks}, optional=("pick",))
 
@@ -172,7 +179,7 @@ class SatStep:
         over = self._out_of_bounds()
         self.violations = [n for n, _ in bad] + [OUT_OF_BOUNDS]
         qs = [z3.Bool(f"q.state.{i}") for i in range(len(self.violations))]
-        self.state = _Cnf([*(implies(q, c) for q, (_, c) in zip(qs, bad + [(OUT_OF_BOUNDS, over)])),
+        self.state = _Cnf([*(eq(q, c) for q, (_, c) in zip(qs, bad + [(OUT_OF_BOUNDS, over)])),
                            *choice_bounds, *(c for leaf in self.X for c in leaf.channel())],
                           {"x": self.slots, "q": qs})
         self.seconds = time.perf_counter() - t0
@@ -188,6 +195,10 @@ class SatStep:
             if outside:
                 ways.append(conj([*p.pc, disj(outside)]))
         return disj(ways)
+
+    def bits(self, state: dict) -> list[bool]:
+        """A concrete state's bits, in `slots` order (OutOfBits if an integer is outside its leaf's range)."""
+        return [b for leaf, v in zip(self.X, _flat(state)) for b in leaf.encode(_value(v))]
 
     def decode(self, values: list[bool]) -> dict:
         """A state's bits (in `slots` order) as Z3 values of the template pre-state's leaves."""
@@ -339,16 +350,39 @@ class _Sat:
 class _Unrolled:
     """Copies of the step's clauses from the initial state on, in one SAT solver: `states[k]` are
     depth k's bits, `picks[k]` the paths' Booleans of the step from k; `questions()` asks how
-    the last state, or the step into it, breaks an invariant (`only`: these alone)."""
+    the last state, or the step into it, breaks an invariant (`only`: these alone).  With a `prefix`
+    (search/prefix.py), `states[0]` is any one of the states breadth-first search kept at its depth,
+    and the depths are counted from the initial state."""
 
-    def __init__(self, S: SatStep, only: set | None):
-        self.S, self.only = S, only
+    def __init__(self, S: SatStep, only: set | None, prefix: Prefix | None = None):
+        self.S, self.only, self.prefix = S, only, prefix
         self.sat = _Sat()
         self.states = [self.sat.fresh(len(S.slots))]
-        for v, b in zip(self.states[0].tolist(), S.init):
-            self.sat.solver.add_clause([v if b else -v])
+        self.chosen = self._start([S.init] if prefix is None else
+                                  [S.bits(S.rel.world.valued(prefix.model.flat(t))) for t in prefix.states])
         self.picks: list = []
         self.pending: list = []       # (name, literal): broken inside the step into the last state
+
+    def _start(self, starts: list) -> np.ndarray:
+        """states[0] is one of `starts` (bit lists): a bit they all share is a unit clause; else a
+        Boolean per start (returned) says it is the one, and some start is.  Two starts differ in some
+        bit, so at most one is chosen without saying so."""
+        bits = np.array(starts, dtype=bool)
+        x = self.states[0]
+        add = self.sat.solver.add_clause
+        same = (bits == bits[0]).all(axis=0)
+        for v, b in zip(x[same].tolist(), bits[0][same].tolist()):
+            add([v if b else -v])
+        if len(starts) == 1:
+            return np.zeros(1, dtype=np.int64)
+        chosen = self.sat.fresh(len(starts))
+        add(chosen.tolist())
+        vary = x[~same]
+        lits = np.where(bits[:, ~same], vary, -vary)
+        for c, row in zip(chosen.tolist(), lits.tolist()):
+            for lit in row:
+                add([-c, lit])
+        return chosen
 
     def questions(self) -> list:
         qs = self.S.state.copy(self.sat, {"x": self.states[-1]})["q"].tolist()
@@ -371,38 +405,48 @@ class _Unrolled:
         """The model's first k steps read back into concrete states and replayed (`bmc._replayed`)."""
         rel, S = self.S.rel, self.S
         trace = [rel.world.concrete(_Values(S.decode(truth[s].tolist())), rel.X) for s in self.states[:k + 1]]
+        steps = [(rel.paths[i].label, rel.paths[i].rows) for i in (int(np.argmax(truth[p])) for p in self.picks[:k])]
+        if self.prefix is not None:
+            before = self.prefix.path(int(np.argmax(truth[self.chosen])) if len(self.chosen) > 1 else 0)
+            trace = [f for _, f in before] + trace[1:]
+            steps = [(st.action, st.rows) for st, _ in before[1:]] + steps
+            k += self.prefix.depth
         res = _replayed(rel.world, trace, name, k, earliest=earliest)
-        res.steps = [(rel.paths[i].label, rel.paths[i].rows)
-                     for i in (int(np.argmax(truth[p])) for p in self.picks[:res.depth])]
+        res.steps = steps[:res.depth]
         return res
 
 
 def bmc_sat(rel: StepRelation, depth: int, progress=None, budget_s: float | None = None,
-            only: set | None = None, sat_step: SatStep | None = None, leap: bool = False) -> BmcResult:
+            only: set | None = None, sat_step: SatStep | None = None, leap: bool = False,
+            prefix: Prefix | None = None) -> BmcResult:
     """bmc_search.bmc's search (shortest depth first, every model replayed concretely), over clauses.
     `budget_s`: seconds from the call (making the clauses included); a question under way when they run
-    out is interrupted.  `sat_step`: the clauses, if made before.  `leap`: see `_Search.leap`."""
-    search = _Search(rel, sat_step, only, budget_s, progress)
-    return search.leap(depth) if leap else search.deepen(depth)
+    out is interrupted.  `sat_step`: the clauses, if made before.  `leap`: see `_Search.leap`.  `prefix`:
+    start from the states breadth-first search kept at its depth (`depth` counts from the initial state)."""
+    search = _Search(rel, sat_step, only, budget_s, progress, prefix)
+    steps = depth - search.offset
+    return search.leap(steps) if leap else search.deepen(steps)
 
 
 class _Search:
     """One search over one unrolling: its clock, its budget and the seconds each depth took."""
 
     def __init__(self, rel: StepRelation, sat_step: SatStep | None, only: set | None, budget_s: float | None,
-                 progress):
+                 progress, prefix: Prefix | None = None):
         self.t0 = time.perf_counter()
         self.S = S = sat_step or SatStep(rel)
         self.built, self.n_paths = rel.build_seconds + S.seconds, len(rel.paths)
         self.budget_s, self.progress = budget_s, progress
+        self.offset = 0 if prefix is None else prefix.depth    # what the steps unrolled here are counted from
         if progress:
             progress(0, self.n_paths, self.built)
-        self.U = _Unrolled(S, only)
+        self.U = _Unrolled(S, only, prefix)
         self.secs: list = []
         self.cpu: list = []
 
     def result(self, kind: str, k: int, **kw) -> BmcResult:
-        return BmcResult(kind, k, seconds_per_depth=self.secs, cpu_seconds_per_depth=self.cpu,
+        """The result at k steps unrolled (a depth counted from the initial state)."""
+        return BmcResult(kind, self.offset + k, seconds_per_depth=self.secs, cpu_seconds_per_depth=self.cpu,
                          paths_per_step=self.n_paths, build_seconds=self.built, **kw)
 
     def left(self) -> float | None:
@@ -426,7 +470,7 @@ class _Search:
     def found(self, truth, asked: list, k: int, earliest: bool) -> BmcResult:
         name = next(n for n, q in asked if truth[q])
         if name == OUT_OF_BOUNDS:
-            return self.result("unknown", k, detail=f"depth {k}: {OUT_OF_BOUNDS[6:-1]} ([-1, {self.S.hi}]); "
+            return self.result("unknown", k, detail=f"depth {self.offset + k}: {OUT_OF_BOUNDS[6:-1]} ([-1, {self.S.hi}]); "
                                                     f"BMC over Z3's terms (mode push) has no such bound")
         res = self.U.replayed(truth, name, k, earliest=earliest)
         res.seconds_per_depth, res.cpu_seconds_per_depth = self.secs, self.cpu
@@ -447,13 +491,17 @@ class _Search:
                 return self.stopped(k - 1)
             if answer:
                 return self.found(U.truth(), asked, k, earliest=False)
-            U.sat.solver.add_clause([-act])        # this depth's question is answered: retire it
+            # this depth's question is answered: retire it, and say what the answer showed (no state this
+            # deep breaks what was asked), which every deeper question may use
+            U.sat.solver.add_clause([-act])
+            for _, q in asked:
+                U.sat.solver.add_clause([-q])
             if k == depth:
                 break
             U.extend()
             self.timed(t1, c1, k)
             if self.progress:
-                self.progress(k + 1, self.n_paths, self.secs[-1])
+                self.progress(self.offset + k + 1, self.n_paths, self.secs[-1])
         return self.result("ok", depth)
 
     def leap(self, depth: int) -> BmcResult:
@@ -472,7 +520,7 @@ class _Search:
                 U.extend()
             self.timed(t1, c1)
             if self.progress and k < depth:
-                self.progress(k + 1, self.n_paths, self.secs[-1])
+                self.progress(self.offset + k + 1, self.n_paths, self.secs[-1])
         U.sat.solver.add_clause([q for _, _, q in asked])
         t1, c1 = time.perf_counter(), time.process_time()
         answer = self.ask([])
@@ -485,7 +533,7 @@ class _Search:
             truth = U.truth()
             k = min(k for k, _, q in asked if truth[q])
             res = self.found(truth, [(n, q) for j, n, q in asked if j == k], k, earliest=True)
-            res.shortest = res.depth == 0
+            res.shortest = res.depth == self.offset
         res.solve_seconds, res.solve_cpu_seconds = solve_seconds, solve_cpu_seconds
         return res
 

@@ -3,12 +3,17 @@
 The step relation is built once (bmc.py `StepRelation`, the world's Next over Z3 values); what asks
 about its unrolling is Z3 itself (bmc.py `bmc_z3`) or an incremental SAT solver over the step
 bit-blasted once (bmc_sat.py).  Both modules share the relation and the replay through the explicit
-checker; this one only chooses between them, so neither imports the other's search.
+checker; this one only chooses between them, so neither imports the other's search.  It also joins
+the two kinds of search: breadth-first to a depth (search/prefix.py), then SAT from the states there.
 """
 from __future__ import annotations
 
+import time
+
+from groupspec.checkers.search.prefix import levels_to
+
 from .bmc import Z3_MODES, BmcResult, StepRelation, bmc_z3
-from .bmc_sat import bmc_sat
+from .bmc_sat import OutOfBits, bmc_sat
 from .presets import WorldConfig
 
 MODES = (*Z3_MODES, "sat")
@@ -16,7 +21,7 @@ MODES = (*Z3_MODES, "sat")
 
 def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, timeout_ms: int = 0,
         progress=None, mode: str = "push", budget_s: float | None = None, only: set | None = None,
-        leap: bool = False) -> BmcResult:
+        leap: bool = False, after: int | None = None, widest: int | None = None) -> BmcResult:
     """Search for a state breaking a state invariant within `depth` steps of the initial state,
     depth by depth (so the first violation found is at a shortest depth).
 
@@ -33,12 +38,47 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
     `leap` (mode "sat" only): one question for every depth to `depth` at once, not depth by depth:
     sooner to a violation where proving each depth clean is what costs, but the violation is not
     shown shortest (bmc_sat.py `_Search.leap`).
+    `after` (mode "sat" only): breadth-first search first, to `after` steps (search/prefix.py, with
+    symmetry), then the SAT search from the states it kept at that depth; the depths are still counted
+    from the initial state and the first violation found still at a shortest depth (but with `leap`).
+    The search's own checks cover the depths up to `after`, every invariant of the world: a violation
+    there (or no state that deep) ends it, whatever `only` says.  `widest`: the search stops short of
+    `after` at the deepest level of at most that many states (each is clauses of the first state).
     `cfg` may be a step relation built before (of its world and rows); its build is not timed again."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)}")
     if leap and mode != "sat":
         raise ValueError(f"leap is a question of the SAT encoding (mode sat), not of mode {mode!r}")
+    if after is not None and (mode != "sat" or not 0 <= after <= depth):
+        raise ValueError(f"after {after}: BMC from breadth-first search's level is mode sat's, at a depth "
+                         f"from 0 to {depth}")
     rel = cfg if isinstance(cfg, StepRelation) else StepRelation(cfg, rows)
+    if after is not None:
+        return _after_search(rel, depth, after, widest, progress, budget_s, only, leap)
     if mode == "sat":
         return bmc_sat(rel, depth, progress=progress, budget_s=budget_s, only=only, leap=leap)
     return bmc_z3(rel, depth, timeout_ms=timeout_ms, progress=progress, mode=mode, budget_s=budget_s, only=only)
+
+
+def _after_search(rel: StepRelation, depth: int, after: int, widest: int | None, progress, budget_s, only,
+                  leap) -> BmcResult:
+    t0 = time.perf_counter()
+    pre = levels_to(rel.world.model, after, deadlock=False, widest=widest)   # BMC asks about invariants only
+    if pre.ended is not None:
+        r = pre.ended
+        detail = (f"breadth-first search reached every state within {r.depth} steps; none breaks an invariant"
+                  if r.result == "ok" else "")
+        return BmcResult(r.result, depth if r.result == "ok" else r.depth, r.violation, r.path, detail=detail,
+                         prefix_states=pre.distinct_states, prefix_depth=r.depth,
+                         prefix_seconds=pre.seconds, build_seconds=rel.build_seconds,
+                         steps=[(st.action, st.rows) for st, _ in r.path[1:]])
+    left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
+    try:
+        res = bmc_sat(rel, depth, progress=progress, budget_s=left, only=only, leap=leap, prefix=pre)
+    except OutOfBits as e:
+        return BmcResult("unknown", pre.depth, detail=f"a state breadth-first search reached at depth {pre.depth} "
+                         f"cannot be encoded: {e}", prefix_states=pre.distinct_states, prefix_seconds=pre.seconds,
+                         prefix_depth=pre.depth)
+    res.prefix_states, res.prefix_seconds, res.prefix_level = pre.distinct_states, pre.seconds, len(pre.states)
+    res.prefix_depth = pre.depth
+    return res
