@@ -40,9 +40,9 @@ class Prefix:
     _seen: dict = field(default_factory=dict, repr=False)      # key -> (parent's key, hash of the kept state)
     _keys: list = field(default_factory=list, repr=False)
 
-    def path(self, i: int, last=None) -> list:
+    def path(self, i: int) -> list:
         """[(Step | None, flat state)] from an initial state to `states[i]`, each state the kept one."""
-        return _path(self.model, self._seen, self._keys[i], last)
+        return _path(self.model, self._seen, self._keys[i])
 
 
 def levels_to(model: Model, depth: int, symmetry: bool = True, deadlock: bool = True,
@@ -114,6 +114,8 @@ def levels_to(model: Model, depth: int, symmetry: bool = True, deadlock: bool = 
 
 
 def _path(model: Model, seen: dict, key, last=None) -> list:
+    """The kept states from an initial one to `key`'s, replayed (each a successor of the one before, found
+    by its hash), in the model's flat view; `last`: a step that broke a property, at the end."""
     chain = []
     while key is not None:
         parent, h = seen[key]
