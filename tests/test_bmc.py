@@ -363,3 +363,9 @@ def test_prove_bmc_after_search_says_what_the_search_did(monkeypatch, capsys):
     deepest = check(WorldModel(TINY)).depth
     assert doc["detail"] == f"breadth-first search reached every state within {deepest} steps; none breaks an invariant"
     assert doc["after_search"]["depth"] == deepest < 40
+
+
+def test_bmc_after_the_search_stopped_by_its_budget_says_the_search_answered_its_level(leave_keeps_timer):
+    rel = leave_keeps_timer.rel
+    r = bmc_sat(rel, 12, sat_step=leave_keeps_timer, prefix=levels_to(rel.world.model, 5), budget_s=1e-9)
+    assert (r.result, r.depth) == ("stopped", 5)

@@ -458,7 +458,9 @@ class _Search:
         return None if left is not None and left <= 0 else self.U.sat.solve(assumptions, left)
 
     def stopped(self, k: int) -> BmcResult:
-        return self.result("stopped", k, detail=f"the budget of {self.budget_s:g} s was spent")
+        """Stopped with k steps answered (-1: none; from a search's level, that level is answered by the search)."""
+        return self.result("stopped", max(k, 0) if self.offset else k,
+                           detail=f"the budget of {self.budget_s:g} s was spent")
 
     def timed(self, t1: float, c1: float, k: int | None = None) -> None:
         """Depth k's seconds, from (t1, c1) on (k None: a new depth's)."""
