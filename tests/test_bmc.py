@@ -115,6 +115,9 @@ def test_prove_bmc_writes_its_counterexample_in_the_three_formats(monkeypatch, c
     (["--bmc", "3", "--bmc-solver", "sat", "--after-search", "5"], "--after-search 5: give a depth from 0 to --bmc's 3"),
     (["--bmc", "3", "--bmc-solver", "sat", "--after-search", "-1"], "--after-search -1: give a depth from 0 to"),
     (["--bmc", "3", "--bmc-solver", "sat", "--after-search", "soon"], "(the search goes that deep, BMC the rest of the way), or auto"),
+    (["--bmc", "3", "--bmc-solver", "sat", "--after-search", "\u00b2"], "give a depth from 0 to --bmc's 3"),
+    (["--bmc", "3", "--bmc-solver", "sat", "--after-search", "2", "-i", "leader-is-member"],
+     "--after-search with -i: the search to depth D checks every invariant"),
 ])
 def test_prove_bmc_refuses_bad_input(monkeypatch, capsys, tmp_path, args, says):
     (tmp_path / "f").write_text("")
@@ -340,6 +343,17 @@ def test_bmc_after_the_search_is_the_sat_search_s_and_within_its_depth():
         bmc(PRESETS["tiny"], 3, mode="push", after=2)
     with pytest.raises(ValueError, match="from 0 to 3"):
         bmc(PRESETS["tiny"], 3, mode="sat", after=4)
+    with pytest.raises(ValueError, match="checks every invariant"):
+        bmc(PRESETS["tiny"], 3, mode="sat", after=2, only={"leader-is-member"})
+
+
+def test_a_leap_from_the_search_s_level_is_shortest_one_step_past_it(leave_keeps_timer):
+    # the search showed every depth to its level clean: a leap's violation one step past it is a shortest one
+    rel = leave_keeps_timer.rel
+    r = bmc_sat(rel, 10, sat_step=leave_keeps_timer, prefix=levels_to(rel.world.model, 9), leap=True)
+    assert (r.result, r.depth, r.shortest) == ("violation", 10, True), r.detail
+    r = bmc_sat(rel, 12, sat_step=leave_keeps_timer, prefix=levels_to(rel.world.model, 6), leap=True)
+    assert r.result == "violation" and 10 <= r.depth <= 12 and not r.shortest, r.detail
 
 
 def test_prove_bmc_after_search_says_what_the_search_did(monkeypatch, capsys):
@@ -369,3 +383,14 @@ def test_bmc_after_the_search_stopped_by_its_budget_says_the_search_answered_its
     rel = leave_keeps_timer.rel
     r = bmc_sat(rel, 12, sat_step=leave_keeps_timer, prefix=levels_to(rel.world.model, 5), budget_s=1e-9)
     assert (r.result, r.depth) == ("stopped", 5)
+    r = bmc_sat(rel, 12, sat_step=leave_keeps_timer, prefix=levels_to(rel.world.model, 0), budget_s=1e-9)
+    assert (r.result, r.depth) == ("stopped", 0)
+
+
+def test_clean_depths_kept_for_the_invariants_asked_alone_keep_the_depth_found(planted_one):
+    # each depth answered clean is kept as clauses of the questions asked there, and only those: asked about
+    # the broken invariant alone, or about every one, the same shortest depth
+    explicit = check(WorldModel(ONE, PLANTED_ONE))
+    for only in (None, {explicit.violation}):
+        r = bmc_sat(planted_one.rel, 8, sat_step=planted_one, only=only)
+        assert (r.result, r.depth, r.violation) == ("violation", explicit.depth, explicit.violation), r.detail

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import List, Optional
 
 import typer
@@ -11,8 +12,8 @@ from groupspec.checkers.console import err, fail_input, finite, out, output_path
 
 from .shared import CE_FILES, bounded_workers, no_status, preset_list, world_of, world_options, write_counterexample
 
-# --after-search auto: the deepest level of at most this many states starts BMC (each state is a Boolean and a
-# clause per bit it does not share with the others; a few thousand states answer in seconds, docs/benchmarks.md)
+# --after-search auto: the search stops before the first level of more than this many states (each is a Boolean
+# and a clause per bit it does not share with the others; a few thousand answer in seconds, docs/benchmarks.md)
 AUTO_WIDEST = 4096
 
 
@@ -80,8 +81,9 @@ def prove_cmd(
                               "within K steps rather than depth by depth; sooner to a violation, which is then "
                               "not shown shortest."),
     after_search: Optional[str] = typer.Option(None, "--after-search", help="With --bmc K --bmc-solver sat: "
-                                               "breadth-first search to depth D first (auto: the deepest level "
-                                               f"of at most {AUTO_WIDEST:,} states), then BMC from the states "
+                                               "breadth-first search to depth D first (auto: to the level "
+                                               f"before the first of more than {AUTO_WIDEST:,} states), then BMC "
+                                               "from the states "
                                                "it reaches there (depths still counted from the initial state, "
                                                "the first violation still shortest; the search checks every "
                                                "invariant to D); proving the depths before D clean is what grows "
@@ -195,10 +197,13 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
     if after is not None and solver != "sat":
         fail_input(f"--after-search {after}: BMC from the search's level is the SAT solver's; give --bmc-solver "
                    f"sat with it")
+    if after is not None and invariants:
+        fail_input(f"--after-search with -i: the search to depth D checks every invariant (a row breaking one ends "
+                   f"its step), so it cannot look past one you did not ask about; leave out -i or --after-search")
     widest = None
     if after == "auto":
         after, widest = str(depth), AUTO_WIDEST
-    if after is not None and not (after.isdigit() and int(after) <= depth):
+    if after is not None and not (re.fullmatch(r"[0-9]+", after) and int(after) <= depth):
         fail_input(f"--after-search {after}: give a depth from 0 to --bmc's {depth} (the search goes that deep, "
                    f"BMC the rest of the way), or auto")
     after = None if after is None else int(after)

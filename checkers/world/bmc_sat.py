@@ -459,7 +459,7 @@ class _Search:
 
     def stopped(self, k: int) -> BmcResult:
         """Stopped with k steps answered (-1: none; from a search's level, that level is answered by the search)."""
-        return self.result("stopped", max(k, 0) if self.offset else k,
+        return self.result("stopped", max(k, 0) if self.U.prefix is not None else k,
                            detail=f"the budget of {self.budget_s:g} s was spent")
 
     def timed(self, t1: float, c1: float, k: int | None = None) -> None:
@@ -535,7 +535,8 @@ class _Search:
             truth = U.truth()
             k = min(k for k, _, q in asked if truth[q])
             res = self.found(truth, [(n, q) for j, n, q in asked if j == k], k, earliest=True)
-            res.shortest = res.depth == self.offset
+            clean = self.offset if self.U.prefix is not None else -1        # the depths shown clean before the leap
+            res.shortest = res.depth <= clean + 1
         res.solve_seconds, res.solve_cpu_seconds = solve_seconds, solve_cpu_seconds
         return res
 

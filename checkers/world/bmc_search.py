@@ -42,8 +42,8 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
     symmetry), then the SAT search from the states it kept at that depth; the depths are still counted
     from the initial state and the first violation found still at a shortest depth (but with `leap`).
     The search's own checks cover the depths up to `after`, every invariant of the world: a violation
-    there (or no state that deep) ends it, whatever `only` says.  `widest`: the search stops short of
-    `after` at the deepest level of at most that many states (each is clauses of the first state).
+    there (or no state that deep) ends it, so `only` is refused with it.  `widest`: the search stops short
+    of `after` before the first level of more than that many states (each is clauses of the first state).
     `cfg` may be a step relation built before (of its world and rows); its build is not timed again."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)}")
@@ -52,6 +52,10 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
     if after is not None and (mode != "sat" or not 0 <= after <= depth):
         raise ValueError(f"after {after}: BMC from breadth-first search's level is mode sat's, at a depth "
                          f"from 0 to {depth}")
+    if after is not None and only is not None:
+        # the world model checks every invariant as it steps (a row breaking one on its way ends the step), so
+        # the search cannot look past an invariant it was not asked about
+        raise ValueError("after and only: the search to `after` checks every invariant; ask about all of them")
     rel = cfg if isinstance(cfg, StepRelation) else StepRelation(cfg, rows)
     if after is not None:
         return _after_search(rel, depth, after, widest, progress, budget_s, only, leap)
@@ -78,7 +82,7 @@ def _after_search(rel: StepRelation, depth: int, after: int, widest: int | None,
     except OutOfBits as e:
         return BmcResult("unknown", pre.depth, detail=f"a state breadth-first search reached at depth {pre.depth} "
                          f"cannot be encoded: {e}", prefix_states=pre.distinct_states, prefix_seconds=pre.seconds,
-                         prefix_depth=pre.depth)
+                         prefix_depth=pre.depth, prefix_level=len(pre.states))
     res.prefix_states, res.prefix_seconds, res.prefix_level = pre.distinct_states, pre.seconds, len(pre.states)
     res.prefix_depth = pre.depth
     return res
