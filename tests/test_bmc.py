@@ -394,3 +394,11 @@ def test_clean_depths_kept_for_the_invariants_asked_alone_keep_the_depth_found(p
     for only in (None, {explicit.violation}):
         r = bmc_sat(planted_one.rel, 8, sat_step=planted_one, only=only)
         assert (r.result, r.depth, r.violation) == ("violation", explicit.depth, explicit.violation), r.detail
+
+
+def test_bmc_after_a_search_level_too_wide_to_start_from_says_so(monkeypatch, leave_keeps_timer):
+    monkeypatch.setattr(BMC, "MAX_STARTS", 2)
+    r = bmc(leave_keeps_timer.rel, 12, mode="sat", after=6)
+    assert r.result == "unknown" and r.detail.startswith(f"breadth-first search keeps {r.prefix_level} states at depth 6, "
+                                                         f"more than the 2 BMC starts from"), r.detail
+    assert r.detail.endswith("give a smaller depth to search to, or auto")

@@ -17,6 +17,10 @@ from .bmc_sat import OutOfBits, bmc_sat
 from .presets import WorldConfig
 
 MODES = (*Z3_MODES, "sat")
+# The most states of a search's level the SAT search starts from: each is a Boolean and a clause per bit it does not
+# share with the others (274 of a state's 1,031 bits at depth 10 of the 3-client world with faults), so 100 thousand
+# are tens of millions of clauses.
+MAX_STARTS = 100_000
 
 
 def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, timeout_ms: int = 0,
@@ -76,6 +80,11 @@ def _after_search(rel: StepRelation, depth: int, after: int, widest: int | None,
                          prefix_states=pre.distinct_states, prefix_depth=r.depth,
                          prefix_seconds=pre.seconds, build_seconds=rel.build_seconds,
                          steps=[(st.action, st.rows) for st, _ in r.path[1:]])
+    if len(pre.states) > MAX_STARTS:
+        return BmcResult("unknown", pre.depth, detail=f"breadth-first search keeps {len(pre.states):,} states at depth "
+                         f"{pre.depth}, more than the {MAX_STARTS:,} BMC starts from (each is clauses of the first "
+                         f"state): give a smaller depth to search to, or auto", prefix_states=pre.distinct_states,
+                         prefix_seconds=pre.seconds, prefix_depth=pre.depth, prefix_level=len(pre.states))
     left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
     try:
         res = bmc_sat(rel, depth, progress=progress, budget_s=left, only=only, leap=leap, prefix=pre)
