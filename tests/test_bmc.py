@@ -363,6 +363,7 @@ def test_prove_bmc_after_search_says_what_the_search_did(monkeypatch, capsys):
     assert lines[0] == "bmc tiny: ok at depth 6", out
     assert lines[1].startswith("  breadth-first search to depth 4 first: ") and " states, BMC from the " in lines[1]
     assert "depth 4 answered, depth 5 unrolled" in err and "depth 0 answered" not in err
+    assert "bmc: breadth-first search to depth 4: " in err and " states, " in err and " at depth 4, in " in err
     code, out, err = run_cli(monkeypatch, capsys, "prove", "--bmc", "12", "--bmc-solver", "sat", "--after-search", "auto",
                              "--preset", "small", "--json")
     doc = json.loads(out)

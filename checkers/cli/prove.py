@@ -224,8 +224,13 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
             err.print(f"bmc: {what} ({paths} paths per step) in {secs:.1f} s", markup=False, highlight=False)
             if leap and k == depth:
                 err.print(f"bmc: asking once for a violation within {depth} steps", markup=False, highlight=False)
+    def searched(pre):
+        if not as_json and pre.ended is None:
+            err.print(f"bmc: breadth-first search to depth {pre.depth}: {pre.distinct_states:,} states, "
+                      f"{len(pre.states):,} at depth {pre.depth}, in {pre.seconds:.1f} s", markup=False, highlight=False)
     res = bmc(cfg, depth, timeout_ms=0 if timeout is None else int(timeout * 1000), progress=progress,
-              mode="sat" if solver == "sat" else "push", leap=leap, only=only, after=after, widest=widest)
+              mode="sat" if solver == "sat" else "push", leap=leap, only=only, after=after, widest=widest,
+              searched=searched)
     model = WorldModel(cfg)
     doc = {"result": res.result, "preset": preset, "depth": res.depth, "violation": res.violation,
            "detail": res.detail, "solver": solver, "leap": leap, "invariants": sorted(only) if only else "all",

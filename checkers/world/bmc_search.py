@@ -25,7 +25,7 @@ MAX_STARTS = 100_000
 
 def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, timeout_ms: int = 0,
         progress=None, mode: str = "push", budget_s: float | None = None, only: set | None = None,
-        leap: bool = False, after: int | None = None, widest: int | None = None) -> BmcResult:
+        leap: bool = False, after: int | None = None, widest: int | None = None, searched=None) -> BmcResult:
     """Search for a state breaking a state invariant within `depth` steps of the initial state,
     depth by depth (so the first violation found is at a shortest depth).
 
@@ -48,6 +48,7 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
     The search's own checks cover the depths up to `after`, every invariant of the world: a violation
     there (or no state that deep) ends it, so `only` is refused with it.  `widest`: the search stops short
     of `after` before the first level of more than that many states (each is clauses of the first state).
+    `searched(prefix)` is called when the search is done (search/prefix.py's `Prefix`), before BMC starts.
     `cfg` may be a step relation built before (of its world and rows); its build is not timed again."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use one of {', '.join(MODES)}")
@@ -62,16 +63,18 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
         raise ValueError("after and only: the search to `after` checks every invariant; ask about all of them")
     rel = cfg if isinstance(cfg, StepRelation) else StepRelation(cfg, rows)
     if after is not None:
-        return _after_search(rel, depth, after, widest, progress, budget_s, only, leap)
+        return _after_search(rel, depth, after, widest, progress, budget_s, only, leap, searched)
     if mode == "sat":
         return bmc_sat(rel, depth, progress=progress, budget_s=budget_s, only=only, leap=leap)
     return bmc_z3(rel, depth, timeout_ms=timeout_ms, progress=progress, mode=mode, budget_s=budget_s, only=only)
 
 
 def _after_search(rel: StepRelation, depth: int, after: int, widest: int | None, progress, budget_s, only,
-                  leap) -> BmcResult:
+                  leap, searched) -> BmcResult:
     t0 = time.perf_counter()
     pre = levels_to(rel.world.model, after, deadlock=False, widest=widest)   # BMC asks about invariants only
+    if searched:
+        searched(pre)
     if pre.ended is not None:
         r = pre.ended
         detail = (f"breadth-first search reached every state within {r.depth} steps; none breaks an invariant"
