@@ -125,7 +125,9 @@ def _path(model: Model, seen: dict, key, last=None) -> list:
     state = next(s for s in model.init_states() if hash(s) == chain[0])
     path = [(None, model.flat(state))]
     for h in chain[1:]:
-        step, state = next((st, t) for st, t in model.successors(state)[0] if hash(t) == h)
+        step, state = next(((st, t) for st, t in model.successors(state)[0] if hash(t) == h), (None, None))
+        if step is None:         # pragma: no cover - the search kept this successor
+            raise RuntimeError("the path to a state the search kept lost its way: the model's successors changed")
         path.append((step, model.flat(state)))
     if last is not None:
         path.append((last, model.flat(state)))
