@@ -83,8 +83,8 @@ def prove_cmd(
     after_search: Optional[str] = typer.Option(None, "--after-search", help="With --bmc K --bmc-solver sat: "
                                                "breadth-first search to depth D first (auto: to the level "
                                                f"before the first of more than {AUTO_WIDEST:,} states), then BMC "
-                                               "from the states "
-                                               "it reaches there (depths still counted from the initial state, "
+                                               "from the states it reaches there (depths still counted from the "
+                                               "initial state, "
                                                "the first violation still shortest; the search checks every "
                                                "invariant to D); proving the depths before D clean is what grows "
                                                "with depth."),
@@ -224,6 +224,7 @@ def run_bmc(depth: int, world: dict, timeout: float | None, out_dir: str | None,
             err.print(f"bmc: {what} ({paths} paths per step) in {secs:.1f} s", markup=False, highlight=False)
             if leap and k == depth:
                 err.print(f"bmc: asking once for a violation within {depth} steps", markup=False, highlight=False)
+
     def searched(pre):
         if not as_json and pre.ended is None:
             err.print(f"bmc: breadth-first search to depth {pre.depth}: {pre.distinct_states:,} states, "

@@ -7,7 +7,7 @@ initial state: a state first reached at depth e > `depth` lies e - `depth` steps
 first reached at `depth` (a shortest path to it passes one), so the first depth the other engine
 finds a violation at, all of them searched in order, is a shortest violation's.
 
-With symmetry, a level holds one state of each orbit, as the search of explicit.py does, but kept
+With the model's symmetry, a level holds one state of each orbit, as the search of explicit.py does, but kept
 as it was reached (the successor the search computed), not as its representative: each kept state
 is a successor of its parent as kept, so the path to any state of the last level is concrete
 (replayed from an initial state along the stored parents), and the other engine starts from real
@@ -45,22 +45,21 @@ class Prefix:
         return _path(self.model, self._seen, self._keys[i])
 
 
-def levels_to(model: Model, depth: int, symmetry: bool = True, deadlock: bool = True,
-              widest: int | None = None) -> Prefix:
-    """Search `model` breadth-first until every state `depth` steps away is kept (`depth` >= 0), or with
-    `widest`, until the next level would hold more states than that (the last level kept is the deepest
-    of at most `widest`, its depth `Prefix.depth`; the first level is kept whatever its size).  As
+def levels_to(model: Model, depth: int, deadlock: bool = True, widest: int | None = None) -> Prefix:
+    """Search `model` breadth-first, with its symmetry, until every state `depth` steps away is kept
+    (`depth` >= 0), or with `widest`, until the next level would hold more states than that (the search
+    stops before the first such level, at `Prefix.depth`; the first level is kept whatever its size).  As
     explicit.py's search, once a successor breaks a property the rest of its level is still expanded for
     the failures as short or shorter (a deadlock, a step breaking a property on its way)."""
     t0 = time.perf_counter()
-    rep = model.representative if symmetry else (lambda s: s)
+    rep = model.representative
     seen: dict = {}
     level, keys, levels = [], [], []
     invariants = model.invariants()
 
     def ended(kind: str, violation: str = "", at=None, last=None, d: int = 0) -> Prefix:
         path = _path(model, seen, at, last) if at is not None else []
-        res = Result(kind, len(seen), 0, time.perf_counter() - t0, d, symmetry, invariants, Counter(),
+        res = Result(kind, len(seen), 0, time.perf_counter() - t0, d, True, invariants, Counter(),
                      violation, path, levels=list(levels))
         return Prefix(model, depth, res, levels=list(levels), distinct_states=len(seen),
                       seconds=time.perf_counter() - t0)

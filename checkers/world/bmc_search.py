@@ -63,14 +63,14 @@ def bmc(cfg: WorldConfig | StepRelation, depth: int, rows: list | None = None, t
         raise ValueError("after and only: the search to `after` checks every invariant; ask about all of them")
     rel = cfg if isinstance(cfg, StepRelation) else StepRelation(cfg, rows)
     if after is not None:
-        return _after_search(rel, depth, after, widest, progress, budget_s, only, leap, searched)
+        return _after_search(rel, depth, after, widest, progress, budget_s, leap, searched)
     if mode == "sat":
         return bmc_sat(rel, depth, progress=progress, budget_s=budget_s, only=only, leap=leap)
     return bmc_z3(rel, depth, timeout_ms=timeout_ms, progress=progress, mode=mode, budget_s=budget_s, only=only)
 
 
-def _after_search(rel: StepRelation, depth: int, after: int, widest: int | None, progress, budget_s, only,
-                  leap, searched) -> BmcResult:
+def _after_search(rel: StepRelation, depth: int, after: int, widest: int | None, progress, budget_s, leap,
+                  searched) -> BmcResult:
     t0 = time.perf_counter()
     pre = levels_to(rel.world.model, after, deadlock=False, widest=widest)   # BMC asks about invariants only
     if searched:
@@ -79,22 +79,19 @@ def _after_search(rel: StepRelation, depth: int, after: int, widest: int | None,
         r = pre.ended
         detail = (f"breadth-first search reached every state within {r.depth} steps; none breaks an invariant"
                   if r.result == "ok" else "")
-        return BmcResult(r.result, depth if r.result == "ok" else r.depth, r.violation, r.path, detail=detail,
-                         prefix_states=pre.distinct_states, prefix_depth=r.depth,
-                         prefix_seconds=pre.seconds, build_seconds=rel.build_seconds,
-                         steps=[(st.action, st.rows) for st, _ in r.path[1:]])
-    if len(pre.states) > MAX_STARTS:
-        return BmcResult("unknown", pre.depth, detail=f"breadth-first search keeps {len(pre.states):,} states at depth "
-                         f"{pre.depth}, more than the {MAX_STARTS:,} BMC starts from (each is clauses of the first "
-                         f"state): give a smaller depth to search to, or auto", prefix_states=pre.distinct_states,
-                         prefix_seconds=pre.seconds, prefix_depth=pre.depth, prefix_level=len(pre.states))
-    left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
-    try:
-        res = bmc_sat(rel, depth, progress=progress, budget_s=left, only=only, leap=leap, prefix=pre)
-    except OutOfBits as e:
-        return BmcResult("unknown", pre.depth, detail=f"a state breadth-first search reached at depth {pre.depth} "
-                         f"cannot be encoded: {e}", prefix_states=pre.distinct_states, prefix_seconds=pre.seconds,
-                         prefix_depth=pre.depth, prefix_level=len(pre.states))
-    res.prefix_states, res.prefix_seconds, res.prefix_level = pre.distinct_states, pre.seconds, len(pre.states)
-    res.prefix_depth = pre.depth
+        res = BmcResult(r.result, depth if r.result == "ok" else r.depth, r.violation, r.path, detail=detail,
+                        build_seconds=rel.build_seconds, steps=[(st.action, st.rows) for st, _ in r.path[1:]])
+    elif len(pre.states) > MAX_STARTS:
+        res = BmcResult("unknown", pre.depth, detail=f"breadth-first search keeps {len(pre.states):,} states at depth "
+                        f"{pre.depth}, more than the {MAX_STARTS:,} BMC starts from (each is clauses of the first "
+                        f"state): give a smaller depth to search to, or auto")
+    else:
+        left = None if budget_s is None else budget_s - (time.perf_counter() - t0)
+        try:
+            res = bmc_sat(rel, depth, progress=progress, budget_s=left, leap=leap, prefix=pre)
+        except OutOfBits as e:
+            res = BmcResult("unknown", pre.depth, detail=f"a state breadth-first search reached at depth {pre.depth} "
+                            f"cannot be encoded: {e}")
+    res.prefix_states, res.prefix_depth, res.prefix_level, res.prefix_seconds = (
+        pre.distinct_states, pre.depth if pre.ended is None else pre.ended.depth, len(pre.states), pre.seconds)
     return res
