@@ -162,6 +162,15 @@ class _Terms:
 MEMO_COST = 3          # a shared term of fewer operations is cheaper computed again than looked up
 
 
+def _mix(j: int) -> int:
+    """A 64-bit constant for leaf j (splitmix64's output for j): what the leaf's value is multiplied by in a
+    state's fingerprint (search.c `fp`)."""
+    z = (j * 0x9E3779B97F4A7C15 + 0x9E3779B97F4A7C15) & (2 ** 64 - 1)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2 ** 64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2 ** 64 - 1)
+    return z ^ (z >> 31)
+
+
 def _literal(v: int) -> str:
     return f"((int64_t){v})" if not 0 <= v <= 1 else str(v)
 
@@ -287,6 +296,7 @@ class Generated:
             "/* a searching thread's own: the memo functions' cache, the choices, the steps taken per path */",
             "typedef struct { uint64_t counter, state_epoch, choice_epoch; "
             f"int64_t ch[{n_choices}]; struct {{ uint64_t f; int64_t t; }} m[NF]; long hits[NPATHS]; }} S;",
+            f"static const uint64_t LEAF_KEY[NL] = {{{', '.join(f'{_mix(j)}ull' for j in range(len(X)))}}};",
             *T.functions, *parts,
             "/* the successors of x into out (NL each); *bad: an invariant a row of the last one breaks on its way;",
             "   *cut: a path a bound cut was enabled */",

@@ -29,18 +29,20 @@ typedef struct {
   int64_t value;
 } gs_result;
 
-/* static, so the search calls it directly (gs_fp, for engine.py, goes through the library's table) */
+/* The fingerprint: the sum of each leaf's value times its own random constant (codegen.py's LEAF_KEY), mixed.
+   Two states collide only if their differences, times the constants, sum to 0 mod 2^64: for states whose
+   differences are not all divisible by 2^t, one chance in 2^(64-t) over the constants (a multilinear hash, as
+   universal as the constants are random).  A multiply and an add a leaf, all independent: the eight-lane mix
+   before it took three dependent operations a leaf and a fifth of the search (a profile of `ci`).  The mix after
+   the sum spreads its bits over the table's index (the low bits of the sum are weak: a leaf's parity, in bit 0).
+   static, so the search calls it directly (gs_fp, for engine.py, goes through the library's table) */
 static inline uint64_t fp(const int64_t *x) {
-  /* eight independent lanes: the words are mixed in parallel, not one multiply chain of NL links */
-  uint64_t h[8] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull,
-                   0x85EBCA77C2B2AE63ull, 0xFF51AFD7ED558CCDull, 0xC4CEB9FE1A85EC53ull, 0xBF58476D1CE4E5B9ull};
+  uint64_t a = 0, b = 0;
   int i = 0;
-  for (; i + 8 <= NL; i += 8)
-    for (int k = 0; k < 8; k++) { h[k] ^= (uint64_t)x[i + k]; h[k] *= 0xff51afd7ed558ccdull; h[k] ^= h[k] >> 29; }
-  for (int k = 0; i < NL; i++, k++) { h[k] ^= (uint64_t)x[i]; h[k] *= 0xff51afd7ed558ccdull; h[k] ^= h[k] >> 29; }
-  uint64_t r = h[0];
-  for (int k = 1; k < 8; k++) { r ^= h[k] * (0x9E3779B97F4A7C15ull + 2 * (uint64_t)k); r = (r << 23) | (r >> 41); }
-  r ^= r >> 31; r *= 0xbf58476d1ce4e5b9ull; r ^= r >> 27;
+  for (; i + 2 <= NL; i += 2) { a += (uint64_t)x[i] * LEAF_KEY[i]; b += (uint64_t)x[i + 1] * LEAF_KEY[i + 1]; }
+  if (i < NL) a += (uint64_t)x[i] * LEAF_KEY[i];
+  uint64_t r = a + b;
+  r ^= r >> 31; r *= 0xbf58476d1ce4e5b9ull; r ^= r >> 27; r *= 0x94d049bb133111ebull; r ^= r >> 31;
   return r ? r : 1;              /* 0 marks an empty slot */
 }
 
@@ -59,7 +61,7 @@ static inline int64_t image(const int64_t *x, int p, int j) {
 static void canon(int64_t *x) {
   int64_t orig[NL], img[SYM_NM];
   if (!sym_on || SYM_P < 2) return;
-  memcpy(orig, x, sizeof orig);
+  for (int m = 0; m < SYM_NM; m++) orig[SYM_MOVED[m]] = x[SYM_MOVED[m]];   /* what an image reads (symmetry.py) */
   for (int p = 1; p < SYM_P; p++) {          /* each image made from the state as it was, against the least */
     int m = 0, less = 0;
     for (; m < SYM_NM; m++) {
@@ -205,12 +207,17 @@ typedef struct {
   int stop, full;                          /* the search ends (a result, or `full`: max_states reached) */
   FILE *log;                               /* the next level's trail: its states' fingerprints and parents' */
   long max_states, *levels, max_ends;
-  int max_levels;
+  int max_levels, workers;
   int64_t *ends;
   gs_result *r;
 } Level;
 
 typedef struct { Level *L; int w; } Worker;
+
+/* the lock, taken only where there is another worker to take it from (one worker's search took 4% of its time
+   locking and unlocking it, a profile of `ci`) */
+static inline void hold(Level *L) { if (L->workers > 1) pthread_mutex_lock(&L->mu); }
+static inline void release(Level *L) { if (L->workers > 1) pthread_mutex_unlock(&L->mu); }
 
 #define CHUNK 32                           /* states a worker claims at a time */
 
@@ -227,12 +234,12 @@ static void *expand(void *arg) {
   uint64_t *h = malloc(MAX_SUCC * 8), *mine = malloc(MAX_SUCC * PW * 8), *mfp = malloc(MAX_SUCC * 8);
   unsigned char *fresh = malloc(MAX_SUCC);
   for (;;) {
-    pthread_mutex_lock(&L->mu);
+    hold(L);
     size_t i0 = L->claimed, i1 = i0 + CHUNK < L->fn ? i0 + CHUNK : L->fn;
     L->claimed = i1;
     if (halt && !L->stop) { L->stop = 1; r->violation = -6; r->complete = 0; }
     int stop = L->stop;
-    pthread_mutex_unlock(&L->mu);
+    release(L);
     if (stop || i0 >= i1) break;
     for (size_t i = i0; i < i1; i++) {
       unpack(L->front + i * PW, x);
@@ -241,8 +248,8 @@ static void *expand(void *arg) {
       int k = step(x, out, &bad, &cut, s);
       if (k > 0 && bad < 0)
         for (int j = 0; j < k; j++) { canon(out + (size_t)j * NL); h[j] = fp(out + (size_t)j * NL); soon(h[j]); }
-      pthread_mutex_lock(&L->mu);
-      if (L->stop) { pthread_mutex_unlock(&L->mu); goto out; }
+      hold(L);
+      if (L->stop) { release(L); goto out; }
       long first = r->states;
       int full = 0;
       if (k < 0) { r->violation = -2; L->stop = 1; }                /* more successors than MAX_SUCC */
@@ -271,7 +278,7 @@ static void *expand(void *arg) {
         }
         if (r->depth + 1 < L->max_levels) L->levels[r->depth + 1] += r->states - first;
       }
-      pthread_mutex_unlock(&L->mu);
+      release(L);
       if (k < 0 || bad >= 0 || full) goto out;           /* this worker stopped the search */
       /* the new states, in order: checked, counted for their orbits, packed for the next level */
       long unreduced = 0, made = 0, n = 0;
@@ -284,8 +291,8 @@ static void *expand(void *arg) {
         if ((leaf = pack(y, mine + made * PW)) >= 0) { n = j; break; }
         mfp[made++] = h[j];
       }
-      pthread_mutex_lock(&L->mu);
-      if (L->stop) { pthread_mutex_unlock(&L->mu); goto out; }
+      hold(L);
+      if (L->stop) { release(L); goto out; }
       r->unreduced += unreduced;
       if (v >= 0 || leaf >= 0) {
         /* counted up to this state, as one worker that stops at it counts: the new states after it are not */
@@ -308,7 +315,7 @@ static void *expand(void *arg) {
           }
           if (!nx || !nf) {            /* this state's new states are counted, not kept: the search ends here */
             L->stop = L->full = 1; r->complete = 0; r->violation = -4;
-            pthread_mutex_unlock(&L->mu);
+            release(L);
             goto out;
           }
           level_bytes += more; L->ncap = want;
@@ -319,7 +326,7 @@ static void *expand(void *arg) {
         if (r->states >= L->max_states) { L->stop = L->full = 1; r->complete = 0; }
       }
       stop = L->stop;
-      pthread_mutex_unlock(&L->mu);
+      release(L);
       if (stop) goto out;
     }
   }
@@ -341,6 +348,7 @@ int gs_search(const int64_t *init, long max_states, long *levels, int max_levels
   pthread_mutex_init(&L.mu, 0);
   if (workers < 1) workers = 1;
   if (workers > MAX_WORKERS) workers = MAX_WORKERS;
+  L.workers = workers;
   uint64_t *front = malloc(PW * 8), *ffp = malloc(8);
   L.next = malloc(L.ncap * PW * 8); L.nfp = malloc(L.ncap * 8);
   level_bytes = (1 + L.ncap) * (PW + 1) * 8;

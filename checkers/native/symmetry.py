@@ -70,6 +70,9 @@ def source(cfg, leaves: int) -> str:
     # the leaves some renaming moves or renames: the others are alike in every image, so comparing images
     # leaf by leaf in this order is comparing them whole
     moved = [j for j, (path, client) in enumerate(layout) if client or any(r[j] != j for r in src)]
+    # canon copies only these before it makes the images: each must read only these
+    if not {r[j] for r in src for j in moved} <= set(moved):
+        raise AssertionError("a renaming copies a leaf no renaming moves into one it moves")
     rows = ",\n".join("  {" + ",".join(map(str, r)) + "}" for r in src)
     return "\n".join([
         f"#define SYM_P {len(orders)}", f"#define SYM_NC {n}", f"#define SYM_NONE {NONE}",
