@@ -95,9 +95,11 @@ class _Terms:
             # a term of the state alone holds for the whole state; one of choices, for their values
             # (a term's epoch and value side by side: one cache line, where two arrays took two)
             valid = f"s->m[{j}].f == s->choice_epoch" if self.choices[i] else f"s->m[{j}].f >= s->state_epoch"
-            self.functions.append(f"static int64_t m{j}(const int64_t *x, S *s) {{ if (!({valid})) "
-                                  f"{{ s->m[{j}].f = s->choice_epoch; s->m[{j}].t = {s}; }} return s->m[{j}].t; }}")
-            s, cost = f"m{j}(x, s)", 1
+            # the test of the cache where the term is used, the call only to compute it: a call is not free, and
+            # more than half the uses find the term computed (small: 475 uses a state, 221 computed)
+            self.functions.append(f"static int64_t m{j}(const int64_t *x, S *s) {{ s->m[{j}].f = s->choice_epoch; "
+                                  f"return s->m[{j}].t = {s}; }}")
+            s, cost = f"({valid} ? s->m[{j}].t : m{j}(x, s))", 1
         self._expr[i], self._value[i], self._cost[i] = s, value, cost
         return s
 
