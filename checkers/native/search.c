@@ -61,17 +61,23 @@ static inline int64_t image(const int64_t *x, int p, int j) {
 static void canon(int64_t *x) {
   int64_t orig[NL], img[SYM_NM];
   if (!sym_on || SYM_P < 2) return;
-  for (int m = 0; m < SYM_NM; m++) orig[SYM_MOVED[m]] = x[SYM_MOVED[m]];   /* what an image reads (symmetry.py) */
+  const int64_t *from = x;                   /* the state as it was: x itself until x is changed */
   for (int p = 1; p < SYM_P; p++) {          /* each image made from the state as it was, against the least */
     int m = 0, less = 0;
     for (; m < SYM_NM; m++) {
       int j = SYM_MOVED[m];
-      int64_t v = image(orig, p, j);
+      int64_t v = image(from, p, j);
       img[m] = v;
       if (v != x[j]) { less = v < x[j]; break; }
     }
     if (!less) continue;
-    for (m++; m < SYM_NM; m++) img[m] = image(orig, p, SYM_MOVED[m]);
+    for (m++; m < SYM_NM; m++) img[m] = image(from, p, SYM_MOVED[m]);
+    /* kept before x changes, if another image is still to be made (with two clients alike, never); only the
+       leaves an image reads (symmetry.py) */
+    if (from == x && p + 1 < SYM_P) {
+      for (m = 0; m < SYM_NM; m++) orig[SYM_MOVED[m]] = x[SYM_MOVED[m]];
+      from = orig;
+    }
     for (m = 0; m < SYM_NM; m++) x[SYM_MOVED[m]] = img[m];
   }
 }
