@@ -1,6 +1,6 @@
 """TLC and `groupspec check` side by side on the same exported world (issue 13).
 
-    .venv/bin/python benchmarks/tla.py [--presets small,settle,twogen] [--workers 2]
+    .venv/bin/python benchmarks/tla.py [--presets small,settle,twogen] [--workers 2] [--engine native --cc gcc]
 
 For each preset, with and without symmetry: the world is exported (`groupspec export tla`), TLC
 checks the module and `groupspec check` the same world, each as its own process with the same
@@ -27,9 +27,9 @@ from groupspec.checkers.tla.tlc import find_jar, run_tlc
 from groupspec.checkers.world.presets import PRESETS
 
 
-def ours(preset: str, symmetry: bool, workers: int) -> dict:
+def ours(preset: str, symmetry: bool, workers: int, engine: list[str]) -> dict:
     cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "groupspec.checkers.cli", "check", "--preset", preset,
-           "--workers", str(workers), "--json", "--symmetry" if symmetry else "--no-symmetry"]
+           "--workers", str(workers), "--json", "--symmetry" if symmetry else "--no-symmetry", *engine]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -53,7 +53,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--presets", default="small,settle,twogen")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--engine", default="python", choices=["python", "native"],
+                    help="ours: the Python search or the native one (wall includes building its step and C: set "
+                         "GROUPSPEC_NATIVE_CACHE and run once to leave the compile out)")
+    ap.add_argument("--cc", default="tcc", choices=["tcc", "gcc"], help="the native search's compiler")
     args = ap.parse_args()
+    engine = ["--engine", "native", "--cc", args.cc] if args.engine == "native" else []
     jar, why = find_jar()
     if jar is None:
         print(json.dumps({"benchmark": "tla", "skipped": why}))
@@ -62,12 +67,12 @@ def main() -> None:
     for preset in args.presets.split(","):
         for symmetry in (False, True):
             t = tlc(preset, symmetry, args.workers, jar)
-            o = ours(preset, symmetry, args.workers)
+            o = ours(preset, symmetry, args.workers, engine)
             runs.append({"preset": preset, "symmetry": symmetry, "workers": args.workers, "tlc": t, "groupspec": o,
                          "same_states": t["distinct_states"] == o["distinct_states"],
                          "ratio_states_per_second": round(o["states_per_second"] / max(1, t["states_per_second"]),
                                                           2)})
-    print(json.dumps({"benchmark": "tla", "python": platform.python_version(), "cpus": os.cpu_count(),
+    print(json.dumps({"benchmark": "tla", "engine": args.engine, "python": platform.python_version(), "cpus": os.cpu_count(),
                       "aim": {"without_symmetry": 2, "with_symmetry": 5}, "runs": runs}, indent=2))
 
 
