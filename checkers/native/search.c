@@ -112,18 +112,26 @@ static size_t budget;       /* bytes the visited set and the two levels may take
 static size_t level_bytes;  /* what the two levels take: their room, as allocated */
 void gs_budget(size_t bytes) { budget = bytes; }
 
-/* twice the room, or 0 if that would take more than the budget (the old table and the new, while the one is
-   copied into the other, and the levels) or more than there is */
+/* h's home slot: h's high half times the room, scaled down (no power of two needed, so the table can grow by half
+   rather than double; h's high bits are its best mixed), or h modulo the room past 2^32 slots */
+static inline size_t slot(uint64_t h) {
+  return cap <= (size_t)1 << 32 ? (size_t)(((h >> 32) * (uint64_t)cap) >> 32) : (size_t)(h % cap);
+}
+
+/* half as much room again, or 0 if that would take more than the budget (the old table and the new, while the one
+   is copied into the other, and the levels) or more than there is.  Half, not double: the 3-client world's 525 M
+   states need a table of 700 M slots or more; doubling from 537 M took 4 GB and 8 GB side by side (with the levels,
+   past 20 GB), growing by half takes 4 and 6 and ends with 6 */
 static int grow(void) {
-  size_t old = cap, want = old ? old * 2 : 1 << 8;
+  size_t old = cap, want = old ? old + old / 2 : 1 << 8;
   if (budget && (old + want) * 8 + level_bytes > budget) return 0;
   uint64_t *was = seen, *now = calloc(want, 8);
   if (!now) return 0;
   seen = now; cap = want;
   for (size_t i = 0; i < old; i++)
     if (was[i]) {
-      size_t j = was[i] & (cap - 1);
-      while (seen[j]) j = (j + 1) & (cap - 1);
+      size_t j = slot(was[i]);
+      while (seen[j]) j = j + 1 < cap ? j + 1 : 0;
       seen[j] = was[i];
     }
   free(was);
@@ -133,8 +141,8 @@ static int grow(void) {
 /* 1: h is new, 0: seen before, -1: no room to admit it */
 static int admit(uint64_t h) {
   if (4 * (used + 1) > 3 * cap && !grow()) return -1;
-  size_t j = h & (cap - 1);
-  while (seen[j]) { if (seen[j] == h) return 0; j = (j + 1) & (cap - 1); }
+  size_t j = slot(h);
+  while (seen[j]) { if (seen[j] == h) return 0; j = j + 1 < cap ? j + 1 : 0; }
   seen[j] = h; used++;
   return 1;
 }
@@ -143,7 +151,7 @@ static int admit(uint64_t h) {
    (tcc has no such builtin: there it is nothing) */
 static inline void soon(uint64_t h) {     /* outside the lock: a stale cap or table only wastes the hint */
 #ifndef __TINYC__
-  if (cap) __builtin_prefetch(&seen[h & (cap - 1)]);
+  if (cap) __builtin_prefetch(&seen[slot(h)]);
 #endif
 }
 
